@@ -1,0 +1,165 @@
+"""Models of ``glyphoxa.yaml``. Every section forbids unknown keys so a typo is caught.
+
+Loading (``${VAR}`` expansion, file:line:column errors, "did you mean") is in ``bot.config_loader``;
+this module only says what a valid configuration is.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
+
+from tools.config import BuiltinToolsConfig, McpConfig
+from tools.tiers import DEFAULT_CEILINGS_MS, Tier
+
+__all__ = [
+    "CampaignRef",
+    "DiscordConfig",
+    "GlyphoxaConfig",
+    "LoggingConfig",
+    "MemoryConfig",
+    "MetricsConfig",
+    "ProviderConfig",
+    "ProvidersConfig",
+    "SpeechConfig",
+    "TiersConfig",
+    "VadConfig",
+]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class DiscordConfig(_Strict):
+    token: SecretStr | None = None
+    """Bot token; write ``${DISCORD_TOKEN}`` and keep the value in the environment."""
+    guild_ids: list[int] = Field(default_factory=list)
+    """Guilds to sync slash commands to instantly (global sync can take an hour)."""
+    dm_role: str | None = None
+    """Role allowed to steer the bot; without one, Manage Server permission is required."""
+    transcript_channel_id: int | None = None
+    """Text channel for the live transcript; empty disables it."""
+    transcription_notice: bool = True
+    """Announce at session start that voice is being transcribed."""
+
+
+class ProviderConfig(_Strict):
+    """One model provider. ``name`` picks the implementation; the rest configures it."""
+
+    name: str
+    model: str | None = None
+    base_url: str | None = None
+    api_key: SecretStr | None = None
+    options: dict[str, str | int | float | bool] = Field(default_factory=dict)
+
+
+class ProvidersConfig(_Strict):
+    llm: ProviderConfig = Field(
+        default_factory=lambda: ProviderConfig(name="local", model="smollm2")
+    )
+    """``local`` starts the bundled llama.cpp server; ``openai`` is any OpenAI-compatible API."""
+    stt: ProviderConfig = Field(
+        default_factory=lambda: ProviderConfig(name="faster-whisper", model="tiny.en")
+    )
+    tts: ProviderConfig = Field(default_factory=lambda: ProviderConfig(name="piper"))
+    realtime: ProviderConfig | None = None
+    embeddings: ProviderConfig | None = None
+
+
+class VadConfig(_Strict):
+    provider: Literal["silero", "webrtc"] = "silero"
+    threshold: float = Field(default=0.5, gt=0.0, lt=1.0)
+    """Speech probability above which a frame counts as speech (silero)."""
+    aggressiveness: int = Field(default=2, ge=0, le=3)
+    """webrtcvad mode, 0 (lenient) to 3 (strict)."""
+    min_speech_ms: int = Field(default=120, ge=0)
+    hangover_ms: int = Field(default=500, ge=0)
+    """Silence after speech before the utterance ends."""
+    preroll_ms: int = Field(default=300, ge=0)
+    max_utterance_s: float = Field(default=30.0, gt=0)
+
+
+class SpeechConfig(_Strict):
+    vad: VadConfig = Field(default_factory=VadConfig)
+    partial_interval_ms: int = Field(default=300, ge=50)
+    barge_in_confirm_ms: int = Field(default=250, ge=0)
+    backchannels: list[str] = Field(
+        default_factory=lambda: [
+            "mhm",
+            "mm",
+            "uh-huh",
+            "uh huh",
+            "yeah",
+            "yep",
+            "ok",
+            "okay",
+            "right",
+            "hmm",
+            "huh",
+            "yes",
+            "sure",
+        ]
+    )
+    ambience_volume: float = Field(default=0.25, ge=0.0, le=1.0)
+    ambience_duck: float = Field(default=0.4, ge=0.0, le=1.0)
+    """Ambience gain multiplier while an NPC speaks."""
+
+
+class TiersConfig(_Strict):
+    ceilings_ms: dict[Literal["fast", "standard", "deep"], int] = Field(
+        default_factory=lambda: {t.label: ms for t, ms in DEFAULT_CEILINGS_MS.items()}
+    )
+    deep_phrases: list[str] | None = None
+    """Phrases that ask for DEEP thought; empty means the built-in list."""
+    standard_phrases: list[str] | None = None
+    extra_deep_phrases: list[str] = Field(default_factory=list)
+    """Added to the built-in DEEP list instead of replacing it."""
+    extra_standard_phrases: list[str] = Field(default_factory=list)
+    deep_interval_s: float = Field(default=30.0, ge=0)
+    """A second DEEP request within this window is demoted to STANDARD."""
+    queue_threshold: int = Field(default=3, ge=1)
+    """This many players waiting forces FAST."""
+    continuation_window_s: float = Field(default=30.0, ge=0)
+    default_tier: Literal["fast", "standard", "deep"] = "fast"
+
+    def ceiling(self, tier: Tier) -> int:
+        return self.ceilings_ms.get(tier.label, DEFAULT_CEILINGS_MS[tier])  # type: ignore[call-overload]
+
+
+class MemoryConfig(_Strict):
+    url: str = "sqlite+aiosqlite:///.glyphoxa/memory.db"
+    """SQLAlchemy async URL; ``postgresql+asyncpg://user:pass@host/db`` for PostgreSQL."""
+    chunk_utterances: int = Field(default=5, ge=3, le=6)
+
+
+class LoggingConfig(_Strict):
+    level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    file: str | None = None
+    json_format: bool = False
+
+
+class MetricsConfig(_Strict):
+    enabled: bool = False
+    host: str = "127.0.0.1"
+    port: int = Field(default=9464, ge=1, le=65535)
+
+
+class CampaignRef(_Strict):
+    path: str = "campaigns/example"
+    """Campaign folder holding campaign.yaml, npcs/, entities.yaml, tables/, ambience/."""
+    hot_reload: bool = True
+
+
+class GlyphoxaConfig(_Strict):
+    discord: DiscordConfig = Field(default_factory=DiscordConfig)
+    providers: ProvidersConfig = Field(default_factory=ProvidersConfig)
+    campaign: CampaignRef = Field(default_factory=CampaignRef)
+    memory: MemoryConfig = Field(default_factory=MemoryConfig)
+    mcp: McpConfig = Field(default_factory=McpConfig)
+    tools: BuiltinToolsConfig = Field(default_factory=BuiltinToolsConfig)
+    tiers: TiersConfig = Field(default_factory=TiersConfig)
+    speech: SpeechConfig = Field(default_factory=SpeechConfig)
+    logging: LoggingConfig = Field(default_factory=LoggingConfig)
+    metrics: MetricsConfig = Field(default_factory=MetricsConfig)

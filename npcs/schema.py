@@ -1,0 +1,86 @@
+"""The NPC definition a DM writes as ``campaigns/<name>/npcs/<npc>.yaml``.
+
+Field docstrings become JSON Schema descriptions, which editors show as completion help.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from tools.tiers import TierName
+
+__all__ = ["CascadeSettings", "EngineKind", "LlmOverrides", "NpcDefinition", "VoiceSettings"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class EngineKind(StrEnum):
+    CASCADED = "cascaded"
+    """LLM with tools, then sentence-by-sentence TTS. Handles every tier."""
+    REALTIME = "realtime"
+    """Speech-to-speech (OpenAI Realtime). Slow-tool turns fall back to cascaded."""
+    SENTENCE_CASCADE = "sentence_cascade"
+    """A fast model speaks an opener at once; a strong model continues it with tools."""
+
+
+class VoiceSettings(_Strict):
+    provider: Literal["piper", "openai", "espeak"] = "piper"
+    """TTS provider for this NPC's voice."""
+    voice: str | None = None
+    """Voice id (``alloy``, ``en-us+m3``) or a Piper model path; empty: provider default."""
+    speed: float = Field(default=1.0, ge=0.5, le=2.0)
+    """Speaking rate; 1.0 is normal."""
+    pitch_shift: float = Field(default=0.0, ge=-12.0, le=12.0)
+    """Pitch shift in semitones, to tell NPCs that share a voice model apart."""
+
+
+class LlmOverrides(_Strict):
+    model: str | None = None
+    temperature: float | None = Field(default=None, ge=0.0, le=2.0)
+    max_tokens: int | None = Field(default=None, gt=0, le=8192)
+
+
+class CascadeSettings(_Strict):
+    """Only used by the ``sentence_cascade`` engine."""
+
+    fast_model: str | None = None
+    strong_model: str | None = None
+    opener_instruction: str = (
+        "Reply with one short in-character sentence that acknowledges the player; no facts."
+    )
+
+
+class NpcDefinition(_Strict):
+    name: str = Field(min_length=1, max_length=80)
+    """How players address the NPC; must be unique in the campaign."""
+    aliases: list[str] = Field(default_factory=list)
+    """Other names players use ("Bart", "the barkeep")."""
+    personality: str = Field(min_length=1)
+    """Who the NPC is and how they talk; the heart of the system prompt."""
+    voice: VoiceSettings = Field(default_factory=VoiceSettings)
+    engine: EngineKind = EngineKind.CASCADED
+    budget_tier: TierName = "standard"  # type: ignore[assignment]
+    """Slowest tool tier this NPC may use unless the DM lifts it (fast, standard, deep)."""
+    tools: list[str] = Field(default_factory=list)
+    """Whitelist of tool names this NPC may call; empty means none."""
+    knowledge_scope: list[str] = Field(default_factory=list)
+    """Topics the NPC knows about and may talk about."""
+    secret_knowledge: list[str] = Field(default_factory=list)
+    """Things the NPC knows but will not reveal unless its behaviour rules allow."""
+    behavior_rules: list[str] = Field(default_factory=list)
+    greeting: str | None = None
+    filler_lines: list[str] = Field(default_factory=list)
+    """Short lines spoken while slow tools run ("Let me think...")."""
+    address_only: bool = False
+    """Answer only when named, never by continuation or as the sole NPC in the scene."""
+    llm: LlmOverrides = Field(default_factory=LlmOverrides)
+    cascade: CascadeSettings = Field(default_factory=CascadeSettings)
+
+    def names(self) -> list[str]:
+        """Name first, then aliases: everything address detection matches."""
+        return [self.name, *self.aliases]
