@@ -1,0 +1,66 @@
+"""``glyphoxa bench [target ...] [--json]``: one benchmark suite over every hot path.
+
+Each target lives next to the code it measures and exposes
+``async def run_bench(quick: bool) -> list[BenchResult]``; this command only dispatches and prints.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+from typing import Any
+
+from campaigns.bench_result import BenchResult
+from campaigns.errors import GlyphoxaError
+
+__all__ = ["TARGETS", "register"]
+
+#: target name -> module holding ``run_bench``.
+TARGETS: dict[str, str] = {
+    "tiers": "npcs.bench",
+    "tools": "tools.bench",
+    "speech": "bot.speech.bench",
+    "receive": "bot.voice.bench",
+    "memory": "campaigns.bench",
+    "e2e": "bot.rehearsal.bench",
+}
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser("bench", help="run benchmarks of the hot paths")
+    parser.add_argument(
+        "targets",
+        nargs="*",
+        metavar="TARGET",
+        help=f"one or more of: {', '.join(TARGETS)} (default: all but e2e)",
+    )
+    parser.add_argument("--json", action="store_true", help="print results as JSON")
+    parser.add_argument("--quick", action="store_true", help="fewer iterations (smoke run)")
+    parser.set_defaults(func=_run)
+
+
+async def _run(args: argparse.Namespace) -> int:
+    targets = args.targets or [t for t in TARGETS if t != "e2e"]
+    unknown = [t for t in targets if t not in TARGETS]
+    if unknown:
+        raise GlyphoxaError(
+            f"unknown bench target {unknown[0]!r}; choose from {', '.join(TARGETS)}"
+        )
+    report: dict[str, list[dict[str, Any]]] = {}
+    for target in targets:
+        try:
+            module = importlib.import_module(TARGETS[target])
+        except ModuleNotFoundError as error:
+            raise GlyphoxaError(f"bench target {target!r} is not available: {error}") from None
+        results: list[BenchResult] = await module.run_bench(quick=args.quick)
+        report[target] = [r.as_dict() for r in results]
+        if not args.json:
+            print(f"== {target}")
+            for result in results:
+                print("  " + result.describe())
+            sys.stdout.flush()
+    if args.json:
+        print(json.dumps(report, indent=2))
+    return 0
