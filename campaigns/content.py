@@ -1,0 +1,104 @@
+"""Models of a campaign folder's content files (other than NPCs, which live in ``npcs.schema``).
+
+``campaign.yaml`` -> CampaignMeta, ``entities.yaml`` -> EntitiesFile (knowledge-graph seed),
+``tables/*.yaml`` -> RandomTable. Loading with file:line errors is done by the campaign loader.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+__all__ = [
+    "ENTITY_TYPES",
+    "CampaignMeta",
+    "EntitiesFile",
+    "EntitySeed",
+    "RandomTable",
+    "RelationSeed",
+    "TableEntry",
+    "slugify",
+]
+
+ENTITY_TYPES = ("player_character", "npc", "location", "faction", "item", "quest")
+EntityType = Literal["player_character", "npc", "location", "faction", "item", "quest"]
+
+
+def slugify(name: str) -> str:
+    """Stable id from a display name: ``"The Rusty Flagon"`` -> ``"the-rusty-flagon"``."""
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class CampaignMeta(_Strict):
+    name: str = Field(min_length=1)
+    system: str = "dnd5e"
+    """Game system, e.g. ``dnd5e``; rules lookup uses it."""
+    description: str = ""
+
+
+class EntitySeed(_Strict):
+    id: str | None = Field(default=None, pattern=r"^[a-z0-9][a-z0-9-]*$")
+    """Stable id used by relations; defaults to the slug of the name."""
+    name: str = Field(min_length=1)
+    type: EntityType
+    description: str = ""
+    aliases: list[str] = Field(default_factory=list)
+    attributes: dict[str, str | int | float | bool] = Field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        return self.id or slugify(self.name)
+
+
+class RelationSeed(_Strict):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    source: str = Field(alias="from")
+    """Id of the entity the relation starts at."""
+    type: str = Field(min_length=1, pattern=r"^[a-z][a-z0-9_]*$")
+    """Relation kind in snake_case: ``works_at``, ``member_of``, ``owns``, ``seeks``."""
+    target: str = Field(alias="to")
+    description: str = ""
+
+
+class EntitiesFile(_Strict):
+    entities: list[EntitySeed] = Field(default_factory=list)
+    relations: list[RelationSeed] = Field(default_factory=list)
+
+
+class TableEntry(_Strict):
+    text: str = Field(min_length=1)
+    weight: float | None = Field(default=None, gt=0)
+    """Relative weight; entries without weight or range count 1."""
+    range: str | None = Field(default=None, pattern=r"^\d{1,3}(-\d{1,3})?$")
+    """d100-style range such as ``01-05`` or ``42``; use either weights or ranges in one table."""
+
+    def bounds(self) -> tuple[int, int] | None:
+        if self.range is None:
+            return None
+        low, _, high = self.range.partition("-")
+        return int(low), int(high or low)
+
+
+class RandomTable(_Strict):
+    name: str = Field(min_length=1, pattern=r"^[a-z0-9_]+$")
+    """Table id used by ``roll_table``; snake_case."""
+    description: str = ""
+    dice: str | None = None
+    """Die used for ranged tables (default ``d100``)."""
+    entries: list[TableEntry] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _ranges_or_weights(self) -> RandomTable:
+        ranged = [e.range is not None for e in self.entries]
+        if any(ranged) and not all(ranged):
+            raise ValueError("either every entry has a range or none does")
+        if all(ranged) and any(e.weight is not None for e in self.entries):
+            raise ValueError("an entry cannot have both range and weight")
+        return self
