@@ -1,0 +1,160 @@
+"""Prometheus metrics of the running bot, served when ``metrics.enabled`` is set.
+
+One ``Metrics`` object holds every collector in its own registry, so tests and rehearsals can
+make a private one; the bot uses the module-level ``METRICS``. Other parts record through it:
+
+- receive path: ``METRICS.packets.labels("received"|"dropped"|"decrypt_failed").inc()``
+- speech: ``METRICS.stt_seconds.labels("partial"|"final").observe(s)``,
+  ``METRICS.tts_seconds.observe(s)`` (time to first audio), ``METRICS.active_speakers.set(n)``
+- table session: ``METRICS.observe_turn(stages_ms)``, ``METRICS.observe_tool(status, tier)``
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+    start_http_server,
+)
+
+from bot.config import MetricsConfig
+
+__all__ = ["METRICS", "Metrics", "MetricsServer", "start_metrics_server"]
+
+log = logging.getLogger(__name__)
+
+#: Voice latency buckets (seconds): fine below one second, where the goals live.
+_LATENCY_BUCKETS = (
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 8.0, 15.0,
+)  # fmt: skip
+
+
+@dataclass(slots=True)
+class Metrics:
+    """All collectors of one bot process (or one rehearsal)."""
+
+    registry: CollectorRegistry = field(
+        default_factory=lambda: CollectorRegistry(auto_describe=True)
+    )
+    turn_stage_seconds: Histogram = field(init=False)
+    tool_calls: Counter = field(init=False)
+    stt_seconds: Histogram = field(init=False)
+    tts_seconds: Histogram = field(init=False)
+    packets: Counter = field(init=False)
+    active_speakers: Gauge = field(init=False)
+    turns: Counter = field(init=False)
+
+    def __post_init__(self) -> None:
+        reg = self.registry
+        self.turn_stage_seconds = Histogram(
+            "glyphoxa_turn_stage_seconds",
+            "Latency of one NPC turn by stage (e.g. stt_final, llm_first_token, voice_to_voice).",
+            ["stage"],
+            buckets=_LATENCY_BUCKETS,
+            registry=reg,
+        )
+        self.tool_calls = Counter(
+            "glyphoxa_tool_calls_total",
+            "Tool calls by result status and the turn's effective tier.",
+            ["status", "tier"],
+            registry=reg,
+        )
+        self.stt_seconds = Histogram(
+            "glyphoxa_stt_seconds",
+            "Speech-to-text compute time per transcription.",
+            ["kind"],
+            buckets=_LATENCY_BUCKETS,
+            registry=reg,
+        )
+        self.tts_seconds = Histogram(
+            "glyphoxa_tts_seconds",
+            "Text-to-speech time to first audio per sentence.",
+            buckets=_LATENCY_BUCKETS,
+            registry=reg,
+        )
+        self.packets = Counter(
+            "glyphoxa_voice_packets_total",
+            "Voice packets by outcome: received, dropped, decrypt_failed.",
+            ["outcome"],
+            registry=reg,
+        )
+        self.active_speakers = Gauge(
+            "glyphoxa_active_speakers", "Players currently speaking.", registry=reg
+        )
+        self.turns = Counter(
+            "glyphoxa_turns_total",
+            "NPC turns by outcome: done, interrupted, failed.",
+            ["outcome", "tier"],
+            registry=reg,
+        )
+        for outcome in ("received", "dropped", "decrypt_failed"):
+            self.packets.labels(outcome)  # expose zeros so dashboards see the series
+
+    def observe_turn(self, stages_ms: Mapping[str, float | None]) -> None:
+        """Record one turn's stage latencies (milliseconds; ``None`` stages are skipped)."""
+        for stage, ms in stages_ms.items():
+            if ms is not None and ms >= 0:
+                self.turn_stage_seconds.labels(stage).observe(ms / 1000.0)
+
+    def observe_tool(self, status: str, tier: str) -> None:
+        self.tool_calls.labels(status, tier).inc()
+
+    def exposition(self) -> str:
+        """The text a scrape would return (used by tests and ``status``)."""
+        return generate_latest(self.registry).decode()
+
+    def sample(self, name: str, labels: Mapping[str, str] | None = None) -> float | None:
+        """Current value of one sample, e.g. ``sample("glyphoxa_tool_calls_total", {...})``."""
+        value = self.registry.get_sample_value(name, dict(labels or {}))
+        return None if value is None else float(value)
+
+
+METRICS = Metrics()
+
+
+@dataclass(slots=True)
+class MetricsServer:
+    """A running ``/metrics`` HTTP endpoint; ``close()`` stops it."""
+
+    host: str
+    port: int
+    _server: Any
+    _thread: Any
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}/metrics"
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+
+def start_metrics_server(config: MetricsConfig, metrics: Metrics = METRICS) -> MetricsServer | None:
+    """Serve ``metrics`` on ``config.host:config.port`` if enabled.
+
+    Returns None when metrics are disabled. The server runs on its own daemon thread.
+    """
+    if not config.enabled:
+        return None
+    try:
+        server, thread = start_http_server(config.port, addr=config.host, registry=metrics.registry)
+    except OSError as error:
+        from campaigns.errors import GlyphoxaError
+
+        raise GlyphoxaError(
+            f"cannot serve metrics on {config.host}:{config.port}: {error.strerror or error}; "
+            "change metrics.port in glyphoxa.yaml"
+        ) from None
+    port = server.server_address[1]
+    log.info("metrics at http://%s:%d/metrics", config.host, port)
+    return MetricsServer(config.host, port, server, thread)

@@ -1,0 +1,127 @@
+"""Per-turn latency trace: when each stage of one NPC answer happened.
+
+The table session fills one ``TurnTrace`` per NPC turn as the turn moves through the pipeline
+(all timestamps in seconds on the session clock, ``time.monotonic`` by default). Metrics, the
+rehearsal report and the e2e benchmark all read the same derived ``stages_ms()``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["STAGES", "ToolUse", "TurnTrace"]
+
+#: Stage name -> (from timestamp, to timestamp). Order is the order of the pipeline.
+STAGES: dict[str, tuple[str, str]] = {
+    "stt_final": ("speech_end", "final_transcript"),
+    "route": ("final_transcript", "engine_start"),
+    "llm_first_token": ("engine_start", "first_token"),
+    "first_sentence": ("first_token", "first_sentence"),
+    "tts_first_audio": ("first_sentence", "first_audio"),
+    "to_playback": ("first_audio", "playback_start"),
+    "voice_to_voice": ("speech_end", "playback_start"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ToolUse:
+    name: str
+    status: str
+    duration_ms: float
+
+
+@dataclass(slots=True)
+class TurnTrace:
+    """Everything measured about one NPC turn (mutable while the turn runs)."""
+
+    turn_id: int
+    npc: str
+    speaker: str
+    heard: str
+    """The player's final transcript that started this turn (empty for DM ``say``)."""
+    tier: str = "fast"
+    tier_reason: str = ""
+    address_reason: str = ""
+    speech_end: float | None = None
+    final_transcript: float | None = None
+    engine_start: float | None = None
+    first_token: float | None = None
+    first_sentence: float | None = None
+    first_audio: float | None = None
+    playback_start: float | None = None
+    done: float | None = None
+    stt_compute_ms: float | None = None
+    """Time the STT model spent on the final transcript, when the provider reports it."""
+    tts_compute_ms: float = 0.0
+    """TTS time to first audio of the first sentence (time inside the TTS model)."""
+    tools: list[ToolUse] = field(default_factory=list)
+    tool_cost_ms: float = 0.0
+    floor_wait_ms: float = 0.0
+    """Time the finished first audio waited because another NPC held the floor."""
+    reply: str = ""
+    """Everything the engine produced."""
+    spoken: str = ""
+    """What players actually heard (differs from ``reply`` after a barge-in)."""
+    interrupted: bool = False
+    error: str | None = None
+    speculative_entities: int = 0
+    """Entities found by the lookup started on STT partials."""
+
+    def stages_ms(self) -> dict[str, float | None]:
+        """Duration of every stage in milliseconds, None where a timestamp is missing."""
+        out: dict[str, float | None] = {}
+        for stage, (start, end) in STAGES.items():
+            a, b = getattr(self, start), getattr(self, end)
+            out[stage] = None if a is None or b is None else round((b - a) * 1000.0, 2)
+        return out
+
+    def model_ms(self) -> float:
+        """Time spent inside models and tools on the way to the first audio."""
+        total = self.stt_compute_ms or 0.0
+        if self.engine_start is not None and self.first_sentence is not None:
+            total += (self.first_sentence - self.engine_start) * 1000.0
+        return total + self.tts_compute_ms
+
+    def overhead_ms(self) -> float | None:
+        """Voice-to-voice minus model time minus the wait for the floor and the STT endpointing:
+        what our own pipeline adds (routing, queues, resampling, mixing)."""
+        v2v = self.stages_ms()["voice_to_voice"]
+        if v2v is None:
+            return None
+        return round(max(0.0, v2v - self.model_ms() - self.waits_ms()), 2)
+
+    def waits_ms(self) -> float:
+        """Waiting that is policy, not overhead: the STT final beyond its compute time (VAD
+        hangover) and waiting for another NPC to finish speaking."""
+        wait = 0.0
+        stt = self.stages_ms()["stt_final"]
+        if stt is not None:
+            wait += max(0.0, stt - (self.stt_compute_ms or 0.0))
+        return wait + self.floor_wait_ms
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "turn": self.turn_id,
+            "npc": self.npc,
+            "speaker": self.speaker,
+            "heard": self.heard,
+            "tier": self.tier,
+            "tier_reason": self.tier_reason,
+            "address_reason": self.address_reason,
+            "reply": self.reply,
+            "spoken": self.spoken,
+            "interrupted": self.interrupted,
+            "error": self.error,
+            "tools": [
+                {"name": t.name, "status": t.status, "ms": t.duration_ms} for t in self.tools
+            ],
+            "tool_cost_ms": self.tool_cost_ms,
+            "stt_compute_ms": self.stt_compute_ms,
+            "tts_compute_ms": round(self.tts_compute_ms, 2),
+            "floor_wait_ms": round(self.floor_wait_ms, 2),
+            "speculative_entities": self.speculative_entities,
+            "stages_ms": self.stages_ms(),
+            "model_ms": round(self.model_ms(), 2),
+            "overhead_ms": self.overhead_ms(),
+        }

@@ -1,0 +1,160 @@
+"""Scene validation, the report writers and the metrics endpoint (no models needed)."""
+
+from __future__ import annotations
+
+import json
+import socket
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from bot.config import MetricsConfig
+from bot.metrics import Metrics, start_metrics_server
+from bot.rehearsal.report import latency_summary, write_chart, write_latency_json, write_report
+from bot.rehearsal.scene import load_scene, player_voice
+from bot.session.trace import ToolUse, TurnTrace
+from campaigns.errors import GlyphoxaError
+from tools.tiers import Tier
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "scene.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_scene_loads_sorts_and_assigns_distinct_voices(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path,
+        """
+title: t
+players:
+  Bram: {provider: espeak, voice: en-us+m3}
+lines:
+  - {at: 5, speaker: Aria, text: "Greymantle, hello"}
+  - {at: 1, speaker: Bram, text: "Bartok, ale!"}
+  - {at: 7, speaker: Cole, text: "Hi"}
+dm:
+  - {at: 9, unmute: Bartok}
+  - {at: 3, tier: deep, npc: Greymantle, duration_s: 60}
+""",
+    )
+    scene = load_scene(path)
+    assert [line.at for line in scene.lines] == [1, 5, 7]
+    assert scene.speakers() == ["Bram", "Aria", "Cole"]
+    assert [c.action for c in scene.dm] == ["tier", "unmute"]
+    assert scene.dm[0].tier_value is Tier.DEEP
+    assert player_voice(scene, "Bram").provider == "espeak"
+    voices = {player_voice(scene, s).model_dump_json() for s in scene.speakers()}
+    assert len(voices) == 3
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ("lines: []", "lines"),
+        ("lines:\n  - {at: 1, speaker: A}", "exactly one of 'text' or 'wav'"),
+        ("lines:\n  - {at: 1, speaker: A, text: hi, wav: a.wav}", "exactly one"),
+        ("lines:\n  - {at: 1, speaker: A, wav: missing.wav}", "WAV file not found"),
+        ("lines:\n  - {at: 1, speaker: A, text: hi}\ndm:\n  - {at: 2}", "exactly one of: tier"),
+        ("lines:\n  - {at: 1, speaker: A, text: hi}\ndm:\n  - {at: 2, say: hi}", "needs 'npc'"),
+        ("lines:\n  - {at: 1, speaker: A, text: hi}\ndm:\n  - {at: 2, tier: slow}", "dm.0.tier"),
+        ("lines:\n  - {at: 1, speaker: A, text: hi\n", "invalid YAML"),
+        ("lines:\n  - {at: 1, speaker: A, txt: hi}", "txt"),
+    ],
+)
+def test_bad_scene_gives_one_clear_error(tmp_path: Path, body: str, message: str) -> None:
+    with pytest.raises(GlyphoxaError, match=r"scene\.yaml") as info:
+        load_scene(_write(tmp_path, body))
+    assert message in str(info.value)
+
+
+def test_missing_scene_file(tmp_path: Path) -> None:
+    with pytest.raises(GlyphoxaError, match="not found"):
+        load_scene(tmp_path / "nope.yaml")
+
+
+def _turn(turn_id: int, tier: str, v2v_end: float | None, interrupted: bool = False) -> dict:
+    trace = TurnTrace(turn_id=turn_id, npc="Bartok", speaker="Aria", heard="ale?", tier=tier)
+    trace.speech_end = 10.0
+    trace.final_transcript = 10.6
+    trace.stt_compute_ms = 100.0
+    trace.engine_start = 10.605
+    trace.first_token = 10.8
+    trace.first_sentence = 11.0
+    trace.first_audio = 11.2
+    trace.tts_compute_ms = 190.0
+    trace.playback_start = v2v_end
+    trace.tools.append(ToolUse("roll", "ok", 3.0))
+    trace.reply = trace.spoken = "Ale it is."
+    trace.interrupted = interrupted
+    return trace.as_dict()
+
+
+def test_trace_overhead_subtracts_models_and_waits() -> None:
+    turn = _turn(1, "fast", 11.21)
+    assert turn["stages_ms"]["voice_to_voice"] == pytest.approx(1210.0)
+    # v2v 1210 - stt compute 100 - llm 395 - tts 190 - endpointing wait 500 = 25 ms of our own
+    assert turn["overhead_ms"] == pytest.approx(25.0, abs=0.1)
+
+
+def test_report_files(tmp_path: Path) -> None:
+    turns = [_turn(1, "fast", 11.21), _turn(2, "standard", 11.5, True), _turn(3, "fast", None)]
+    summary = write_latency_json(tmp_path / "latency.json", turns)
+    data = json.loads((tmp_path / "latency.json").read_text())
+    assert data["summary"]["turns"] == 3 and data["summary"]["interrupted"] == 1
+    assert summary["voice_to_voice_fast_ms"]["n"] == 1
+    assert summary["stages"]["voice_to_voice"]["p95"] == pytest.approx(1500.0)
+    assert latency_summary([])["overhead_ms"] is None
+    assert write_chart(tmp_path / "latency.png", turns, "t")
+    assert (tmp_path / "latency.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert not write_chart(tmp_path / "none.png", [turns[2]])
+    write_report(
+        tmp_path / "report.md",
+        title="t",
+        turns=turns,
+        summary=summary,
+        outputs={"session.wav": "mix"},
+        checks=["ok"],
+    )
+    text = (tmp_path / "report.md").read_text()
+    assert "**Bartok**" in text and "(interrupted)" in text and "roll=ok" in text
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_metrics_endpoint_serves_recorded_values() -> None:
+    metrics = Metrics()
+    metrics.observe_turn({"voice_to_voice": 812.0, "stt_final": None})
+    metrics.observe_tool("ok", "fast")
+    metrics.observe_tool("timeout", "deep")
+    metrics.packets.labels("decrypt_failed").inc(2)
+    metrics.active_speakers.set(3)
+    assert start_metrics_server(MetricsConfig(enabled=False), metrics) is None
+    server = start_metrics_server(MetricsConfig(enabled=True, port=_free_port()), metrics)
+    assert server is not None
+    try:
+        with urllib.request.urlopen(server.url, timeout=5) as response:
+            body = response.read().decode()
+    finally:
+        server.close()
+    assert 'glyphoxa_turn_stage_seconds_count{stage="voice_to_voice"} 1.0' in body
+    assert 'glyphoxa_tool_calls_total{status="timeout",tier="deep"} 1.0' in body
+    assert 'glyphoxa_voice_packets_total{outcome="decrypt_failed"} 2.0' in body
+    assert 'glyphoxa_voice_packets_total{outcome="dropped"} 0.0' in body
+    assert "glyphoxa_active_speakers 3.0" in body
+    assert metrics.sample("glyphoxa_stt_seconds_count", {"kind": "final"}) is None
+
+
+def test_metrics_port_in_use_is_a_clear_error() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        port = sock.getsockname()[1]
+        with pytest.raises(GlyphoxaError, match=r"metrics\.port"):
+            start_metrics_server(MetricsConfig(enabled=True, port=port), Metrics())
