@@ -1,0 +1,93 @@
+"""Built-in tool servers: dice, rules, memory, files, session, ambience, images, web.
+
+Each server is a ``BuiltinServer`` (``tools.spec``) whose tools are defined once: the tool host
+calls the handlers in-process, and ``tools.builtin.serve.serve_stdio`` (``python -m tools.<name>``
+or ``glyphoxa serve-tool NAME``) publishes the very same definitions over MCP stdio.
+
+Settings read from ``ToolContext.settings`` (see :func:`settings_from_config`): ``srd_path``,
+``rules_db``, ``web_search_backend``, ``web_search_url``, ``web_search_api_key``,
+``fetch_allow_hosts``, ``image_output_dir``, ``image_base_url``, ``image_api_key``,
+``image_model``, ``memory_url``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+from tools.config import BuiltinToolsConfig
+from tools.spec import BuiltinServer, ToolContext
+
+__all__ = [
+    "BUILTIN_TOOL_NAMES",
+    "SERVER_NAMES",
+    "SERVER_TOOLS",
+    "create_builtin_servers",
+    "create_server",
+    "settings_from_config",
+]
+
+log = logging.getLogger(__name__)
+
+#: Server name -> the tools it defines (kept in step with the modules by a test).
+SERVER_TOOLS: dict[str, tuple[str, ...]] = {
+    "dice": ("roll", "roll_table"),
+    "rules": ("search_rules", "get_rule"),
+    "memory": ("search_sessions", "query_entities", "get_summary", "search_facts"),
+    "files": ("read_file", "write_file", "list_files"),
+    "session": ("list_sessions", "get_session_summary", "search_history"),
+    "ambience": ("play_track", "stop_music", "list_moods"),
+    "images": ("generate_image",),
+    "web": ("web_search", "fetch_page"),
+}
+
+SERVER_NAMES: tuple[str, ...] = tuple(SERVER_TOOLS)
+
+#: Every built-in tool name (``glyphoxa check`` flags NPC whitelist entries outside it).
+BUILTIN_TOOL_NAMES: frozenset[str] = frozenset(
+    name for names in SERVER_TOOLS.values() for name in names
+)
+
+
+def create_server(name: str, ctx: ToolContext) -> BuiltinServer:
+    """Build one built-in server by name; an unknown name lists the choices."""
+    if name not in SERVER_TOOLS:
+        from campaigns.errors import GlyphoxaError
+
+        raise GlyphoxaError(
+            f"unknown built-in tool server {name!r}; choose from {', '.join(SERVER_NAMES)}"
+        )
+    module = importlib.import_module(f"tools.builtin.{name}")
+    server: BuiltinServer = module.create_server(ctx)
+    return server
+
+
+def create_builtin_servers(
+    ctx: ToolContext, names: Iterable[str] | None = None
+) -> list[BuiltinServer]:
+    """Build the named built-in servers (all of them when ``names`` is None).
+
+    Args:
+        ctx: What the tools may use: campaign folder, sandbox, memory store, ambience player.
+        names: Server names (``dice``, ``rules``, ...); None means every server.
+    """
+    chosen = list(SERVER_NAMES if names is None else names)
+    return [create_server(name, ctx) for name in chosen]
+
+
+def settings_from_config(config: BuiltinToolsConfig) -> dict[str, Any]:
+    """``ToolContext.settings`` from the ``tools:`` section of glyphoxa.yaml."""
+    settings: dict[str, Any] = {
+        "web_search_backend": config.web_search_backend,
+        "fetch_allow_hosts": list(config.fetch_allow_hosts),
+        "image_output_dir": config.image_output_dir,
+    }
+    if config.srd_path:
+        settings["srd_path"] = config.srd_path
+    if config.web_search_url:
+        settings["web_search_url"] = config.web_search_url
+    if config.web_search_api_key is not None:
+        settings["web_search_api_key"] = config.web_search_api_key.get_secret_value()
+    return settings
