@@ -1,0 +1,184 @@
+"""Campaign folders: load ``campaign.yaml``, NPCs, entities, tables and ambience in one go.
+
+Layout of ``campaigns/<name>/``::
+
+    campaign.yaml        name, system, description          (campaigns.content.CampaignMeta)
+    npcs/*.yaml          one NPC per file                    (npcs.schema.NpcDefinition)
+    entities.yaml        knowledge-graph seed (optional)     (campaigns.content.EntitiesFile)
+    tables/*.yaml        weighted random tables (optional)   (campaigns.content.RandomTable)
+    ambience/<mood>/     audio files per mood (optional)
+
+:func:`scan_campaign` collects every problem of every file (plus cross-file ones such as a
+duplicate NPC name) without raising, for ``glyphoxa check``; :func:`load_campaign` raises one
+ContentError listing them all. Hot reload lives in :mod:`npcs.campaign_watch`.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from campaigns.content import CampaignMeta, EntitiesFile, RandomTable
+from campaigns.errors import GlyphoxaError
+from campaigns.yamlio import ContentError, Issue, YamlDocument, load_model
+from npcs.campaign_checks import content_issues
+from npcs.schema import NpcDefinition
+
+__all__ = [
+    "AUDIO_SUFFIXES",
+    "YAML_SUFFIXES",
+    "Campaign",
+    "CampaignScan",
+    "CampaignWatcher",
+    "NpcChange",
+    "load_campaign",
+    "npc_files",
+    "scan_campaign",
+]
+
+log = logging.getLogger(__name__)
+
+YAML_SUFFIXES = (".yaml", ".yml")
+AUDIO_SUFFIXES = (".wav", ".ogg", ".mp3", ".flac", ".opus")
+
+
+@dataclass(slots=True)
+class Campaign:
+    """A loaded campaign folder. ``npcs`` and ``tables`` are keyed by name."""
+
+    path: Path
+    meta: CampaignMeta
+    npcs: dict[str, NpcDefinition] = field(default_factory=dict)
+    npc_files: dict[str, Path] = field(default_factory=dict)
+    """NPC name -> the file it was loaded from."""
+    entities: EntitiesFile = field(default_factory=EntitiesFile)
+    tables: dict[str, RandomTable] = field(default_factory=dict)
+    ambience: dict[str, list[Path]] = field(default_factory=dict)
+    """Mood name (sub-folder of ``ambience/``) -> its audio files, sorted."""
+
+    @property
+    def name(self) -> str:
+        return self.meta.name
+
+    def find_npc(self, name: str) -> NpcDefinition | None:
+        """The NPC called ``name`` or one of its aliases, case-insensitively."""
+        wanted = name.strip().casefold()
+        for npc in self.npcs.values():
+            if any(candidate.casefold() == wanted for candidate in npc.names()):
+                return npc
+        return None
+
+
+@dataclass(slots=True)
+class CampaignScan:
+    """Everything found in a campaign folder: the valid parts and every issue."""
+
+    campaign: Campaign
+    issues: list[Issue]
+    documents: dict[Path, YamlDocument] = field(default_factory=dict)
+    """Parsed documents by file, so later checks can point at lines."""
+
+    @property
+    def ok(self) -> bool:
+        return not self.issues
+
+
+def npc_files(folder: Path) -> list[Path]:
+    """The NPC files of a campaign folder, sorted; dotfiles and editor backups are ignored."""
+    npc_dir = folder / "npcs"
+    if not npc_dir.is_dir():
+        return []
+    return sorted(
+        p
+        for p in npc_dir.iterdir()
+        if p.suffix in YAML_SUFFIXES and not p.name.startswith((".", "_")) and p.is_file()
+    )
+
+
+def scan_campaign(path: str | Path) -> CampaignScan:
+    """Load what is valid in a campaign folder and collect every problem; never raises for them.
+
+    A GlyphoxaError is raised only when ``path`` is not a folder at all.
+    """
+    folder = Path(path)
+    if not folder.is_dir():
+        raise GlyphoxaError(f"{folder}: campaign folder not found")
+    issues: list[Issue] = []
+    documents: dict[Path, YamlDocument] = {}
+
+    meta_file = folder / "campaign.yaml"
+    meta = CampaignMeta(name=folder.resolve().name)
+    if meta_file.is_file():
+        loaded_meta = load_model(meta_file, CampaignMeta)
+        issues.extend(loaded_meta.issues)
+        if loaded_meta.document is not None:
+            documents[meta_file] = loaded_meta.document
+        if loaded_meta.value is not None:
+            meta = loaded_meta.value
+    else:
+        issues.append(Issue(str(meta_file), None, None, "missing campaign.yaml (name, system)"))
+
+    campaign = Campaign(path=folder, meta=meta)
+    files = npc_files(folder)
+    if not files:
+        issues.append(Issue(str(folder / "npcs"), None, None, "no NPC files (npcs/*.yaml)"))
+    for npc_file in files:
+        loaded = load_model(npc_file, NpcDefinition)
+        issues.extend(loaded.issues)
+        if loaded.document is not None:
+            documents[npc_file] = loaded.document
+        if loaded.value is not None:
+            campaign.npcs.setdefault(loaded.value.name, loaded.value)
+            campaign.npc_files.setdefault(loaded.value.name, npc_file)
+
+    entities_file = folder / "entities.yaml"
+    if entities_file.is_file():
+        loaded_entities = load_model(entities_file, EntitiesFile, allow_empty=True)
+        issues.extend(loaded_entities.issues)
+        if loaded_entities.document is not None:
+            documents[entities_file] = loaded_entities.document
+        if loaded_entities.value is not None:
+            campaign.entities = loaded_entities.value
+
+    tables_dir = folder / "tables"
+    table_files: dict[str, Path] = {}
+    if tables_dir.is_dir():
+        for table_file in sorted(tables_dir.iterdir()):
+            if table_file.suffix not in YAML_SUFFIXES or table_file.name.startswith("."):
+                continue
+            loaded_table = load_model(table_file, RandomTable)
+            issues.extend(loaded_table.issues)
+            if loaded_table.document is not None:
+                documents[table_file] = loaded_table.document
+            if loaded_table.value is not None:
+                table_files.setdefault(loaded_table.value.name, table_file)
+                campaign.tables.setdefault(loaded_table.value.name, loaded_table.value)
+
+    campaign.ambience = _ambience(folder / "ambience")
+    issues.extend(content_issues(campaign, documents))
+    return CampaignScan(campaign=campaign, issues=issues, documents=documents)
+
+
+def _ambience(folder: Path) -> dict[str, list[Path]]:
+    if not folder.is_dir():
+        return {}
+    moods: dict[str, list[Path]] = {}
+    for mood in sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        moods[mood.name] = sorted(
+            f for f in mood.iterdir() if f.suffix.lower() in AUDIO_SUFFIXES and f.is_file()
+        )
+    return moods
+
+
+def load_campaign(path: str | Path) -> Campaign:
+    """Load a campaign folder; raise ContentError listing every problem if anything is wrong."""
+    scan = scan_campaign(path)
+    if scan.issues:
+        raise ContentError(scan.issues)
+    log.info("loaded campaign %r with %d NPCs", scan.campaign.name, len(scan.campaign.npcs))
+    return scan.campaign
+
+
+# Re-exported so users need only ``npcs.campaign``; imported last to avoid an import cycle.
+from npcs.campaign_watch import CampaignWatcher, NpcChange  # noqa: E402
