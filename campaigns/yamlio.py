@@ -480,6 +480,8 @@ def _clean_message(detail: Any) -> str:
     given = detail.get("input")
     if kind == "string_type" and isinstance(given, dict):
         message += " (text containing ': ' becomes a mapping; put the text in quotes)"
+    elif kind == "string_type" and isinstance(given, bool):
+        message += " (yes/no/on/off/true/false are booleans in YAML; put the word in quotes)"
     if kind in {"enum", "literal_error"} and isinstance(given, str):
         choices = re.findall(r"'([^']*)'", str(detail.get("ctx", {}).get("expected", "")))
         message = f"'{given}' is not allowed; {message[0].lower()}{message[1:]}"
