@@ -1,0 +1,116 @@
+"""Engine creation, pragmas, write transactions and schema migrations for the memory store.
+
+SQLite runs in WAL mode with ``synchronous=FULL`` (a committed utterance survives a crash of the
+process and of the machine), a busy timeout, and ``BEGIN IMMEDIATE`` for writes so that two writers
+queue on the lock instead of failing with "database is locked" when a read upgrades to a write.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import Connection, event, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.pool import StaticPool
+
+from campaigns.errors import GlyphoxaError
+
+__all__ = ["BUSY_TIMEOUT_S", "create_engine", "migrate", "write_transaction"]
+
+log = logging.getLogger(__name__)
+
+#: How long a writer waits for another writer's lock before giving up.
+BUSY_TIMEOUT_S = 30.0
+_MIGRATIONS = Path(__file__).parent / "migrations"
+_IMMEDIATE = "glyphoxa_immediate"
+#: Arbitrary key for PostgreSQL's advisory lock serialising concurrent migrations.
+_MIGRATION_LOCK = 0x61797068
+
+
+def create_engine(url: str) -> AsyncEngine:
+    """An async engine for ``sqlite+aiosqlite://`` or ``postgresql+asyncpg://`` URLs."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        raise GlyphoxaError(
+            f"memory.url {url!r} is not a database URL; use sqlite+aiosqlite:///path/memory.db "
+            "or postgresql+asyncpg://user:password@host/db"
+        ) from None
+    backend = parsed.get_backend_name()
+    if backend == "sqlite":
+        if parsed.get_driver_name() != "aiosqlite":
+            parsed = parsed.set(drivername="sqlite+aiosqlite")
+        database = parsed.database or ""
+        kwargs: dict[str, Any] = {"connect_args": {"timeout": BUSY_TIMEOUT_S}}
+        if database in ("", ":memory:"):
+            kwargs["poolclass"] = StaticPool
+        else:
+            Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        engine = create_async_engine(parsed, **kwargs)
+        _install_sqlite_hooks(engine)
+        return engine
+    if backend == "postgresql":
+        if parsed.get_driver_name() != "asyncpg":
+            parsed = parsed.set(drivername="postgresql+asyncpg")
+        return create_async_engine(parsed, pool_pre_ping=True)
+    raise GlyphoxaError(f"memory.url uses {backend!r}; only sqlite and postgresql are supported")
+
+
+def _install_sqlite_hooks(engine: AsyncEngine) -> None:
+    @event.listens_for(engine.sync_engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # We emit BEGIN ourselves (below); the driver must not.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        for pragma in (
+            "journal_mode=WAL",
+            "synchronous=FULL",
+            f"busy_timeout={int(BUSY_TIMEOUT_S * 1000)}",
+            "foreign_keys=ON",
+        ):
+            cursor.execute(f"PRAGMA {pragma}")
+        cursor.close()
+
+    @event.listens_for(engine.sync_engine, "begin")
+    def _on_begin(connection: Connection) -> None:
+        immediate = connection.get_execution_options().get(_IMMEDIATE, False)
+        connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+
+@asynccontextmanager
+async def write_transaction(engine: AsyncEngine) -> AsyncIterator[AsyncConnection]:
+    """A transaction that commits on exit; on SQLite it takes the write lock up front."""
+    async with engine.connect() as connection:
+        if engine.dialect.name == "sqlite":
+            await connection.execution_options(**{_IMMEDIATE: True})
+        async with connection.begin():
+            yield connection
+
+
+async def migrate(engine: AsyncEngine) -> None:
+    """Upgrade the schema to the newest Alembic revision, in one transaction.
+
+    Concurrent openers serialise on the SQLite write lock or a PostgreSQL advisory lock, so the
+    second one finds the schema current and does nothing.
+    """
+    async with write_transaction(engine) as connection:
+        if engine.dialect.name == "postgresql":
+            await connection.execute(
+                text("SELECT pg_advisory_xact_lock(:key)"), {"key": _MIGRATION_LOCK}
+            )
+        await connection.run_sync(_upgrade)
+
+
+def _upgrade(connection: Connection) -> None:
+    config = Config()
+    config.set_main_option("script_location", str(_MIGRATIONS))
+    config.attributes["connection"] = connection
+    command.upgrade(config, "head")

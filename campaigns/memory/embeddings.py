@@ -1,0 +1,62 @@
+"""Embeddings through any OpenAI-compatible ``/v1/embeddings`` endpoint (optional).
+
+The store works without embeddings (full-text only); with an ``Embedder`` it embeds each chunk in
+the background and ``search_facts`` becomes hybrid.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Protocol, runtime_checkable
+
+from openai import AsyncOpenAI
+
+__all__ = ["Embedder", "OpenAIEmbeddings"]
+
+log = logging.getLogger(__name__)
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    model: str
+
+    async def embed(self, texts: list[str]) -> list[list[float]]:
+        """One vector per text, in order."""
+        ...
+
+
+class OpenAIEmbeddings:
+    """``Embedder`` over the ``openai`` SDK; ``base_url`` points it at any compatible server."""
+
+    def __init__(
+        self,
+        client: AsyncOpenAI | None = None,
+        *,
+        model: str = "text-embedding-3-small",
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout_s: float = 10.0,
+    ) -> None:
+        self.model = model
+        self._owns_client = client is None
+        self._client = client or AsyncOpenAI(
+            base_url=base_url, api_key=api_key or "not-needed", timeout=timeout_s, max_retries=1
+        )
+
+    def __repr__(self) -> str:  # never show the key
+        return f"OpenAIEmbeddings(model={self.model!r}, base_url={str(self._client.base_url)!r})"
+
+    async def embed(self, texts: list[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        response = await self._client.embeddings.create(model=self.model, input=texts)
+        ordered = sorted(response.data, key=lambda item: item.index)
+        if len(ordered) != len(texts):
+            raise ValueError(
+                f"embeddings endpoint returned {len(ordered)} vectors for {len(texts)}"
+            )
+        return [list(item.embedding) for item in ordered]
+
+    async def aclose(self) -> None:
+        if self._owns_client:
+            await self._client.close()

@@ -1,0 +1,176 @@
+"""SQLAlchemy 2 tables of the campaign memory.
+
+L1 transcripts (``sessions``, ``utterances``), L2 recall (``chunks``: 3-6 utterances or one approved
+fact, optionally embedded), L3 knowledge graph (``entities``, ``relations``, ``proposed_facts``),
+``summaries`` and the tool tables. Times are POSIX seconds as floats so the same values round-trip
+through SQLite, PostgreSQL and the JSON backup unchanged.
+
+The full-text machinery (FTS5 tables and triggers on SQLite, generated ``tsv`` columns and GIN
+indexes on PostgreSQL) is dialect-specific and created by the Alembic migration, not declared here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+__all__ = [
+    "FACT_STATUSES",
+    "Base",
+    "Chunk",
+    "Entity",
+    "ProposedFact",
+    "Relation",
+    "Session",
+    "Summary",
+    "ToolCalibration",
+    "ToolInvocation",
+    "Utterance",
+]
+
+#: Life cycle of knowledge an NPC proposes: it waits for the DM.
+FACT_STATUSES = ("pending", "approved", "rejected")
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Session(Base):
+    __tablename__ = "sessions"
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    campaign: Mapped[str] = mapped_column(String(200), index=True)
+    title: Mapped[str | None] = mapped_column(String(300))
+    started_at: Mapped[float] = mapped_column(Float, index=True)
+    ended_at: Mapped[float | None] = mapped_column(Float)
+
+
+class Utterance(Base):
+    __tablename__ = "utterances"
+    __table_args__ = (Index("ix_utterances_session_started", "session_id", "started_at"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    session_id: Mapped[str] = mapped_column(ForeignKey("sessions.id", ondelete="CASCADE"))
+    speaker: Mapped[str] = mapped_column(String(200))
+    npc: Mapped[str | None] = mapped_column(String(200))
+    text: Mapped[str] = mapped_column(Text)
+    started_at: Mapped[float] = mapped_column(Float)
+    ended_at: Mapped[float] = mapped_column(Float)
+    tier: Mapped[str | None] = mapped_column(String(20))
+    interrupted: Mapped[bool] = mapped_column(Boolean, default=False)
+    chunk_id: Mapped[int | None] = mapped_column(Integer, index=True)
+    """The L2 chunk this utterance was folded into; NULL while it waits for its chunk."""
+
+
+class Chunk(Base):
+    __tablename__ = "chunks"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    kind: Mapped[str] = mapped_column(String(20))
+    """``transcript`` (3-6 utterances) or ``fact`` (an approved proposed fact)."""
+    session_id: Mapped[str | None] = mapped_column(
+        ForeignKey("sessions.id", ondelete="CASCADE"), index=True
+    )
+    entity_id: Mapped[str | None] = mapped_column(String(100), index=True)
+    first_utterance_id: Mapped[int | None] = mapped_column(Integer)
+    last_utterance_id: Mapped[int | None] = mapped_column(Integer)
+    text: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[float] = mapped_column(Float)
+    embedding: Mapped[bytes | None] = mapped_column(LargeBinary)
+    """float32 little-endian vector; NULL until the embeddings endpoint answered."""
+    embedding_model: Mapped[str | None] = mapped_column(String(200))
+    embedded_at: Mapped[float | None] = mapped_column(Float, index=True)
+
+
+class Entity(Base):
+    __tablename__ = "entities"
+
+    id: Mapped[str] = mapped_column(String(100), primary_key=True)
+    name: Mapped[str] = mapped_column(String(300))
+    type: Mapped[str] = mapped_column(String(40), index=True)
+    description: Mapped[str] = mapped_column(Text, default="")
+    aliases: Mapped[list[str]] = mapped_column(JSON, default=list)
+    attributes: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    search_names: Mapped[str] = mapped_column(Text, default="")
+    """Lower-cased name and aliases joined by ``|``: what fuzzy lookup matches against."""
+    updated_at: Mapped[float] = mapped_column(Float)
+
+
+class Relation(Base):
+    __tablename__ = "relations"
+    __table_args__ = (UniqueConstraint("source_id", "type", "target_id", name="uq_relation"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    source_id: Mapped[str] = mapped_column(
+        ForeignKey("entities.id", ondelete="CASCADE"), index=True
+    )
+    type: Mapped[str] = mapped_column(String(100))
+    target_id: Mapped[str] = mapped_column(
+        ForeignKey("entities.id", ondelete="CASCADE"), index=True
+    )
+    description: Mapped[str] = mapped_column(Text, default="")
+
+
+class ProposedFact(Base):
+    __tablename__ = "proposed_facts"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    npc: Mapped[str] = mapped_column(String(200))
+    text: Mapped[str] = mapped_column(Text)
+    entity_id: Mapped[str | None] = mapped_column(String(100), index=True)
+    session_id: Mapped[str | None] = mapped_column(String(36))
+    status: Mapped[str] = mapped_column(String(20), index=True, default="pending")
+    proposed_at: Mapped[float] = mapped_column(Float)
+    decided_at: Mapped[float | None] = mapped_column(Float)
+
+
+class Summary(Base):
+    __tablename__ = "summaries"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    session_id: Mapped[str] = mapped_column(
+        ForeignKey("sessions.id", ondelete="CASCADE"), unique=True
+    )
+    text: Mapped[str] = mapped_column(Text)
+    source: Mapped[str] = mapped_column(String(40))
+    """``llm``, ``extractive`` or ``dm`` (passed to ``end_session``)."""
+    created_at: Mapped[float] = mapped_column(Float)
+
+
+class ToolInvocation(Base):
+    __tablename__ = "tool_invocations"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    session_id: Mapped[str | None] = mapped_column(String(36), index=True)
+    npc: Mapped[str] = mapped_column(String(200))
+    tool: Mapped[str] = mapped_column(String(200), index=True)
+    tier: Mapped[str] = mapped_column(String(20))
+    status: Mapped[str] = mapped_column(String(20))
+    duration_ms: Mapped[float] = mapped_column(Float)
+    created_at: Mapped[float] = mapped_column(Float)
+
+
+class ToolCalibration(Base):
+    __tablename__ = "tool_calibration"
+    __table_args__ = (UniqueConstraint("environment", "tool", name="uq_calibration"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    environment: Mapped[str] = mapped_column(String(200))
+    tool: Mapped[str] = mapped_column(String(200))
+    samples: Mapped[list[list[Any]]] = mapped_column(JSON, default=list)
+    """``[[duration_ms, ok], ...]``, oldest first (the host's rolling window)."""
+    updated_at: Mapped[float] = mapped_column(Float)

@@ -1,0 +1,291 @@
+"""Session listings and recaps, NPC-proposed facts, the tool log and latency calibration.
+
+Mixed into ``MemoryStore``; relies on its ``_read``/``_write``/``_resolve_session`` helpers.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import func, insert, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+
+from campaigns.errors import GlyphoxaError
+from campaigns.memory import transcripts
+from campaigns.memory.models import (
+    Chunk,
+    Entity,
+    ProposedFact,
+    Session,
+    Summary,
+    ToolCalibration,
+    ToolInvocation,
+    Utterance,
+)
+from campaigns.memory.summaries import ExtractiveSummarizer
+
+if TYPE_CHECKING:
+    from contextlib import AbstractAsyncContextManager
+
+    from sqlalchemy.ext.asyncio import AsyncConnection
+
+__all__ = ["RecordsMixin"]
+
+SESSIONS = Session.__table__
+UTTERANCES = Utterance.__table__
+SUMMARIES = Summary.__table__
+FACTS = ProposedFact.__table__
+CHUNKS = Chunk.__table__
+ENTITIES = Entity.__table__
+INVOCATIONS = ToolInvocation.__table__
+CALIBRATION = ToolCalibration.__table__
+
+
+def _day(timestamp: float | None) -> str:
+    if timestamp is None:
+        return "?"
+    return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%d")
+
+
+class RecordsMixin:
+    if TYPE_CHECKING:
+
+        def _read(self) -> AbstractAsyncContextManager[AsyncConnection]: ...
+        def _write(self) -> AbstractAsyncContextManager[AsyncConnection]: ...
+        async def _resolve_session(self, session_id: str) -> str: ...
+        def _embed_later(self, chunk_ids: list[int]) -> None: ...
+
+    # ---------------------------------------------------------------------------- sessions
+    async def list_sessions(self, limit: int | None = None) -> list[dict[str, Any]]:
+        """Sessions newest first with their utterance counts."""
+        counts = (
+            select(UTTERANCES.c.session_id, func.count().label("n"))
+            .group_by(UTTERANCES.c.session_id)
+            .subquery()
+        )
+        query = (
+            select(SESSIONS, func.coalesce(counts.c.n, 0).label("utterances"))
+            .outerjoin(counts, counts.c.session_id == SESSIONS.c.id)
+            .order_by(SESSIONS.c.started_at.desc())
+        )
+        if limit is not None:
+            query = query.limit(limit)
+        async with self._read() as conn:
+            rows = (await conn.execute(query)).all()
+            summarized = set((await conn.execute(select(SUMMARIES.c.session_id))).scalars().all())
+        return [
+            {
+                "id": row.id,
+                "campaign": row.campaign,
+                "title": row.title,
+                "started_at": row.started_at,
+                "ended_at": row.ended_at,
+                "utterances": int(row.utterances),
+                "has_summary": row.id in summarized,
+            }
+            for row in rows
+        ]
+
+    async def session_summary(self, session_id: str) -> dict[str, Any]:
+        """A session's metadata and summary; a running session gets a live extractive one."""
+        session_id = await self._resolve_session(session_id)
+        async with self._read() as conn:
+            session = (
+                await conn.execute(select(SESSIONS).where(SESSIONS.c.id == session_id))
+            ).one()
+            stored = (
+                await conn.execute(select(SUMMARIES).where(SUMMARIES.c.session_id == session_id))
+            ).first()
+            speakers = (
+                await conn.execute(
+                    select(UTTERANCES.c.speaker, UTTERANCES.c.npc, func.count())
+                    .where(UTTERANCES.c.session_id == session_id)
+                    .group_by(UTTERANCES.c.speaker, UTTERANCES.c.npc)
+                )
+            ).all()
+            lines = (
+                [] if stored is not None else await transcripts.transcript_lines(conn, session_id)
+            )
+        if stored is not None:
+            text, source = stored.text, stored.source
+        else:
+            text, source = ExtractiveSummarizer().summarize_sync(lines), "extractive-live"
+        return {
+            "id": session.id,
+            "campaign": session.campaign,
+            "title": session.title,
+            "started_at": session.started_at,
+            "ended_at": session.ended_at,
+            "utterances": sum(n for _, _, n in speakers),
+            "speakers": sorted({s for s, npc, _ in speakers if npc is None}),
+            "npcs": sorted({npc for _, npc, _ in speakers if npc is not None}),
+            "summary": text,
+            "summary_source": source,
+        }
+
+    async def recap(self, sessions: int = 1) -> str:
+        """ "Previously on...": summaries of the last ``sessions`` sessions, oldest first."""
+        if sessions < 1:
+            raise GlyphoxaError("recap needs at least one session")
+        recent = await self.list_sessions(limit=sessions)
+        if not recent:
+            return "No sessions recorded yet."
+        parts = []
+        for number, item in enumerate(reversed(recent), start=1):
+            detail = await self.session_summary(item["id"])
+            title = f' "{item["title"]}"' if item["title"] else ""
+            parts.append(
+                f"Session {number}{title} ({_day(item['started_at'])}): {detail['summary']}"
+            )
+        return "\n\n".join(parts)
+
+    # ------------------------------------------------------------------------------- facts
+    async def propose_fact(
+        self,
+        npc: str,
+        text: str,
+        *,
+        entity_id: str | None = None,
+        session_id: str | None = None,
+    ) -> int:
+        """Record knowledge an NPC wants to add; it stays pending until the DM approves it."""
+        if not text.strip():
+            raise GlyphoxaError("a proposed fact needs some text")
+        async with self._write() as conn:
+            if entity_id is not None:
+                exists = await conn.execute(select(ENTITIES.c.id).where(ENTITIES.c.id == entity_id))
+                if exists.first() is None:
+                    raise GlyphoxaError(f"no entity with id {entity_id!r}")
+            return int(
+                (
+                    await conn.execute(
+                        insert(FACTS)
+                        .values(
+                            npc=npc,
+                            text=text.strip(),
+                            entity_id=entity_id,
+                            session_id=session_id,
+                            status="pending",
+                            proposed_at=time.time(),
+                        )
+                        .returning(FACTS.c.id)
+                    )
+                ).scalar_one()
+            )
+
+    async def list_facts(self, status: str | None = "pending") -> list[dict[str, Any]]:
+        query = select(FACTS).order_by(FACTS.c.id)
+        if status is not None:
+            query = query.where(FACTS.c.status == status)
+        async with self._read() as conn:
+            return [dict(row._mapping) for row in await conn.execute(query)]
+
+    async def approve_fact(self, fact_id: int) -> None:
+        """Accept a pending fact: it joins the entity's summary and ``search_facts``."""
+        async with self._write() as conn:
+            fact = await self._pending_fact(conn, fact_id)
+            label = ""
+            if fact.entity_id is not None:
+                name = await conn.execute(
+                    select(ENTITIES.c.name).where(ENTITIES.c.id == fact.entity_id)
+                )
+                label = f"{name.scalar_one_or_none() or fact.entity_id}: "
+            now = time.time()
+            await conn.execute(
+                update(FACTS).where(FACTS.c.id == fact_id).values(status="approved", decided_at=now)
+            )
+            chunk_id = (
+                await conn.execute(
+                    insert(CHUNKS)
+                    .values(
+                        kind="fact",
+                        session_id=None,
+                        entity_id=fact.entity_id,
+                        text=label + fact.text,
+                        created_at=now,
+                    )
+                    .returning(CHUNKS.c.id)
+                )
+            ).scalar_one()
+        self._embed_later([int(chunk_id)])
+
+    async def reject_fact(self, fact_id: int) -> None:
+        async with self._write() as conn:
+            await self._pending_fact(conn, fact_id)
+            await conn.execute(
+                update(FACTS)
+                .where(FACTS.c.id == fact_id)
+                .values(status="rejected", decided_at=time.time())
+            )
+
+    @staticmethod
+    async def _pending_fact(conn: AsyncConnection, fact_id: int) -> Any:
+        fact = (await conn.execute(select(FACTS).where(FACTS.c.id == fact_id))).first()
+        if fact is None:
+            raise GlyphoxaError(f"no proposed fact #{fact_id}")
+        if fact.status != "pending":
+            raise GlyphoxaError(f"fact #{fact_id} was already {fact.status}")
+        return fact
+
+    # ------------------------------------------------------------------------- tool tables
+    async def log_tool_call(
+        self,
+        *,
+        npc: str,
+        tool: str,
+        tier: str,
+        status: str,
+        duration_ms: float,
+        session_id: str | None = None,
+    ) -> None:
+        async with self._write() as conn:
+            await conn.execute(
+                insert(INVOCATIONS).values(
+                    npc=npc,
+                    tool=tool,
+                    tier=str(tier),
+                    status=status,
+                    duration_ms=float(duration_ms),
+                    session_id=session_id,
+                    created_at=time.time(),
+                )
+            )
+
+    async def tool_calls(self, limit: int = 100) -> list[dict[str, Any]]:
+        """The most recent tool invocations, newest first."""
+        query = select(INVOCATIONS).order_by(INVOCATIONS.c.id.desc()).limit(limit)
+        async with self._read() as conn:
+            return [dict(row._mapping) for row in await conn.execute(query)]
+
+    async def save_calibration(
+        self, environment: str, tool: str, samples: list[tuple[float, bool]]
+    ) -> None:
+        """Replace the stored latency window of ``tool`` in ``environment``."""
+        values = {
+            "environment": environment,
+            "tool": tool,
+            "samples": [[float(ms), bool(ok)] for ms, ok in samples],
+            "updated_at": time.time(),
+        }
+        async with self._write() as conn:
+            dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
+            statement = dialect.insert(CALIBRATION).values(**values)
+            await conn.execute(
+                statement.on_conflict_do_update(
+                    index_elements=["environment", "tool"],
+                    set_={
+                        "samples": statement.excluded.samples,
+                        "updated_at": statement.excluded.updated_at,
+                    },
+                )
+            )
+
+    async def load_calibration(self, environment: str) -> dict[str, list[tuple[float, bool]]]:
+        query = select(CALIBRATION.c.tool, CALIBRATION.c.samples).where(
+            CALIBRATION.c.environment == environment
+        )
+        async with self._read() as conn:
+            rows = (await conn.execute(query)).all()
+        return {tool: [(float(ms), bool(ok)) for ms, ok in samples] for tool, samples in rows}

@@ -1,0 +1,163 @@
+"""Full-text and hybrid search.
+
+SQLite ranks with FTS5's BM25 (``bm25()``); PostgreSQL with ``ts_rank_cd`` over a generated
+``tsvector`` column and a GIN index. Query words are OR-ed (stop words dropped) so a question
+phrased in speech still finds the line that shares its key words; the ranking puts lines sharing
+more of them first. ``hybrid`` fuses full-text ranks with cosine-similarity ranks by reciprocal rank
+fusion when chunk embeddings exist.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+from typing import Any
+
+import numpy as np
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+__all__ = ["FULLTEXT_TABLES", "VectorIndex", "fulltext", "query_terms", "reciprocal_rank_fusion"]
+
+log = logging.getLogger(__name__)
+
+#: Columns returned per searchable table (aliased ``t``).
+FULLTEXT_TABLES: dict[str, str] = {
+    "utterances": (
+        "t.id, t.session_id, t.speaker, t.npc, t.text, t.started_at, t.ended_at, t.tier, "
+        "t.interrupted"
+    ),
+    "chunks": "t.id, t.kind, t.session_id, t.entity_id, t.text, t.created_at",
+    "summaries": "t.id, t.session_id, t.text, t.source, t.created_at",
+}
+
+_STOP_WORDS = frozenset(
+    """a an and are as at be but by did do does for from had has have he her his how i if in
+    into is it its me my no not of on or our she so than that the their them then there these
+    they this to us was we were what when where which who why will with you your about tell
+    know everything anything""".split()
+)
+_WORD = re.compile(r"[^\W_]+")
+_RRF_K = 60
+
+
+def query_terms(query: str) -> list[str]:
+    """Lower-cased distinct words of a query without stop words, in order."""
+    seen: dict[str, None] = {}
+    for word in _WORD.findall(query.lower()):
+        if word not in _STOP_WORDS and len(word) < 64:
+            seen.setdefault(word, None)
+    return list(seen)
+
+
+async def fulltext(
+    connection: AsyncConnection,
+    table: str,
+    query: str,
+    *,
+    limit: int,
+    session_id: str | None = None,
+    where: str = "",
+) -> list[dict[str, Any]]:
+    """Best ``limit`` rows of ``table`` for ``query``, best first, each with a ``score``.
+
+    ``where`` is an extra trusted SQL condition on alias ``t`` (never user text).
+    """
+    terms = query_terms(query)
+    if not terms or limit <= 0:
+        return []
+    columns = FULLTEXT_TABLES[table]
+    params: dict[str, Any] = {"limit": limit}
+    conditions = []
+    if session_id is not None:
+        conditions.append("t.session_id = :session_id")
+        params["session_id"] = session_id
+    if where:
+        conditions.append(where)
+    extra = "".join(f" AND {c}" for c in conditions)
+    if connection.dialect.name == "postgresql":
+        params["q"] = " | ".join(terms)
+        sql = (
+            f"SELECT {columns}, ts_rank_cd(t.tsv, q) AS score "
+            f"FROM {table} t, to_tsquery('english', :q) q WHERE t.tsv @@ q{extra} "
+            "ORDER BY score DESC, t.id DESC LIMIT :limit"
+        )
+    else:
+        fts = f"{table}_fts"
+        params["q"] = " OR ".join(f'"{term}"' for term in terms)
+        sql = (
+            f"SELECT {columns}, -bm25({fts}) AS score FROM {fts} "
+            f"JOIN {table} t ON t.id = {fts}.rowid WHERE {fts} MATCH :q{extra} "
+            f"ORDER BY bm25({fts}) LIMIT :limit"
+        )
+    rows = (await connection.execute(text(sql), params)).mappings().all()
+    results = []
+    for row in rows:
+        item = dict(row)
+        if "interrupted" in item:
+            item["interrupted"] = bool(item["interrupted"])
+        item["score"] = float(item["score"])
+        results.append(item)
+    return results
+
+
+def reciprocal_rank_fusion(*rankings: list[int]) -> list[tuple[int, float]]:
+    """Fuse ranked id lists: ``score = sum(1 / (60 + rank))``, best first."""
+    scores: dict[int, float] = {}
+    for ranking in rankings:
+        for rank, item in enumerate(ranking):
+            scores[item] = scores.get(item, 0.0) + 1.0 / (_RRF_K + rank + 1)
+    return sorted(scores.items(), key=lambda pair: (-pair[1], -pair[0]))
+
+
+class VectorIndex:
+    """In-memory matrix of chunk embeddings, refreshed incrementally from the database.
+
+    Rows are picked up by ``embedded_at``, so chunks embedded by another process (or after a
+    failed embedding call was retried) appear on the next search.
+    """
+
+    def __init__(self) -> None:
+        self._vectors: dict[int, np.ndarray] = {}
+        self._watermark = -math.inf
+        self._matrix: np.ndarray | None = None
+        self._ids: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self._vectors)
+
+    async def refresh(self, connection: AsyncConnection) -> None:
+        rows = (
+            await connection.execute(
+                text(
+                    "SELECT id, embedding, embedded_at FROM chunks "
+                    "WHERE embedding IS NOT NULL AND embedded_at >= :mark"
+                ),
+                {"mark": self._watermark if self._watermark > -math.inf else -1e300},
+            )
+        ).all()
+        for chunk_id, blob, embedded_at in rows:
+            self._vectors[chunk_id] = np.frombuffer(blob, dtype="<f4")
+            self._watermark = max(self._watermark, embedded_at)
+        if rows:
+            self._matrix = None
+
+    def top(self, vector: list[float], k: int) -> list[tuple[int, float]]:
+        """The ``k`` chunks most cosine-similar to ``vector``: ``[(chunk_id, similarity)]``."""
+        query = np.asarray(vector, dtype=np.float32)
+        if self._matrix is None or self._matrix.shape[1] != query.shape[0]:
+            same_dim = [(i, v) for i, v in self._vectors.items() if v.shape == query.shape]
+            if not same_dim:
+                return []
+            self._ids = np.array([i for i, _ in same_dim])
+            matrix = np.stack([v for _, v in same_dim]).astype(np.float32)
+            norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+            self._matrix = matrix / np.where(norms == 0, 1, norms)
+        assert self._ids is not None
+        norm = float(np.linalg.norm(query)) or 1.0
+        similarities = self._matrix @ (query / norm)
+        k = min(k, similarities.shape[0])
+        best = np.argpartition(-similarities, k - 1)[:k]
+        best = best[np.argsort(-similarities[best])]
+        return [(int(self._ids[i]), float(similarities[i])) for i in best]

@@ -1,0 +1,406 @@
+"""``MemoryStore``: the campaign memory every layer talks to (contract pinned by the lead).
+
+One object per process over one async engine. Writes are short transactions that commit before
+the call returns; embedding runs in background tasks this store owns and cancels on ``close``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import numpy as np
+from sqlalchemy import func, insert, select, update
+from sqlalchemy.exc import DBAPIError, IntegrityError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from campaigns.content import EntitiesFile
+from campaigns.errors import GlyphoxaError
+from campaigns.memory import graph, records, transcripts
+from campaigns.memory.database import create_engine, migrate, write_transaction
+from campaigns.memory.embeddings import Embedder
+from campaigns.memory.models import Chunk, Session, Summary, Utterance
+from campaigns.memory.search import VectorIndex, fulltext, reciprocal_rank_fusion
+from campaigns.memory.summaries import ExtractiveSummarizer, Summarizer
+
+__all__ = ["MemoryStore"]
+
+log = logging.getLogger(__name__)
+
+SESSIONS = Session.__table__
+UTTERANCES = Utterance.__table__
+CHUNKS = Chunk.__table__
+SUMMARIES = Summary.__table__
+_CANDIDATES = 50
+
+
+class MemoryStore(records.RecordsMixin):
+    """Transcripts (L1), semantic recall (L2), knowledge graph (L3), summaries and tool tables."""
+
+    def __init__(
+        self,
+        engine: AsyncEngine,
+        *,
+        embeddings: Embedder | None,
+        summarizer: Summarizer | None,
+        chunk_utterances: int,
+    ) -> None:
+        self._engine = engine
+        self._embeddings = embeddings
+        self._summarizer = summarizer
+        self._chunk_size = chunk_utterances
+        self._pending: dict[str, int] = {}
+        self._vectors = VectorIndex()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._closed = False
+
+    @classmethod
+    async def open(
+        cls,
+        url: str,
+        *,
+        embeddings: Embedder | None = None,
+        summarizer: Summarizer | None = None,
+        chunk_utterances: int = 5,
+    ) -> MemoryStore:
+        """Connect and bring the schema up to date (Alembic), creating the database if needed."""
+        if not transcripts.MIN_CHUNK <= chunk_utterances <= transcripts.MAX_CHUNK:
+            raise GlyphoxaError("memory.chunk_utterances must be between 3 and 6")
+        engine = create_engine(url)
+        try:
+            await migrate(engine)
+        except (OSError, DBAPIError) as error:
+            await engine.dispose()
+            raise GlyphoxaError(f"cannot open campaign memory at {_safe(url)}: {error}") from None
+        except BaseException:
+            await engine.dispose()
+            raise
+        store = cls(
+            engine, embeddings=embeddings, summarizer=summarizer, chunk_utterances=chunk_utterances
+        )
+        if embeddings is not None:
+            store._spawn(store.backfill_embeddings(), "memory-embed-backfill")
+        return store
+
+    async def close(self, timeout_s: float = 10.0) -> None:
+        """Let background embedding finish (up to ``timeout_s``), then release the database."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._tasks:
+            _, still_running = await asyncio.wait(set(self._tasks), timeout=timeout_s)
+            for task in still_running:
+                task.cancel()
+            await asyncio.gather(*still_running, return_exceptions=True)
+        await self._engine.dispose()
+
+    async def __aenter__(self) -> MemoryStore:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    @property
+    def dialect(self) -> str:
+        return self._engine.dialect.name
+
+    @asynccontextmanager
+    async def _read(self) -> AsyncIterator[AsyncConnection]:
+        async with self._engine.connect() as connection:
+            yield connection
+
+    def _write(self) -> Any:
+        return write_transaction(self._engine)
+
+    # ----------------------------------------------------------------- sessions and utterances
+    async def start_session(self, campaign: str, title: str | None = None) -> str:
+        session_id = uuid.uuid4().hex
+        async with self._write() as conn:
+            await conn.execute(
+                insert(SESSIONS).values(
+                    id=session_id, campaign=campaign, title=title, started_at=time.time()
+                )
+            )
+        self._pending[session_id] = 0
+        return session_id
+
+    async def add_utterance(
+        self,
+        session_id: str,
+        speaker: str,
+        text: str,
+        *,
+        npc: str | None = None,
+        started_at: float,
+        ended_at: float,
+        tier: str | None = None,
+        interrupted: bool = False,
+    ) -> int:
+        """Store one utterance; it is committed (durable) when this returns its id."""
+        changed: int | None = None
+        try:
+            async with self._write() as conn:
+                utterance_id = (
+                    await conn.execute(
+                        insert(UTTERANCES)
+                        .values(
+                            session_id=session_id,
+                            speaker=speaker,
+                            npc=npc,
+                            text=text,
+                            started_at=started_at,
+                            ended_at=ended_at,
+                            tier=tier,
+                            interrupted=interrupted,
+                        )
+                        .returning(UTTERANCES.c.id)
+                    )
+                ).scalar_one()
+                if session_id not in self._pending:
+                    self._pending[session_id] = await transcripts.pending_count(conn, session_id)
+                else:
+                    self._pending[session_id] += 1
+                if self._pending[session_id] >= self._chunk_size:
+                    changed = await transcripts.fold_chunk(
+                        conn, session_id, self._chunk_size, final=False, now=time.time()
+                    )
+        except IntegrityError:
+            self._pending.pop(session_id, None)
+            raise GlyphoxaError(f"unknown session {session_id!r}") from None
+        except BaseException:
+            self._pending.pop(session_id, None)  # recount from the database next time
+            raise
+        if changed is not None:
+            self._pending[session_id] = max(0, self._pending[session_id] - self._chunk_size)
+            self._embed_later([changed])
+        return int(utterance_id)
+
+    async def end_session(self, session_id: str, summary: str | None = None) -> None:
+        """Close a session: fold the last chunk, write its summary (LLM, else extractive)."""
+        session_id = await self._resolve_session(session_id)
+        changed: list[int] = []
+        async with self._write() as conn:
+            while True:
+                chunk_id = await transcripts.fold_chunk(
+                    conn, session_id, self._chunk_size, final=True, now=time.time()
+                )
+                if chunk_id is None:
+                    break
+                changed.append(chunk_id)
+            lines = await transcripts.transcript_lines(conn, session_id)
+        self._pending.pop(session_id, None)
+        self._embed_later(changed)
+        source = "dm"
+        if summary is None:
+            summary, source = await self._summarize(lines)
+        async with self._write() as conn:
+            await conn.execute(SUMMARIES.delete().where(SUMMARIES.c.session_id == session_id))
+            await conn.execute(
+                insert(SUMMARIES).values(
+                    session_id=session_id, text=summary, source=source, created_at=time.time()
+                )
+            )
+            await conn.execute(
+                update(SESSIONS).where(SESSIONS.c.id == session_id).values(ended_at=time.time())
+            )
+
+    async def _summarize(self, lines: list[tuple[str, str]]) -> tuple[str, str]:
+        if self._summarizer is not None and lines:
+            try:
+                return await self._summarizer.summarize(lines), self._summarizer.source
+            except Exception as error:  # any LLM failure: the session still gets a summary
+                log.warning("LLM session summary failed (%s); using the extractive one", error)
+        fallback = ExtractiveSummarizer()
+        return fallback.summarize_sync(lines), fallback.source
+
+    async def _resolve_session(self, session_id: str) -> str:
+        """Full id of a session given its id or a unique prefix (the CLI shows 8 characters)."""
+        async with self._read() as conn:
+            ids = (
+                (
+                    await conn.execute(
+                        select(SESSIONS.c.id).where(SESSIONS.c.id.startswith(session_id)).limit(2)
+                    )
+                )
+                .scalars()
+                .all()
+            )
+        if len(ids) == 1 and session_id:
+            return str(ids[0])
+        if not ids or not session_id:
+            raise GlyphoxaError(f"unknown session {session_id!r}; see `glyphoxa memory sessions`")
+        raise GlyphoxaError(f"session id {session_id!r} is ambiguous; give more characters")
+
+    # ------------------------------------------------------------------------------ search
+    async def search_sessions(
+        self, query: str, session_id: str | None = None, limit: int = 10
+    ) -> list[dict[str, Any]]:
+        """Utterances matching ``query`` by full text (BM25 / ts_rank), best first."""
+        async with self._read() as conn:
+            return await fulltext(conn, "utterances", query, limit=limit, session_id=session_id)
+
+    async def search_facts(self, query: str, top_k: int = 10) -> list[dict[str, Any]]:
+        """Chunks and approved facts for ``query``: hybrid when embeddings exist, else full text."""
+        async with self._read() as conn:
+            textual = await fulltext(conn, "chunks", query, limit=max(top_k, _CANDIDATES))
+            vector_hits: list[tuple[int, float]] = []
+            if self._embeddings is not None:
+                await self._vectors.refresh(conn)
+                if len(self._vectors):
+                    try:
+                        [vector] = await self._embeddings.embed([query])
+                        vector_hits = self._vectors.top(vector, _CANDIDATES)
+                    except Exception as error:
+                        log.warning("embedding the query failed (%s); full-text only", error)
+            if not vector_hits:
+                for item in textual[:top_k]:
+                    item["matched"] = ["fulltext"]
+                return textual[:top_k]
+            by_id = {item["id"]: item for item in textual}
+            similarity = dict(vector_hits)
+            fused = reciprocal_rank_fusion(
+                [item["id"] for item in textual], [i for i, _ in vector_hits]
+            )[:top_k]
+            missing = [i for i, _ in fused if i not in by_id]
+            if missing:
+                rows = await conn.execute(
+                    select(
+                        CHUNKS.c.id,
+                        CHUNKS.c.kind,
+                        CHUNKS.c.session_id,
+                        CHUNKS.c.entity_id,
+                        CHUNKS.c.text,
+                        CHUNKS.c.created_at,
+                    ).where(CHUNKS.c.id.in_(missing))
+                )
+                by_id.update({row.id: dict(row._mapping) for row in rows})
+        results = []
+        for chunk_id, score in fused:
+            item = dict(by_id[chunk_id])
+            item["matched"] = [
+                name
+                for name, hit in (("fulltext", "score" in item), ("vector", chunk_id in similarity))
+                if hit
+            ]
+            item["similarity"] = similarity.get(chunk_id)
+            item["score"] = score
+            results.append(item)
+        return results
+
+    async def search_history(self, query: str, limit: int = 10) -> list[dict[str, Any]]:
+        """Session summaries matching ``query`` (the campaign's long-term history)."""
+        async with self._read() as conn:
+            hits = await fulltext(conn, "summaries", query, limit=limit)
+            if not hits:
+                return []
+            sessions = {
+                row.id: row
+                for row in await conn.execute(
+                    select(SESSIONS).where(SESSIONS.c.id.in_([h["session_id"] for h in hits]))
+                )
+            }
+        return [
+            {
+                "session_id": hit["session_id"],
+                "title": sessions[hit["session_id"]].title,
+                "started_at": sessions[hit["session_id"]].started_at,
+                "summary": hit["text"],
+                "score": hit["score"],
+            }
+            for hit in hits
+        ]
+
+    # ---------------------------------------------------------------------- knowledge graph
+    async def seed_entities(self, entities: EntitiesFile) -> tuple[int, int]:
+        """Insert/update entities and add missing relations from an ``entities.yaml`` model."""
+        async with self._write() as conn:
+            return await graph.seed(conn, entities)
+
+    async def query_entities(
+        self, name: str | None = None, type: str | None = None
+    ) -> list[dict[str, Any]]:
+        async with self._read() as conn:
+            return await graph.find_entities(conn, name, type)
+
+    async def get_summary(self, entity_id: str) -> dict[str, Any]:
+        async with self._read() as conn:
+            return await graph.entity_summary(conn, entity_id)
+
+    # ----------------------------------------------------------------------------- embedding
+    def _spawn(self, coroutine: Any, name: str) -> None:
+        task = asyncio.get_running_loop().create_task(coroutine, name=name)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _embed_later(self, chunk_ids: list[int]) -> None:
+        if self._embeddings is not None and chunk_ids and not self._closed:
+            self._spawn(self._embed_chunks(chunk_ids), f"memory-embed-{chunk_ids[0]}")
+
+    async def _embed_chunks(self, chunk_ids: list[int]) -> None:
+        assert self._embeddings is not None
+        async with self._read() as conn:
+            rows = (
+                await conn.execute(
+                    select(CHUNKS.c.id, CHUNKS.c.text).where(CHUNKS.c.id.in_(chunk_ids))
+                )
+            ).all()
+        if not rows:
+            return
+        try:
+            vectors = await self._embeddings.embed([row.text for row in rows])
+        except Exception as error:
+            log.warning("embedding %d chunks failed (%s); retried on next open", len(rows), error)
+            return
+        async with self._write() as conn:
+            for row, vector in zip(rows, vectors, strict=True):
+                await conn.execute(
+                    update(CHUNKS)
+                    .where(CHUNKS.c.id == row.id, CHUNKS.c.text == row.text)
+                    .values(
+                        embedding=np.asarray(vector, dtype="<f4").tobytes(),
+                        embedding_model=self._embeddings.model,
+                        embedded_at=time.time(),
+                    )
+                )
+
+    async def backfill_embeddings(self, batch: int = 64) -> int:
+        """Embed every chunk that has no vector yet (e.g. the endpoint was down); returns count."""
+        if self._embeddings is None:
+            return 0
+        async with self._read() as conn:
+            ids = (
+                (await conn.execute(select(CHUNKS.c.id).where(CHUNKS.c.embedding.is_(None))))
+                .scalars()
+                .all()
+            )
+        for start in range(0, len(ids), batch):
+            await self._embed_chunks(list(ids[start : start + batch]))
+        return len(ids)
+
+    async def wait_idle(self) -> None:
+        """Wait until background embedding is done (tests, CLI import, shutdown)."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    async def count(self, table: str) -> int:
+        """Rows in one of the memory tables (status and tests)."""
+        model = {"utterances": UTTERANCES, "chunks": CHUNKS, "sessions": SESSIONS}.get(table)
+        if model is None:
+            raise GlyphoxaError(f"unknown table {table!r}")
+        async with self._read() as conn:
+            return int((await conn.execute(select(func.count()).select_from(model))).scalar_one())
+
+
+def _safe(url: str) -> str:
+    """A URL fit for an error message: the password hidden."""
+    from sqlalchemy.engine import make_url
+
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:
+        return "<invalid url>"
