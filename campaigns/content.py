@@ -32,7 +32,7 @@ def slugify(name: str) -> str:
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
 
 class CampaignMeta(_Strict):
@@ -57,7 +57,7 @@ class EntitySeed(_Strict):
 
 
 class RelationSeed(_Strict):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, use_attribute_docstrings=True)
 
     source: str = Field(alias="from")
     """Id of the entity the relation starts at."""

@@ -16,7 +16,7 @@ __all__ = ["CascadeSettings", "EngineKind", "LlmOverrides", "NpcDefinition", "Vo
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
 
 class EngineKind(StrEnum):
