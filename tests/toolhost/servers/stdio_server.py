@@ -1,0 +1,108 @@
+"""A real MCP server over stdio (mcp SDK ``MCPServer``) with tools that misbehave on purpose.
+
+Run as ``python tests/toolhost/servers/stdio_server.py``. Tools: ``fast`` (declares FAST latency,
+idempotent, cacheable), ``slow`` (sleeps as asked; declares a 300 ms hard limit), ``flaky``
+(fails when asked), ``crash`` (kills the process mid-call), ``huge`` (a very long text),
+``legacy`` (declares latency nowhere, so it counts as DEEP), ``count`` (how many calls this
+process has served, to prove caching), ``add_tool`` (adds ``late`` at runtime and sends
+``notifications/tools/list_changed``), ``roll`` and ``weird.name/with spaces`` (naming tests).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+server = MCPServer("misbehaving")
+calls = {"n": 0}
+
+
+def latency(estimated: float, maximum: float, **extra: object) -> dict[str, object]:
+    return {"io.glyphoxa/latency": {"estimated_duration_ms": estimated,
+                                    "max_duration_ms": maximum, **extra}}
+
+
+@server.tool(meta=latency(5, 200, idempotent=True, cacheable_seconds=60))
+async def fast(x: int) -> dict[str, int]:
+    """Echo x and its double."""
+    calls["n"] += 1
+    return {"x": x, "double": 2 * x}
+
+
+@server.tool(meta=latency(100, 300))
+async def slow(ms: int) -> str:
+    """Sleep ms milliseconds."""
+    calls["n"] += 1
+    await asyncio.sleep(ms / 1000)
+    return f"slept {ms}"
+
+
+@server.tool(meta=latency(20, 500))
+async def flaky(fail: bool) -> str:
+    """Fail when told to."""
+    calls["n"] += 1
+    if fail:
+        raise ToolError("flaky failed as requested")
+    return "fine"
+
+
+@server.tool(meta=latency(20, 2000))
+async def crash() -> str:
+    """Die mid-call."""
+    await asyncio.sleep(0.05)
+    sys.stderr.write("crash tool: exiting now\n")
+    sys.stderr.flush()
+    os._exit(3)
+
+
+@server.tool(meta=latency(10, 1000))
+async def huge(n: int) -> str:
+    """A very long text."""
+    return "x" * n
+
+
+@server.tool()
+async def legacy() -> str:
+    """No latency metadata at all."""
+    return "old"
+
+
+@server.tool(meta=latency(1, 200, idempotent=True))
+async def count() -> int:
+    """How many calls this process served."""
+    return calls["n"]
+
+
+@server.tool(meta=latency(5, 500))
+async def roll(dice: str) -> str:
+    """A remote roll that collides with the built-in one."""
+    return f"remote {dice}"
+
+
+@server.tool(name="weird.name/with spaces", meta=latency(5, 500))
+async def weird() -> str:
+    """A tool whose name is not provider-safe."""
+    return "weird"
+
+
+async def late(word: str) -> str:
+    """Added at runtime."""
+    return word.upper()
+
+
+@server.tool(meta=latency(5, 1000))
+async def add_tool(ctx: Context) -> str:
+    """Add the ``late`` tool and tell the client its tool list changed."""
+    server.add_tool(late, meta=latency(5, 500))
+    await ctx.request_context.session.send_tool_list_changed()
+    return "added"
+
+
+if __name__ == "__main__":
+    sys.stderr.write("misbehaving server starting\n")
+    sys.stderr.flush()
+    server.run("stdio")

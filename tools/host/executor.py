@@ -1,0 +1,261 @@
+"""Runs tool calls: permission re-check, schema validation, hard timeout, result shaping.
+
+Nothing a tool does escapes as an exception: timeouts, crashes, server failures and refusals
+all come back as ``ToolResult(is_error=True)`` the LLM can read. Only the caller's own
+cancellation (barge-in) propagates, as it must.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import logging
+import time
+from collections.abc import Callable, Collection
+from typing import Any
+
+import jsonschema
+import mcp.types as mt
+from jsonschema.exceptions import SchemaError, best_match
+
+from tools.host.metrics import ToolMetrics
+from tools.host.registry import Registry, ToolEntry
+from tools.host.types import Invocation, ResultStatus, ToolResult
+from tools.spec import ToolError
+from tools.tiers import Tier
+
+__all__ = ["DEFAULT_MAX_RESULT_CHARS", "Executor", "security_log"]
+
+log = logging.getLogger(__name__)
+#: Refused calls (not whitelisted, over the tier) are security events, logged apart.
+security_log = logging.getLogger("glyphoxa.security")
+
+#: Characters of a result handed to the LLM before it is cut with a visible marker.
+DEFAULT_MAX_RESULT_CHARS = 8000
+_CACHE_LIMIT = 512
+_NO_VALIDATOR = object()
+
+
+class Executor:
+    """Executes one call against the registry's current entries."""
+
+    def __init__(
+        self,
+        registry: Registry,
+        metrics: ToolMetrics,
+        *,
+        on_retier: Callable[[], None],
+        max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
+    ) -> None:
+        self._registry = registry
+        self._metrics = metrics
+        self._on_retier = on_retier
+        self.max_result_chars = max_result_chars
+        self._cache: dict[tuple[str, str], tuple[float, ToolResult]] = {}
+
+    async def call(
+        self,
+        name: str,
+        arguments: dict[str, Any] | str,
+        *,
+        whitelist: Collection[str],
+        tier: Tier,
+        npc: str,
+        call_id: str,
+    ) -> ToolResult:
+        started = time.perf_counter()
+        entry = self._registry.entries.get(name)
+        if entry is None or not ("*" in whitelist or name in whitelist):
+            reason = "unknown tool" if entry is None else "not in the NPC's whitelist"
+            return self._refuse(name, entry, npc, tier, call_id, reason, started)
+        if not entry.within_budget or entry.tier > tier:
+            reason = f"tool tier {entry.tier.label} is over the turn's {tier.label} budget"
+            return self._refuse(name, entry, npc, tier, call_id, reason, started)
+        if not entry.healthy:
+            text = f"tool {name} is temporarily unavailable (its server is down); try later"
+            return self._finish(entry, npc, tier, call_id, "error", text, None, started)
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments) if arguments.strip() else {}
+            except ValueError as error:
+                text = f"arguments for {name} are not valid JSON: {error}"
+                return self._finish(entry, npc, tier, call_id, "invalid", text, None, started)
+        if not isinstance(arguments, dict):
+            text = f"arguments for {name} must be a JSON object"
+            return self._finish(entry, npc, tier, call_id, "invalid", text, None, started)
+        problem = self._validate(entry, arguments)
+        if problem is not None:
+            text = f"invalid arguments for {name}: {problem}"
+            return self._finish(entry, npc, tier, call_id, "invalid", text, None, started)
+        cache_key: tuple[str, str] | None = None
+        if entry.latency.idempotent and entry.latency.cacheable_seconds > 0:
+            cache_key = (name, json.dumps(arguments, sort_keys=True, default=str))
+            hit = self._cache.get(cache_key)
+            if hit is not None and hit[0] > time.monotonic():
+                return self._cached(entry, hit[1], npc, tier, call_id, started)
+        result = await self._dispatch(entry, arguments, npc, tier, call_id, started)
+        if cache_key is not None and result.status == "ok":
+            if len(self._cache) >= _CACHE_LIMIT:
+                self._evict()
+            self._cache[cache_key] = (time.monotonic() + entry.latency.cacheable_seconds, result)
+        return result
+
+    def _validate(self, entry: ToolEntry, arguments: dict[str, Any]) -> str | None:
+        validator = entry.validator
+        if validator is None:
+            try:
+                cls = jsonschema.validators.validator_for(entry.input_schema)
+                cls.check_schema(entry.input_schema)
+                validator = cls(entry.input_schema)
+            except SchemaError as error:
+                log.warning(
+                    "tool %s has an invalid input schema (%s); not validating",
+                    entry.name,
+                    error.message,
+                )
+                validator = _NO_VALIDATOR
+            entry.validator = validator
+        if validator is _NO_VALIDATOR or validator.is_valid(arguments):
+            return None
+        error = best_match(validator.iter_errors(arguments))
+        where = "/".join(str(p) for p in error.absolute_path)
+        return f"{error.message}" + (f" (at {where})" if where else "")
+
+    async def _dispatch(
+        self,
+        entry: ToolEntry,
+        arguments: dict[str, Any],
+        npc: str,
+        tier: Tier,
+        call_id: str,
+        started: float,
+    ) -> ToolResult:
+        status: ResultStatus = "ok"
+        structured: Any = None
+        try:
+            async with asyncio.timeout(entry.timeout_s):
+                if entry.handler is not None:
+                    value = await entry.handler(**arguments)
+                    text, structured = _from_value(value)
+                else:
+                    raw = await entry.connection.call_tool(entry.original, arguments)
+                    text, structured = _from_mcp(raw)
+                    if raw.is_error:
+                        status = "error"
+        except TimeoutError:
+            status, structured = "timeout", None
+            text = f"tool {entry.name} timed out after {entry.timeout_s * 1000:.0f} ms"
+        except ToolError as error:
+            status, text = "error", str(error)
+        except Exception as error:  # a crash of the tool or its server is the LLM's to read
+            status = "error"
+            if entry.handler is not None:
+                log.exception("built-in tool %s crashed", entry.name)
+                text = f"tool {entry.name} crashed: {type(error).__name__}: {error}"
+            else:
+                log.warning("MCP tool %s failed: %s: %s", entry.name, type(error).__name__, error)
+                entry.connection.report_failure(error)
+                text = f"tool {entry.name} failed: {error or type(error).__name__}"
+        duration_ms = (time.perf_counter() - started) * 1000.0
+        entry.stats.record(duration_ms, status == "ok")
+        if entry.retier(self._registry.ceilings):
+            log.info("tool %s now %s (demoted=%s)", entry.name, entry.tier.label, entry.demoted)
+            self._on_retier()
+        return self._finish(entry, npc, tier, call_id, status, text, structured, started)
+
+    def _finish(
+        self,
+        entry: ToolEntry,
+        npc: str,
+        tier: Tier,
+        call_id: str,
+        status: ResultStatus,
+        text: str,
+        structured: Any,
+        started: float,
+    ) -> ToolResult:
+        limit = self.max_result_chars
+        if len(text) > limit:
+            text = f"{text[:limit]}\n[truncated {len(text) - limit} chars]"
+            structured = None  # the full structure would bypass the cap
+        duration_ms = (time.perf_counter() - started) * 1000.0
+        result = ToolResult(
+            call_id=call_id,
+            name=entry.name,
+            content=text,
+            structured=structured,
+            is_error=status != "ok",
+            status=status,
+            duration_ms=duration_ms,
+        )
+        self._metrics.observe(
+            Invocation(npc, entry.name, entry.server, tier, status, duration_ms, call_id)
+        )
+        return result
+
+    def _cached(
+        self, entry: ToolEntry, hit: ToolResult, npc: str, tier: Tier, call_id: str, started: float
+    ) -> ToolResult:
+        duration_ms = (time.perf_counter() - started) * 1000.0
+        self._metrics.observe(
+            Invocation(npc, entry.name, entry.server, tier, "ok", duration_ms, call_id, cached=True)
+        )
+        return dataclasses.replace(hit, call_id=call_id, duration_ms=duration_ms, cached=True)
+
+    def _refuse(
+        self,
+        name: str,
+        entry: ToolEntry | None,
+        npc: str,
+        tier: Tier,
+        call_id: str,
+        reason: str,
+        started: float,
+    ) -> ToolResult:
+        security_log.warning(
+            "refused tool call: npc=%s tool=%s tier=%s reason=%s", npc, name, tier.label, reason
+        )
+        duration_ms = (time.perf_counter() - started) * 1000.0
+        server = entry.server if entry is not None else "?"
+        self._metrics.observe(Invocation(npc, name, server, tier, "refused", duration_ms, call_id))
+        return ToolResult(
+            call_id=call_id,
+            name=name,
+            content=f"tool {name} is not available to you right now",
+            is_error=True,
+            status="refused",
+            duration_ms=duration_ms,
+        )
+
+    def _evict(self) -> None:
+        now = time.monotonic()
+        for key in [k for k, (expiry, _) in self._cache.items() if expiry <= now]:
+            del self._cache[key]
+        while len(self._cache) >= _CACHE_LIMIT:
+            del self._cache[next(iter(self._cache))]
+
+
+def _from_value(value: Any) -> tuple[str, Any]:
+    """Text and structure of a built-in handler's return value."""
+    if isinstance(value, str):
+        return value, None
+    if value is None:
+        return "done", None
+    return json.dumps(value, ensure_ascii=False, default=str), value
+
+
+def _from_mcp(result: mt.CallToolResult) -> tuple[str, Any]:
+    """Structured content if the server sent it, else the text blocks joined."""
+    if result.structured_content is not None:
+        structured = result.structured_content
+        return json.dumps(structured, ensure_ascii=False, default=str), structured
+    parts: list[str] = []
+    for block in result.content:
+        if isinstance(block, mt.TextContent):
+            parts.append(block.text)
+        else:
+            kind = getattr(block, "type", "content")
+            label = getattr(block, "mime_type", None) or getattr(block, "uri", None) or ""
+            parts.append(f"[{kind} {label}]".replace(" ]", "]"))
+    return "\n".join(parts), None

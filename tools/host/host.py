@@ -1,0 +1,312 @@
+"""``ToolHost``: the one object NPC engines talk to for tools (contract in contracts.md).
+
+It owns the built-in servers, one connection task per MCP server, the registry, calibration
+and metrics. ``visible_tools`` is what an NPC's LLM may see this turn; ``call`` re-checks the
+very same rule before running anything.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Collection, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+
+from campaigns.errors import GlyphoxaError
+from tools.config import McpConfig, McpServerConfig
+from tools.host.calibration import Calibration
+from tools.host.connections import McpConnection, RestartPolicy, ServerState
+from tools.host.executor import DEFAULT_MAX_RESULT_CHARS, Executor
+from tools.host.latency import clean_input_schema, parse_latency
+from tools.host.metrics import InvocationCallback, ToolMetrics
+from tools.host.registry import NameCollision, Registry, ServerTools, ToolSpecLite
+from tools.host.types import ToolCall, ToolInfo, ToolResult, TurnToolReport
+from tools.spec import BuiltinServer
+from tools.tiers import DEFAULT_CEILINGS_MS, Tier
+
+__all__ = ["ToolHost"]
+
+log = logging.getLogger(__name__)
+
+_VIEW_CACHE_LIMIT = 256
+
+
+class ToolHost:
+    """Registry, budget enforcer and executor for built-in and MCP tools.
+
+    Use ``async with ToolHost(config.mcp, builtins=...) as host:``. A server that fails to
+    connect does not stop the host: its tools stay hidden and it is retried with backoff.
+    """
+
+    def __init__(
+        self,
+        mcp_config: McpConfig | None = None,
+        *,
+        builtins: Sequence[BuiltinServer] = (),
+        calibration_path: Path | None = None,
+        ceilings_ms: dict[Tier, int] | None = None,
+        on_invocation: InvocationCallback | None = None,
+        metrics_registry: CollectorRegistry | None = None,
+        restart_policy: RestartPolicy | None = None,
+        max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
+        builtin_timeout_s: float = 4.0,
+        environment: str | None = None,
+    ) -> None:
+        self._mcp_config = mcp_config or McpConfig()
+        self._builtins = list(builtins)
+        self._builtin_timeout_s = builtin_timeout_s
+        self._policy = restart_policy or RestartPolicy()
+        self.calibration = Calibration(calibration_path, environment)
+        self.metrics = ToolMetrics(metrics_registry, on_invocation)
+        self.registry = Registry(self.calibration, {**DEFAULT_CEILINGS_MS, **(ceilings_ms or {})})
+        self._executor = Executor(
+            self.registry, self.metrics, on_retier=self._retiered, max_result_chars=max_result_chars
+        )
+        self._connections: dict[str, McpConnection] = {}
+        self._started_builtins: list[BuiltinServer] = []
+        self._view_cache: dict[tuple[Any, Tier, bool], list[Any]] = {}
+        self._started = False
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    async def __aenter__(self) -> ToolHost:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def start(self) -> None:
+        """Start built-ins, connect every enabled MCP server (in parallel, each bounded by its
+        ``connect_timeout_s``) and build the registry."""
+        if self._started:
+            return
+        self._started = True
+        names = [b.name for b in self._builtins]
+        duplicates = {n for n in names if names.count(n) > 1}
+        if duplicates:
+            raise GlyphoxaError(f"built-in server names must be unique: {sorted(duplicates)}")
+        for builtin in self._builtins:
+            if builtin.startup is not None:
+                await builtin.startup()
+            self._started_builtins.append(builtin)
+        self._rebuild()
+        servers = [s for s in self._mcp_config.servers if s.enabled]
+        for server in servers:
+            self._open(server)
+        await asyncio.gather(
+            *(self._connections[s.name].wait_attempted(s.connect_timeout_s) for s in servers)
+        )
+
+    async def close(self) -> None:
+        """Stop every connection, shut built-ins down, save calibration."""
+        connections = list(self._connections.values())
+        await asyncio.gather(*(c.stop() for c in connections), return_exceptions=True)
+        for builtin in reversed(self._started_builtins):
+            if builtin.shutdown is not None:
+                try:
+                    await builtin.shutdown()
+                except Exception:
+                    log.exception("built-in server %s failed to shut down", builtin.name)
+        self._started_builtins.clear()
+        await self.metrics.drain()
+        self.save_calibration()
+        self._started = False
+
+    def save_calibration(self) -> None:
+        self.calibration.save()
+
+    async def add_server(self, config: McpServerConfig, *, wait: bool = True) -> list[ToolInfo]:
+        """Connect a new MCP server at runtime; its tools join the registry when it is up.
+
+        Raises GlyphoxaError if ``wait`` and it does not come up within ``connect_timeout_s``
+        (the connection keeps retrying in the background).
+        """
+        if config.name in self._connections or config.name in {b.name for b in self._builtins}:
+            raise GlyphoxaError(f"a tool server named {config.name!r} already exists")
+        self._mcp_config = McpConfig(servers=[*self._mcp_config.servers, config])
+        connection = self._open(config)
+        if not wait:
+            return []
+        if not await connection.wait_up(config.connect_timeout_s):
+            raise GlyphoxaError(
+                f"MCP server {config.name!r} did not come up within "
+                f"{config.connect_timeout_s:g} s: {connection.last_error or 'no answer'}"
+            )
+        return [t for t in self.list_tools() if t.server == config.name]
+
+    async def remove_server(self, name: str) -> None:
+        connection = self._connections.pop(name, None)
+        if connection is None:
+            raise GlyphoxaError(f"no MCP server named {name!r}")
+        await connection.stop()
+        kept = [s for s in self._mcp_config.servers if s.name != name]
+        self._mcp_config = McpConfig(servers=kept)
+        self._rebuild()
+
+    async def wait_for_server(self, name: str, timeout_s: float = 10.0) -> bool:
+        """True once the MCP server ``name`` is up (e.g. after a restart)."""
+        connection = self._connections.get(name)
+        if connection is None:
+            raise GlyphoxaError(f"no MCP server named {name!r}")
+        return await connection.wait_up(timeout_s)
+
+    def server_states(self) -> dict[str, dict[str, Any]]:
+        """State, restarts and last error of every MCP server (for status displays)."""
+        return {
+            name: {"state": c.state.value, "restarts": c.restarts, "last_error": c.last_error}
+            for name, c in self._connections.items()
+        }
+
+    def _open(self, config: McpServerConfig) -> McpConnection:
+        connection = McpConnection(config, on_change=self._server_changed, policy=self._policy)
+        self._connections[config.name] = connection
+        connection.start()
+        return connection
+
+    def _server_changed(self, connection: McpConnection) -> None:
+        if self._connections.get(connection.name) is connection:
+            self._rebuild()
+
+    # -- registry views --------------------------------------------------------------------
+
+    @property
+    def collisions(self) -> list[NameCollision]:
+        return list(self.registry.collisions)
+
+    def list_tools(self) -> list[ToolInfo]:
+        """Every known tool, healthy or not, fastest first."""
+        return [entry.info for entry in self.registry.ordered if entry.info is not None]
+
+    def get_tool(self, name: str) -> ToolInfo | None:
+        entry = self.registry.entries.get(name)
+        return entry.info if entry is not None else None
+
+    def visible_tools(self, whitelist: Iterable[str], tier: Tier) -> list[ToolInfo]:
+        """The NPC's whitelist intersected with healthy tools at or below ``tier``, fastest
+        first. ``"*"`` in the whitelist means every tool."""
+        return list(self._view(whitelist, tier, openai=False))
+
+    def openai_tools(self, whitelist: Iterable[str], tier: Tier) -> list[dict[str, Any]]:
+        """``visible_tools`` in the Chat Completions ``tools=`` format."""
+        return list(self._view(whitelist, tier, openai=True))
+
+    def _view(self, whitelist: Iterable[str], tier: Tier, *, openai: bool) -> list[Any]:
+        allowed = whitelist if isinstance(whitelist, tuple | frozenset) else tuple(whitelist)
+        key = (allowed, tier, openai)
+        cached = self._view_cache.get(key)
+        if cached is not None:
+            return cached
+        wanted = set(allowed)
+        everything = "*" in wanted
+        view: list[Any] = []
+        for entry in self.registry.ordered:
+            if not (everything or entry.name in wanted):
+                continue
+            if entry.healthy and entry.within_budget and entry.tier <= tier:
+                view.append(_openai_tool(entry.info) if openai else entry.info)
+        if len(self._view_cache) >= _VIEW_CACHE_LIMIT:
+            self._view_cache.clear()
+        self._view_cache[key] = view
+        return view
+
+    # -- execution -------------------------------------------------------------------------
+
+    async def call(
+        self,
+        name: str,
+        arguments: dict[str, Any] | str,
+        *,
+        whitelist: Iterable[str],
+        tier: Tier,
+        npc: str,
+        call_id: str = "",
+    ) -> ToolResult:
+        """Run one tool call; every failure comes back as an ``is_error`` result."""
+        allowed: Collection[str] = (
+            whitelist if isinstance(whitelist, frozenset | set | tuple | list) else tuple(whitelist)
+        )
+        return await self._executor.call(
+            name, arguments, whitelist=allowed, tier=tier, npc=npc, call_id=call_id
+        )
+
+    async def call_many(
+        self, calls: Sequence[ToolCall], *, whitelist: Iterable[str], tier: Tier, npc: str
+    ) -> TurnToolReport:
+        """Run the calls of one LLM response in parallel; the turn pays the slowest."""
+        allowed = frozenset(whitelist)
+        results = await asyncio.gather(
+            *(
+                self.call(c.name, c.arguments, whitelist=allowed, tier=tier, npc=npc, call_id=c.id)
+                for c in calls
+            )
+        )
+        cost = max((r.duration_ms for r in results), default=0.0)
+        return TurnToolReport(results=list(results), cost_ms=cost)
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _retiered(self) -> None:
+        self.registry.reorder()
+        self._view_cache.clear()
+
+    def _rebuild(self) -> None:
+        servers: list[ServerTools] = []
+        for builtin in self._builtins:
+            specs = [
+                ToolSpecLite(
+                    original=t.name,
+                    description=t.description,
+                    input_schema=clean_input_schema(t.input_schema),
+                    latency=t.latency,
+                    handler=t.handler,
+                )
+                for t in builtin.tools
+            ]
+            timeout_s = self._builtin_timeout_s
+            servers.append(ServerTools(builtin.name, "builtin", specs, default_timeout_s=timeout_s))
+        for config in self._mcp_config.servers:
+            connection = self._connections.get(config.name)
+            if connection is None:
+                continue
+            specs = [_mcp_spec(tool, config.name) for tool in connection.tools]
+            servers.append(
+                ServerTools(
+                    config.name,
+                    "mcp",
+                    specs,
+                    healthy=connection.state is ServerState.UP,
+                    expose_as=config.expose_as,
+                    default_timeout_s=config.call_timeout_s,
+                    connection=connection,
+                )
+            )
+        self.registry.rebuild(servers)
+        self._view_cache.clear()
+
+
+def _mcp_spec(tool: Any, server: str) -> ToolSpecLite:
+    read_only = tool.annotations.read_only_hint if tool.annotations is not None else None
+    return ToolSpecLite(
+        original=tool.name,
+        description=tool.description or "",
+        input_schema=clean_input_schema(tool.input_schema),
+        latency=parse_latency(
+            tool.meta, tool.input_schema, read_only_hint=read_only, tool=f"{server}/{tool.name}"
+        ),
+    )
+
+
+def _openai_tool(info: ToolInfo | None) -> dict[str, Any]:
+    assert info is not None
+    return {
+        "type": "function",
+        "function": {
+            "name": info.name,
+            "description": info.description,
+            "parameters": info.input_schema,
+        },
+    }

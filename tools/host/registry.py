@@ -1,0 +1,247 @@
+"""Registry of every tool the host knows: provider-safe names, collisions, tiers.
+
+Names are rebuilt from scratch whenever a server's tool list changes, always in the same
+order (built-ins first, then MCP servers in config order), so a name never depends on which
+server happened to connect first. A clash keeps the first owner's name and renames the later
+tool to ``<server>_<tool>``; an explicit ``expose_as`` wins over any derived name.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from tools.host.calibration import Calibration, ToolStats
+from tools.host.latency import tier_for
+from tools.host.types import ToolInfo
+from tools.spec import LatencyMeta, ToolHandler
+from tools.tiers import Tier
+
+__all__ = [
+    "MAX_NAME_LENGTH",
+    "NameCollision",
+    "Registry",
+    "ServerTools",
+    "ToolEntry",
+    "ToolSpecLite",
+    "safe_name",
+]
+
+log = logging.getLogger(__name__)
+
+#: Longest tool name providers accept (OpenAI: ``^[a-zA-Z0-9_-]{1,64}$``).
+MAX_NAME_LENGTH = 64
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def safe_name(name: str) -> str:
+    """``name`` made provider-safe: other characters become ``_``; an over-long name is cut and
+    given a short hash so two long names sharing a prefix stay distinct."""
+    cleaned = _UNSAFE.sub("_", name) or "tool"
+    if len(cleaned) <= MAX_NAME_LENGTH:
+        return cleaned
+    digest = hashlib.sha1(name.encode("utf-8")).hexdigest()[:8]
+    return f"{cleaned[: MAX_NAME_LENGTH - 9]}_{digest}"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpecLite:
+    """One tool as a server offers it, before naming and tiering."""
+
+    original: str
+    description: str
+    input_schema: dict[str, Any]
+    latency: LatencyMeta
+    handler: ToolHandler | None = None
+
+
+@dataclass(slots=True)
+class ServerTools:
+    """A server's current offer: its tools, health, naming overrides and default timeout."""
+
+    server: str
+    kind: Literal["builtin", "mcp"]
+    tools: list[ToolSpecLite]
+    healthy: bool = True
+    expose_as: Mapping[str, str] = field(default_factory=dict)
+    default_timeout_s: float = 4.0
+    connection: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class NameCollision:
+    """Two tools wanted one name; ``renamed`` is what the later one is exposed as."""
+
+    name: str
+    kept: str
+    moved: str
+    renamed: str
+
+    def describe(self) -> str:
+        return (
+            f"{self.moved} wanted {self.name!r} (taken by {self.kept}); exposed as {self.renamed!r}"
+        )
+
+
+@dataclass(slots=True)
+class ToolEntry:
+    """Everything the executor needs about one exposed tool."""
+
+    name: str
+    server: str
+    original: str
+    description: str
+    input_schema: dict[str, Any]
+    latency: LatencyMeta
+    kind: Literal["builtin", "mcp"]
+    timeout_s: float
+    stats: ToolStats
+    healthy: bool
+    handler: ToolHandler | None = None
+    connection: Any = None
+    validator: Any = None
+    tier: Tier = Tier.DEEP
+    within_budget: bool = True
+    demoted: bool = False
+    sort_key: float = 0.0
+    info: ToolInfo | None = None
+
+    @property
+    def key(self) -> str:
+        """Calibration key; stable across renames."""
+        return f"{self.server}/{self.original}"
+
+    def retier(self, ceilings: Mapping[Tier, int]) -> bool:
+        """Recompute tier from declared/measured latency and error rate; True if it changed."""
+        stats = self.stats
+        p50 = stats.p50_ms if stats.trusted else self.latency.estimated_duration_ms
+        base = tier_for(p50, ceilings)
+        demoted = stats.failing
+        if demoted and base is not None:
+            base = Tier(base + 1) if base < Tier.DEEP else None
+        tier = base if base is not None else Tier.DEEP
+        within = base is not None
+        changed = (tier, within, demoted) != (self.tier, self.within_budget, self.demoted)
+        self.tier, self.within_budget, self.demoted = tier, within, demoted
+        self.sort_key = p50 if p50 is not None else float(ceilings[Tier.DEEP])
+        if changed or self.info is None:
+            self.info = self._make_info()
+        return changed
+
+    def set_healthy(self, healthy: bool) -> None:
+        self.healthy = healthy
+        self.info = self._make_info()
+
+    def _make_info(self) -> ToolInfo:
+        return ToolInfo(
+            name=self.name,
+            server=self.server,
+            description=self.description,
+            input_schema=self.input_schema,
+            latency=self.latency,
+            tier=self.tier,
+            healthy=self.healthy,
+            original_name=self.original,
+            kind=self.kind,
+            within_budget=self.within_budget,
+            demoted=self.demoted,
+            timeout_ms=self.timeout_s * 1000.0,
+            stats=self.stats,
+        )
+
+
+class Registry:
+    """Exposed name -> entry, rebuilt from the servers' offers."""
+
+    def __init__(self, calibration: Calibration, ceilings: Mapping[Tier, int]) -> None:
+        self.calibration = calibration
+        self.ceilings = dict(ceilings)
+        self.entries: dict[str, ToolEntry] = {}
+        self.ordered: list[ToolEntry] = []
+        self.collisions: list[NameCollision] = []
+
+    def rebuild(self, servers: Sequence[ServerTools]) -> None:
+        """Assign names deterministically and keep validators of unchanged tools."""
+        previous = {(e.server, e.original): e for e in self.entries.values()}
+        taken: dict[str, str] = {}
+        names: dict[tuple[str, str], str] = {}
+        collisions: list[NameCollision] = []
+        # Explicit names first, so an override always gets the name it asked for if free.
+        for server in servers:
+            for spec in server.tools:
+                wanted = server.expose_as.get(spec.original)
+                if wanted is None:
+                    continue
+                name = safe_name(wanted)
+                if name != wanted:
+                    log.warning(
+                        "expose_as %r of %s is not provider-safe; using %r",
+                        wanted,
+                        server.server,
+                        name,
+                    )
+                owner = f"{server.server}/{spec.original}"
+                if name in taken:
+                    continue  # falls through to derived naming below
+                taken[name] = owner
+                names[(server.server, spec.original)] = name
+        for server in servers:
+            for spec in server.tools:
+                if (server.server, spec.original) in names:
+                    continue
+                owner = f"{server.server}/{spec.original}"
+                wanted = safe_name(server.expose_as.get(spec.original, spec.original))
+                name = wanted
+                if name in taken:
+                    name = safe_name(f"{server.server}_{spec.original}")
+                    suffix = 2
+                    while name in taken:
+                        name = safe_name(f"{server.server}_{spec.original}_{suffix}")
+                        suffix += 1
+                    collisions.append(NameCollision(wanted, taken[wanted], owner, name))
+                taken[name] = owner
+                names[(server.server, spec.original)] = name
+        entries: dict[str, ToolEntry] = {}
+        for server in servers:
+            for spec in server.tools:
+                name = names[(server.server, spec.original)]
+                entry = ToolEntry(
+                    name=name,
+                    server=server.server,
+                    original=spec.original,
+                    description=spec.description,
+                    input_schema=spec.input_schema,
+                    latency=spec.latency,
+                    kind=server.kind,
+                    timeout_s=_timeout_s(spec.latency, server.default_timeout_s),
+                    stats=self.calibration.stats(f"{server.server}/{spec.original}"),
+                    healthy=server.healthy,
+                    handler=spec.handler,
+                    connection=server.connection,
+                )
+                old = previous.get((server.server, spec.original))
+                if old is not None and old.input_schema == spec.input_schema:
+                    entry.validator = old.validator
+                entry.retier(self.ceilings)
+                entries[name] = entry
+        new_collisions = [c for c in collisions if c not in self.collisions]
+        for collision in new_collisions:
+            log.warning("tool name collision: %s", collision.describe())
+        self.collisions = collisions
+        self.entries = entries
+        self.reorder()
+
+    def reorder(self) -> None:
+        """Fastest first (by the p50 that decides the tier), then by name."""
+        self.ordered = sorted(self.entries.values(), key=lambda e: (e.sort_key, e.name))
+
+
+def _timeout_s(latency: LatencyMeta, default_s: float) -> float:
+    """Declared max is the hard timeout; a tool without one gets its server's default."""
+    if latency.max_duration_ms is not None and latency.max_duration_ms > 0:
+        return latency.max_duration_ms / 1000.0
+    return default_s

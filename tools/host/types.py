@@ -1,0 +1,137 @@
+"""Value types of the tool host: what the NPC engines send in and get back."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from tools.spec import LatencyMeta
+from tools.tiers import Tier
+
+if TYPE_CHECKING:
+    from tools.host.calibration import ToolStats
+
+__all__ = ["Invocation", "ResultStatus", "ToolCall", "ToolInfo", "ToolResult", "TurnToolReport"]
+
+ResultStatus = Literal["ok", "error", "timeout", "refused", "invalid"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One tool call an LLM asked for; ``arguments`` may still be the raw JSON string."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any] | str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """What a call produced, ready to hand back to the LLM as a ``tool`` message.
+
+    A failure is a result too (``is_error``), never an exception in the pipeline.
+    """
+
+    call_id: str
+    name: str
+    content: str
+    structured: Any = None
+    is_error: bool = False
+    status: ResultStatus = "ok"
+    duration_ms: float = 0.0
+    cached: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class TurnToolReport:
+    """The tool calls of one LLM response and what they cost the turn.
+
+    Parallel calls cost the slowest one; ``merge`` sums reports of sequential rounds.
+    """
+
+    results: list[ToolResult]
+    cost_ms: float
+
+    @classmethod
+    def merge(cls, reports: Sequence[TurnToolReport]) -> TurnToolReport:
+        """Several rounds of one turn run one after another, so their costs add up."""
+        results = [result for report in reports for result in report.results]
+        return cls(results=results, cost_ms=sum(report.cost_ms for report in reports))
+
+
+@dataclass(frozen=True, slots=True)
+class ToolInfo:
+    """A tool as the host sees it: exposed name, budget tier, health and measured latency.
+
+    The measured figures read the live rolling window, so they are always current.
+    """
+
+    name: str
+    server: str
+    description: str
+    input_schema: dict[str, Any]
+    latency: LatencyMeta
+    tier: Tier
+    healthy: bool
+    original_name: str = ""
+    kind: Literal["builtin", "mcp"] = "mcp"
+    within_budget: bool = True
+    """False when even DEEP cannot fit the tool (too slow or demoted past DEEP)."""
+    demoted: bool = False
+    """True while the error rate keeps the tool one tier slower than its latency."""
+    timeout_ms: float = 4000.0
+    stats: ToolStats | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def measured_p50_ms(self) -> float | None:
+        return self.stats.p50_ms if self.stats is not None else None
+
+    @property
+    def measured_p99_ms(self) -> float | None:
+        return self.stats.p99_ms if self.stats is not None else None
+
+    @property
+    def error_rate(self) -> float | None:
+        return self.stats.error_rate if self.stats is not None else None
+
+    @property
+    def samples(self) -> int:
+        return len(self.stats) if self.stats is not None else 0
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready summary (for ``glyphoxa tools list --json``)."""
+        return {
+            "name": self.name,
+            "server": self.server,
+            "original_name": self.original_name,
+            "kind": self.kind,
+            "tier": self.tier.label,
+            "within_budget": self.within_budget,
+            "demoted": self.demoted,
+            "healthy": self.healthy,
+            "declared_p50_ms": self.latency.estimated_duration_ms,
+            "declared_max_ms": self.latency.max_duration_ms,
+            "timeout_ms": self.timeout_ms,
+            "idempotent": self.latency.idempotent,
+            "cacheable_seconds": self.latency.cacheable_seconds,
+            "measured_p50_ms": self.measured_p50_ms,
+            "measured_p99_ms": self.measured_p99_ms,
+            "error_rate": self.error_rate,
+            "samples": self.samples,
+            "description": self.description,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Invocation:
+    """One entry of the invocation log (persisted by the campaign store when it runs)."""
+
+    npc: str
+    tool: str
+    server: str
+    tier: Tier
+    status: ResultStatus
+    duration_ms: float
+    call_id: str = ""
+    cached: bool = False
