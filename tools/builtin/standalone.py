@@ -1,4 +1,4 @@
-"""Standalone entry point: run one built-in server over MCP stdio (``python -m tools.builtin NAME``).
+"""Standalone entry point: run one built-in server over MCP stdio.
 
 Options (or environment variables) give the server what it needs without glyphoxa.yaml; the
 ``glyphoxa serve-tool NAME`` command builds the same context from the config file instead.
@@ -56,9 +56,7 @@ def _parser(name: str | None) -> argparse.ArgumentParser:
     return parser
 
 
-def build_context(
-    campaign: str | None, sandbox: str | None, pairs: Sequence[str]
-) -> ToolContext:
+def build_context(campaign: str | None, sandbox: str | None, pairs: Sequence[str]) -> ToolContext:
     """A ``ToolContext`` from options, falling back to ``GLYPHOXA_*`` environment variables."""
     settings: dict[str, object] = {}
     for key, env in _ENV_SETTINGS.items():
@@ -99,5 +97,3 @@ def run_named(name: str | None, argv: Sequence[str] | None = None) -> int:
 
 def main() -> int:
     return run_named(None)
-
-
