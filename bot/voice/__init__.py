@@ -1,0 +1,11 @@
+"""DAVE-aware Discord voice: receive path (RTP -> transport decrypt -> DAVE -> Opus) and playback.
+
+Everything here except :mod:`bot.voice.client` and :mod:`bot.voice.playback` works without a
+Discord connection, so tests and benchmarks drive the very code the bot runs.
+"""
+
+from __future__ import annotations
+
+from bot.voice.receiver import DropReason, ReceiveCounters, VoiceFrame, VoiceReceiver
+
+__all__ = ["DropReason", "ReceiveCounters", "VoiceFrame", "VoiceReceiver"]

@@ -1,0 +1,190 @@
+"""Per-speaker Opus decoding with a small reorder buffer and loss concealment.
+
+UDP reorders and drops packets. Each SSRC gets its own libopus decoder (decoder state is per
+stream) and a reorder buffer of a few packets keyed by RTP sequence number: in-order packets
+are decoded at once; a gap is waited out for at most ``depth`` packets, then concealed with the
+next packet's in-band FEC (for the frame right before it) or libopus packet-loss concealment.
+"""
+
+from __future__ import annotations
+
+import ctypes.util
+import glob
+import importlib.util
+import logging
+import os
+from dataclasses import dataclass
+
+import discord.opus
+
+from campaigns.errors import GlyphoxaError
+
+__all__ = [
+    "FRAME_BYTES",
+    "DecodedFrame",
+    "DecoderStats",
+    "SpeakerDecoder",
+    "ensure_opus_loaded",
+]
+
+log = logging.getLogger(__name__)
+
+#: 20 ms of 48 kHz stereo s16le.
+FRAME_BYTES = 3840
+_RESYNC = 1000
+"""A sequence jump larger than this (20 s) restarts the stream instead of concealing it."""
+
+
+def _bundled_opus_candidates() -> list[str]:
+    spec = importlib.util.find_spec("av")
+    if spec is None or not spec.submodule_search_locations:
+        return []
+    site = os.path.dirname(next(iter(spec.submodule_search_locations)))
+    return sorted(glob.glob(os.path.join(site, "av.libs", "libopus*.so*")))
+
+
+def ensure_opus_loaded() -> str:
+    """Load libopus into discord.py once: the system ``libopus0``, else PyAV's bundled copy.
+
+    Returns:
+        The library that is loaded (``"already loaded"`` if discord.py had one).
+
+    Raises:
+        GlyphoxaError: no libopus anywhere (install Debian ``libopus0``).
+    """
+    if discord.opus.is_loaded():
+        return "already loaded"
+    candidates = [name for name in (ctypes.util.find_library("opus"), "libopus.so.0") if name]
+    candidates += _bundled_opus_candidates()
+    for name in candidates:
+        try:
+            discord.opus.load_opus(name)
+        except OSError:
+            continue
+        log.debug("loaded libopus from %s", name)
+        return name
+    raise GlyphoxaError(
+        "libopus not found: install it (Debian: apt-get install libopus0) or `pip install av`"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class DecodedFrame:
+    sequence: int
+    pcm: bytes
+    """48 kHz stereo s16le; 3840 bytes for Discord's 20 ms packets."""
+    concealed: bool
+
+
+@dataclass(slots=True)
+class DecoderStats:
+    pushed: int = 0
+    decoded: int = 0
+    concealed: int = 0
+    late: int = 0
+    duplicate: int = 0
+    decode_errors: int = 0
+    resyncs: int = 0
+
+
+class SpeakerDecoder:
+    """One SSRC's decoder. Not thread-safe: the receiver calls it from the socket thread only.
+
+    Every pushed packet ends up exactly once in ``stats.decoded``, ``late``, ``duplicate`` or
+    ``decode_errors``, or is still held in the buffer (``buffered``).
+    """
+
+    def __init__(self, *, depth: int = 3, max_conceal: int = 5) -> None:
+        ensure_opus_loaded()
+        self._decoder = discord.opus.Decoder()
+        self._depth = depth
+        self._max_conceal = max_conceal
+        self._next: int | None = None
+        self._buffer: dict[int, bytes] = {}
+        self.stats = DecoderStats()
+
+    @property
+    def buffered(self) -> int:
+        return len(self._buffer)
+
+    def push(self, sequence: int, opus: bytes) -> list[DecodedFrame]:
+        """Accept one packet; return the frames that are now ready, in order."""
+        stats = self.stats
+        stats.pushed += 1
+        out: list[DecodedFrame] = []
+        if self._next is None:
+            self._next = sequence
+        delta = (sequence - self._next) & 0xFFFF
+        signed = delta - 0x10000 if delta >= 0x8000 else delta
+        if signed > _RESYNC or signed < -_RESYNC:
+            stats.resyncs += 1
+            self._drain(out, force=True)
+            self._next = sequence
+        elif signed < 0:
+            stats.late += 1
+            return out
+        if sequence in self._buffer:
+            stats.duplicate += 1
+            return out
+        self._buffer[sequence] = opus
+        self._drain(out, force=False)
+        return out
+
+    def flush(self) -> list[DecodedFrame]:
+        """Decode everything still held (the speaker went quiet), concealing inner gaps."""
+        out: list[DecodedFrame] = []
+        self._drain(out, force=True)
+        return out
+
+    def _drain(self, out: list[DecodedFrame], *, force: bool) -> None:
+        buffer = self._buffer
+        while buffer:
+            expected = self._next
+            assert expected is not None
+            payload = buffer.pop(expected, None)
+            if payload is not None:
+                self._decode(expected, payload, out)
+                self._next = (expected + 1) & 0xFFFF
+                continue
+            if not force and len(buffer) <= self._depth:
+                return
+            self._conceal_gap(out)
+
+    def _conceal_gap(self, out: list[DecodedFrame]) -> None:
+        """Skip to the earliest held packet, concealing up to ``max_conceal`` lost frames."""
+        expected = self._next
+        assert expected is not None
+        gap = min((seq - expected) & 0xFFFF for seq in self._buffer)
+        following = (expected + gap) & 0xFFFF
+        concealed = min(gap, self._max_conceal)
+        for index in range(concealed):
+            lost = (following - concealed + index) & 0xFFFF
+            # The packet right after a loss may carry it as in-band FEC; older ones need PLC.
+            fec_source = self._buffer[following] if index == concealed - 1 else None
+            try:
+                if fec_source is not None:
+                    pcm = self._decoder.decode(fec_source, fec=True)
+                else:
+                    pcm = self._decoder.decode(None, fec=False)
+            except discord.opus.OpusError:
+                continue
+            self.stats.concealed += 1
+            out.append(DecodedFrame(lost, pcm, True))
+        self._next = following
+
+    def _decode(self, sequence: int, payload: bytes, out: list[DecodedFrame]) -> None:
+        try:
+            if not payload:
+                raise discord.opus.OpusError(-4)
+            pcm = self._decoder.decode(payload, fec=False)
+        except discord.opus.OpusError:
+            self.stats.decode_errors += 1
+            return
+        self.stats.decoded += 1
+        if len(pcm) <= FRAME_BYTES:
+            out.append(DecodedFrame(sequence, pcm, False))
+            return
+        # 40/60 ms packets: hand the lanes 20 ms frames.
+        for start in range(0, len(pcm), FRAME_BYTES):
+            chunk = pcm[start : start + FRAME_BYTES]
+            out.append(DecodedFrame(sequence, chunk.ljust(FRAME_BYTES, b"\0"), False))

@@ -1,0 +1,320 @@
+"""The receive path: raw UDP datagram -> per-speaker 20 ms PCM frames on the event loop.
+
+``on_datagram`` runs on discord.py's socket-reader thread. It filters and parses RTP, removes
+transport encryption, padding and the header-extension body, removes DAVE encryption and feeds
+the speaker's Opus decoder (:mod:`bot.voice.opus_decode`). Decoded frames cross into asyncio
+through one coalesced ``loop.call_soon_threadsafe`` (neither side ever waits for the other).
+Every datagram is counted exactly once: accepted, or dropped with a reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from bot.voice.dave import DaveDecryptError, DaveNotReady, DaveReceiver
+from bot.voice.opus_decode import DecodedFrame, SpeakerDecoder
+from bot.voice.rtp import NONCE_SIZE, RtpParseError, parse_header, strip_padding_and_extension
+from bot.voice.transport_crypto import TransportCipher, TransportDecryptError, make_cipher
+
+__all__ = ["DropReason", "FrameSink", "ReceiveCounters", "VoiceFrame", "VoiceReceiver"]
+
+log = logging.getLogger(__name__)
+
+OP_READY = 2
+OP_SESSION_DESCRIPTION = 4
+OP_SPEAKING = 5
+OP_CLIENT_DISCONNECT = 13
+
+
+class DropReason(StrEnum):
+    SHORT = "short"
+    NOT_RTP = "not_rtp"
+    PAYLOAD_TYPE = "payload_type"
+    OWN_SSRC = "own_ssrc"
+    BAD_EXTENSION = "bad_extension"
+    BAD_PADDING = "bad_padding"
+    UNKNOWN_SSRC = "unknown_ssrc"
+    NO_KEY = "no_key"
+    DECRYPT_FAILED = "decrypt_failed"
+    DAVE_NOT_READY = "dave_not_ready"
+    DAVE_FAILED = "dave_failed"
+    INTERNAL_ERROR = "internal_error"
+
+
+@dataclass(frozen=True, slots=True)
+class VoiceFrame:
+    """20 ms of one speaker's audio, 48 kHz stereo s16le (3840 bytes)."""
+
+    user_id: int
+    ssrc: int
+    sequence: int
+    pcm: bytes
+    concealed: bool
+
+
+FrameSink = Callable[[Sequence[VoiceFrame]], None]
+"""Receives frames on the event loop thread; must not block."""
+
+
+@dataclass(slots=True)
+class ReceiveCounters:
+    received: int = 0
+    accepted: int = 0
+    """Datagrams handed to a speaker's decoder."""
+    dropped: dict[DropReason, int] = field(default_factory=lambda: dict.fromkeys(DropReason, 0))
+    decoded: int = 0
+    concealed: int = 0
+    late: int = 0
+    duplicate: int = 0
+    decode_errors: int = 0
+    discarded: int = 0
+    """Packets still held in a reorder buffer when their speaker left."""
+    delivered: int = 0
+    """Frames handed to the sink on the event loop."""
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            k: getattr(self, k)
+            for k in ("received", "accepted", "decoded", "concealed", "late", "duplicate")
+        }
+        out["decode_errors"] = self.decode_errors
+        out["discarded"] = self.discarded
+        out["delivered"] = self.delivered
+        out["dropped"] = {str(k): v for k, v in self.dropped.items() if v}
+        return out
+
+
+@dataclass(slots=True)
+class _Speaker:
+    user_id: int
+    decoder: SpeakerDecoder
+    last_packet: float
+
+
+class VoiceReceiver:
+    """One voice connection's receive pipeline.
+
+    Args:
+        loop: the event loop that owns ``sink``.
+        sink: called on ``loop`` with batches of decoded frames.
+        dave: DAVE decryption; ``None`` means a channel without end-to-end encryption.
+        reorder_depth: packets a gap is waited out before it is concealed (~20 ms each).
+        idle_flush_s: a speaker silent this long has its reorder buffer flushed.
+    """
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        sink: FrameSink,
+        *,
+        dave: DaveReceiver | None = None,
+        reorder_depth: int = 3,
+        idle_flush_s: float = 0.1,
+    ) -> None:
+        self._loop = loop
+        self._sink = sink
+        self.dave = dave
+        self._depth = reorder_depth
+        self._idle_flush = idle_flush_s
+        self._lock = threading.Lock()
+        self._cipher: TransportCipher | None = None
+        self._own_ssrc: int | None = None
+        self._ssrc_users: dict[int, int] = {}
+        self._speakers: dict[int, _Speaker] = {}
+        self._retired = ReceiveCounters()
+        self._pending: deque[VoiceFrame] = deque()
+        self._scheduled = False
+        self._next_idle_check = 0.0
+        self._closed = False
+        self.counters = ReceiveCounters()
+
+    # -- configuration (event loop thread) -------------------------------------------------
+
+    def set_transport(self, mode: str, key: bytes | Sequence[int]) -> None:
+        """Install the key from SESSION_DESCRIPTION (op 4); a reconnect brings a new one."""
+        cipher = make_cipher(mode, key)
+        with self._lock:
+            self._cipher = cipher
+
+    def set_own_ssrc(self, ssrc: int | None) -> None:
+        with self._lock:
+            self._own_ssrc = ssrc
+
+    def map_ssrc(self, ssrc: int, user_id: int) -> None:
+        """SPEAKING (op 5): ``ssrc`` now carries ``user_id``'s audio."""
+        with self._lock:
+            previous = self._ssrc_users.get(ssrc)
+            if previous is not None and previous != user_id:
+                self._retire(ssrc)
+            self._ssrc_users[ssrc] = user_id
+
+    def forget_user(self, user_id: int) -> None:
+        """CLIENT_DISCONNECT (op 13): the user left; drop their SSRCs and decoders."""
+        with self._lock:
+            for ssrc in [s for s, u in self._ssrc_users.items() if u == user_id]:
+                del self._ssrc_users[ssrc]
+                self._retire(ssrc)
+        if self.dave is not None:
+            self.dave.forget(user_id)
+
+    def user_for(self, ssrc: int) -> int | None:
+        return self._ssrc_users.get(ssrc)
+
+    def handle_gateway(self, message: dict[str, Any]) -> None:
+        """Apply one voice gateway JSON message (the discord.py websocket hook calls this)."""
+        op = message.get("op")
+        data = message.get("d") or {}
+        try:
+            if op == OP_SPEAKING and "ssrc" in data and "user_id" in data:
+                self.map_ssrc(int(data["ssrc"]), int(data["user_id"]))
+            elif op == OP_CLIENT_DISCONNECT and "user_id" in data:
+                self.forget_user(int(data["user_id"]))
+            elif op == OP_READY and "ssrc" in data:
+                self.set_own_ssrc(int(data["ssrc"]))
+            elif op == OP_SESSION_DESCRIPTION and "secret_key" in data:
+                self.set_transport(str(data.get("mode")), data["secret_key"])
+        except (TypeError, ValueError) as error:
+            log.warning("ignoring malformed voice gateway op %s: %s", op, error)
+
+    def snapshot(self) -> ReceiveCounters:
+        """Counters including decoder statistics, as one consistent copy."""
+        with self._lock:
+            out = ReceiveCounters(
+                received=self.counters.received,
+                accepted=self.counters.accepted,
+                dropped=dict(self.counters.dropped),
+                delivered=self.counters.delivered,
+            )
+            stats = [s.decoder.stats for s in self._speakers.values()]
+            out.decoded = self._retired.decoded + sum(s.decoded for s in stats)
+            out.concealed = self._retired.concealed + sum(s.concealed for s in stats)
+            out.late = self._retired.late + sum(s.late for s in stats)
+            out.duplicate = self._retired.duplicate + sum(s.duplicate for s in stats)
+            out.decode_errors = self._retired.decode_errors + sum(s.decode_errors for s in stats)
+            out.discarded = self._retired.discarded
+        return out
+
+    def buffered(self) -> int:
+        with self._lock:
+            return sum(s.decoder.buffered for s in self._speakers.values())
+
+    def close(self) -> None:
+        """Stop delivering; later datagrams are counted and ignored."""
+        self._closed = True
+
+    # -- socket thread -----------------------------------------------------------------------
+
+    def on_datagram(self, data: bytes) -> None:
+        """socket listener: process one datagram and hand frames to the loop. Never raises."""
+        frames = self.process(data)
+        if not frames or self._closed:
+            return
+        pending = self._pending
+        pending.extend(frames)
+        if not self._scheduled:
+            self._scheduled = True
+            try:
+                self._loop.call_soon_threadsafe(self._drain)
+            except RuntimeError:  # loop closed during shutdown
+                self._closed = True
+
+    def process(self, data: bytes) -> list[VoiceFrame]:
+        """Run one datagram through the pipeline and return the frames now ready."""
+        with self._lock:
+            self.counters.received += 1
+            try:
+                reason, frames = self._process_locked(data)
+            except Exception:  # a bug must not kill discord.py's socket thread
+                log.exception("voice receive failed on a %d-byte datagram", len(data))
+                reason, frames = DropReason.INTERNAL_ERROR, []
+            if reason is None:
+                self.counters.accepted += 1
+            else:
+                self.counters.dropped[reason] += 1
+            now = time.monotonic()
+            if now >= self._next_idle_check:
+                self._next_idle_check = now + self._idle_flush
+                frames.extend(self._flush_idle(now))
+            return frames
+
+    def _process_locked(self, data: bytes) -> tuple[DropReason | None, list[VoiceFrame]]:
+        try:
+            header = parse_header(data, self._own_ssrc)
+        except RtpParseError as error:
+            return DropReason(error.reason), []
+        user_id = self._ssrc_users.get(header.ssrc)
+        if user_id is None:
+            return DropReason.UNKNOWN_SSRC, []
+        cipher = self._cipher
+        if cipher is None:
+            return DropReason.NO_KEY, []
+        aad = header.aad_size
+        try:
+            plaintext = cipher.decrypt(data[:aad], data[aad:-NONCE_SIZE], data[-NONCE_SIZE:])
+            opus = strip_padding_and_extension(header, plaintext)
+        except TransportDecryptError:
+            return DropReason.DECRYPT_FAILED, []
+        except RtpParseError as error:
+            return DropReason(error.reason), []
+        if self.dave is not None:
+            try:
+                opus = self.dave.decrypt(user_id, opus)
+            except DaveNotReady:
+                return DropReason.DAVE_NOT_READY, []
+            except DaveDecryptError:
+                return DropReason.DAVE_FAILED, []
+        speaker = self._speakers.get(header.ssrc)
+        now = time.monotonic()
+        if speaker is None:
+            speaker = _Speaker(user_id, SpeakerDecoder(depth=self._depth), now)
+            self._speakers[header.ssrc] = speaker
+        speaker.last_packet = now
+        decoded = speaker.decoder.push(header.sequence, opus)
+        return None, self._frames(header.ssrc, user_id, decoded)
+
+    def _flush_idle(self, now: float) -> list[VoiceFrame]:
+        frames: list[VoiceFrame] = []
+        for ssrc, speaker in self._speakers.items():
+            if speaker.decoder.buffered and now - speaker.last_packet >= self._idle_flush:
+                frames += self._frames(ssrc, speaker.user_id, speaker.decoder.flush())
+        return frames
+
+    @staticmethod
+    def _frames(ssrc: int, user_id: int, decoded: list[DecodedFrame]) -> list[VoiceFrame]:
+        return [VoiceFrame(user_id, ssrc, f.sequence, f.pcm, f.concealed) for f in decoded]
+
+    def _retire(self, ssrc: int) -> None:
+        speaker = self._speakers.pop(ssrc, None)
+        if speaker is None:
+            return
+        stats, retired = speaker.decoder.stats, self._retired
+        retired.decoded += stats.decoded
+        retired.concealed += stats.concealed
+        retired.late += stats.late
+        retired.duplicate += stats.duplicate
+        retired.decode_errors += stats.decode_errors
+        retired.discarded += speaker.decoder.buffered
+
+    # -- event loop thread -------------------------------------------------------------------
+
+    def _drain(self) -> None:
+        self._scheduled = False
+        pending = self._pending
+        batch: list[VoiceFrame] = []
+        while pending:
+            batch.append(pending.popleft())
+        if not batch or self._closed:
+            return
+        self.counters.delivered += len(batch)
+        try:
+            self._sink(batch)
+        except Exception:
+            log.exception("voice frame sink failed; %d frames lost", len(batch))
