@@ -72,6 +72,14 @@ def known_builtin_tools() -> frozenset[str]:
     return frozenset(BUILTIN_TOOL_NAMES)
 
 
+def _builtin_server_names() -> frozenset[str]:
+    try:
+        from tools.builtin import SERVER_NAMES
+    except Exception:
+        return BUILTIN_SERVER_NAMES
+    return frozenset(SERVER_NAMES)
+
+
 def content_issues(campaign: Campaign, documents: Mapping[Path, YamlDocument]) -> list[Issue]:
     """Cross-file problems of a scanned campaign."""
     issues: list[Issue] = []
@@ -170,7 +178,7 @@ def tool_issues(
 ) -> list[Issue]:
     """Whitelist entries that name no known tool (see the module docstring for the rule)."""
     known = set(known_builtin_tools() if builtin_tools is None else builtin_tools)
-    servers = set(BUILTIN_SERVER_NAMES)
+    servers = set(_builtin_server_names())
     prefixes: set[str] = set()
     for server in mcp_servers:
         servers.add(server.name)
