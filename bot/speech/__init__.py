@@ -1,0 +1,108 @@
+"""The speech stack: per-speaker lanes (VAD + streaming STT), NPC voices, mixer and barge-in.
+
+Transport-agnostic (no ``discord`` import): Discord, rehearsal and tests feed the same frames.
+
+Input:  ``SpeakerLane(speaker, stt=...)``; ``lane.push(frame)`` with 20 ms 48 kHz stereo s16le
+        frames (``FRAME_BYTES`` = 3840) from any thread; ``async for event in lane`` yields
+        ``SpeechStarted``, ``SpeechProgress``, ``PartialTranscript``, ``SpeechEnded``, then
+        ``FinalTranscript`` or ``Backchannel``. ``lane.end_input()`` / ``await lane.aclose()``.
+STT:    ``FasterWhisperStt`` (local, default tiny.en), ``OpenAiStt``; ``Vocabulary`` for names.
+TTS:    ``PiperTts``, ``OpenAiTts``, ``EspeakTts`` or ``VoiceRouter`` (by ``voice.provider``):
+        ``synthesize(text, voice) -> AsyncIterator[AudioChunk]``; ``SentenceStreamer``;
+        ``speak_stream(handle, tts, voice, llm_deltas)`` pipelines sentences into a handle.
+Output: ``Mixer.next_frame()`` (never blocks); ``mixer.speak(npc) -> SpeechHandle`` with
+        ``feed(chunk, text=...)``, ``finish()``, ``cancel()``, ``played_text``, ``await wait()``;
+        ``mixer.ambience.play(path, mood)`` / ``.stop()``; ``BargeInController``; ``WavSink``.
+Trace:  ``TurnTimer(...).mark(stage)`` -> ``TurnTrace``; ``TraceLog``.
+"""
+
+from __future__ import annotations
+
+from bot.speech.ambience import AmbiencePlayer, decode_audio_file
+from bot.speech.audio import (
+    CHANNELS,
+    FRAME_BYTES,
+    FRAME_MS,
+    FRAME_SAMPLES,
+    SAMPLE_RATE,
+    SILENCE_FRAME,
+    STT_SAMPLE_RATE,
+    AudioChunk,
+)
+from bot.speech.backchannel import BackchannelDetector
+from bot.speech.barge_in import BargeIn, BargeInController
+from bot.speech.events import (
+    Backchannel,
+    FinalTranscript,
+    LaneEvent,
+    PartialTranscript,
+    SpeechEnded,
+    SpeechProgress,
+    SpeechStarted,
+)
+from bot.speech.handle import HandleState, SpeechHandle, SpeechResult
+from bot.speech.lane import SpeakerLane
+from bot.speech.mixer import Mixer
+from bot.speech.protocols import SttProvider, TtsProvider, VadModel
+from bot.speech.sentences import SentenceStreamer, split_sentences
+from bot.speech.sinks import WavSink
+from bot.speech.stt_openai import OpenAiStt
+from bot.speech.stt_whisper import FasterWhisperStt, resolve_whisper_model
+from bot.speech.trace import STAGES, TraceLog, TurnTimer, TurnTrace
+from bot.speech.tts import VoiceRouter, speak_stream, speak_text
+from bot.speech.tts_espeak import EspeakTts
+from bot.speech.tts_openai import OpenAiTts
+from bot.speech.tts_piper import PiperTts
+from bot.speech.vad import SileroVad, WebRtcVad, create_vad
+from bot.speech.vocabulary import Vocabulary
+
+__all__ = [
+    "CHANNELS",
+    "FRAME_BYTES",
+    "FRAME_MS",
+    "FRAME_SAMPLES",
+    "SAMPLE_RATE",
+    "SILENCE_FRAME",
+    "STAGES",
+    "STT_SAMPLE_RATE",
+    "AmbiencePlayer",
+    "AudioChunk",
+    "Backchannel",
+    "BackchannelDetector",
+    "BargeIn",
+    "BargeInController",
+    "EspeakTts",
+    "FasterWhisperStt",
+    "FinalTranscript",
+    "HandleState",
+    "LaneEvent",
+    "Mixer",
+    "OpenAiStt",
+    "OpenAiTts",
+    "PartialTranscript",
+    "PiperTts",
+    "SentenceStreamer",
+    "SileroVad",
+    "SpeakerLane",
+    "SpeechEnded",
+    "SpeechHandle",
+    "SpeechProgress",
+    "SpeechResult",
+    "SpeechStarted",
+    "SttProvider",
+    "TraceLog",
+    "TtsProvider",
+    "TurnTimer",
+    "TurnTrace",
+    "VadModel",
+    "Vocabulary",
+    "VoiceRouter",
+    "WavSink",
+    "WebRtcVad",
+    "create_vad",
+    "decode_audio_file",
+    "resolve_whisper_model",
+    "speak_stream",
+    "speak_text",
+    "split_sentences",
+]

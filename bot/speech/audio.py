@@ -1,0 +1,117 @@
+"""Audio formats at the edges of the speech stack and the one resampler between them.
+
+Discord hands us 20 ms frames of 48 kHz stereo s16le; Whisper and the VADs want 16 kHz mono;
+TTS engines produce 22.05 kHz (Piper) or 24 kHz (OpenAI) mono. Each edge resamples exactly once
+with ``soxr`` streaming resamplers, so chunk boundaries leave no clicks.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import numpy as np
+import soxr
+
+__all__ = [
+    "CHANNELS",
+    "FRAME_BYTES",
+    "FRAME_MS",
+    "FRAME_SAMPLES",
+    "SAMPLE_RATE",
+    "SILENCE_FRAME",
+    "STT_SAMPLE_RATE",
+    "AudioChunk",
+    "InputResampler",
+    "OutputResampler",
+    "float_to_pcm16",
+    "pcm16_to_float",
+    "stereo_frames_from_mono",
+]
+
+log = logging.getLogger(__name__)
+
+SAMPLE_RATE = 48_000
+"""Discord's rate, and the mixer's."""
+CHANNELS = 2
+FRAME_MS = 20
+FRAME_SAMPLES = SAMPLE_RATE * FRAME_MS // 1000
+"""Samples per channel in one 20 ms frame (960)."""
+FRAME_BYTES = FRAME_SAMPLES * CHANNELS * 2
+"""Bytes in one 20 ms 48 kHz stereo s16le frame (3840)."""
+SILENCE_FRAME = bytes(FRAME_BYTES)
+STT_SAMPLE_RATE = 16_000
+"""What Whisper and the VADs consume (mono float32)."""
+
+
+@dataclass(frozen=True, slots=True)
+class AudioChunk:
+    """A piece of synthesized speech: mono s16le ``pcm`` at ``sample_rate`` Hz."""
+
+    pcm: bytes
+    sample_rate: int
+
+    @property
+    def duration_s(self) -> float:
+        return len(self.pcm) / 2 / self.sample_rate
+
+
+def pcm16_to_float(pcm: bytes) -> np.ndarray:
+    """s16le bytes -> float32 in [-1, 1]."""
+    return np.frombuffer(pcm, dtype="<i2").astype(np.float32) / 32768.0
+
+
+def float_to_pcm16(samples: np.ndarray) -> bytes:
+    """float in [-1, 1] -> s16le bytes (clipped)."""
+    return (np.clip(samples, -1.0, 1.0) * 32767.0).astype("<i2").tobytes()
+
+
+def stereo_frames_from_mono(mono: np.ndarray) -> bytes:
+    """int16 mono at 48 kHz -> interleaved stereo s16le bytes."""
+    return np.repeat(mono.astype("<i2"), 2).tobytes()
+
+
+class InputResampler:
+    """48 kHz stereo s16le frames -> 16 kHz mono float32, streaming (state kept across frames)."""
+
+    def __init__(self) -> None:
+        self._stream = soxr.ResampleStream(SAMPLE_RATE, STT_SAMPLE_RATE, 1, dtype="float32")
+
+    def process(self, pcm: bytes, *, last: bool = False) -> np.ndarray:
+        stereo = np.frombuffer(pcm, dtype="<i2").reshape(-1, CHANNELS).astype(np.float32)
+        mono = stereo.mean(axis=1) / 32768.0
+        return self._stream.resample_chunk(mono, last=last)
+
+
+class OutputResampler:
+    """Mono s16le at any rate -> 48 kHz mono int16, streaming (the mixer duplicates to stereo).
+
+    A new source rate (e.g. pitch-shifted chunks) restarts the stream, which is correct because
+    rates only change between sentences.
+    """
+
+    def __init__(self) -> None:
+        self._rate: int | None = None
+        self._stream: soxr.ResampleStream | None = None
+
+    def process(self, chunk: AudioChunk) -> np.ndarray:
+        samples = np.frombuffer(chunk.pcm, dtype="<i2")
+        if chunk.sample_rate == SAMPLE_RATE:
+            return samples.astype(np.int16)
+        tail = np.zeros(0, dtype=np.int16)
+        if chunk.sample_rate != self._rate:
+            tail = self.flush()
+            self._rate = chunk.sample_rate
+            self._stream = soxr.ResampleStream(chunk.sample_rate, SAMPLE_RATE, 1, dtype="int16")
+        assert self._stream is not None
+        out = self._stream.resample_chunk(samples)
+        return np.concatenate([tail, out]) if tail.size else out
+
+    def flush(self) -> np.ndarray:
+        """Drain the resampler's delay line (call after the last chunk)."""
+        if self._stream is None:
+            return np.zeros(0, dtype=np.int16)
+        out = self._stream.resample_chunk(np.zeros(0, dtype=np.int16), last=True)
+        self._stream = None
+        self._rate = None
+        return out

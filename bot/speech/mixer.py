@@ -1,0 +1,158 @@
+"""The mixer: NPC voices and ambience into 20 ms 48 kHz stereo frames, one NPC at a time.
+
+``next_frame()`` is the pull contract of discord.py's ``AudioSource.read()``: called every 20 ms
+from the player thread, it never blocks on the event loop, never waits for TTS (an underrun is
+silence) and always returns ``FRAME_BYTES``. Floor control: the first ``speak()`` takes the floor,
+later ones queue in order and may pre-buffer audio; the floor passes when the holder has played
+out (``finish()``) or is cancelled (barge-in, mute).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import deque
+from collections.abc import Callable
+
+import numpy as np
+
+from bot.config import SpeechConfig
+from bot.speech.ambience import AmbiencePlayer
+from bot.speech.audio import CHANNELS, FRAME_BYTES, FRAME_SAMPLES, SILENCE_FRAME
+from bot.speech.handle import HandleState, SpeechHandle
+
+__all__ = ["Mixer"]
+
+log = logging.getLogger(__name__)
+
+
+class Mixer:
+    """Thread-safe frame source; the asyncio side calls ``speak`` / handle methods."""
+
+    def __init__(self, config: SpeechConfig | None = None) -> None:
+        config = config or SpeechConfig()
+        self._lock = threading.RLock()
+        self._current: SpeechHandle | None = None
+        self._queue: deque[SpeechHandle] = deque()
+        self._listeners: list[Callable[[], None]] = []
+        self.ambience = AmbiencePlayer(volume=config.ambience_volume, duck=config.ambience_duck)
+        self.frames_rendered = 0
+
+    # --- asyncio side ------------------------------------------------------------------------
+    def speak(self, npc: str) -> SpeechHandle:
+        """A new handle for ``npc``: on the floor at once if it is free, else queued."""
+        handle = SpeechHandle(npc, self._lock, on_change=self._changed)
+        with self._lock:
+            if self._current is None:
+                self._take_floor(handle)
+            else:
+                self._queue.append(handle)
+        log.debug("speak %s -> %s", npc, handle.state.value)
+        return handle
+
+    def cancel_all(self) -> None:
+        with self._lock:
+            for handle in [*self._queue, *([self._current] if self._current else [])]:
+                handle.cancel()
+
+    def cancel_npc(self, npc: str) -> None:
+        with self._lock:
+            for handle in [*self._queue, *([self._current] if self._current else [])]:
+                if handle.npc == npc:
+                    handle.cancel()
+
+    def add_listener(self, callback: Callable[[], None]) -> None:
+        """Called (from any thread) whenever a handle gets audio or changes state."""
+        self._listeners.append(callback)
+
+    # --- queries -------------------------------------------------------------------------------
+    @property
+    def current(self) -> SpeechHandle | None:
+        """The handle holding the floor."""
+        with self._lock:
+            self._settle()
+            return self._current
+
+    @property
+    def queued(self) -> list[SpeechHandle]:
+        with self._lock:
+            self._settle()
+            return list(self._queue)
+
+    @property
+    def npc_speaking(self) -> bool:
+        """An NPC is audible right now (the floor holder has started playing)."""
+        with self._lock:
+            self._settle()
+            return self._current is not None and self._current.playback_started_at is not None
+
+    @property
+    def busy(self) -> bool:
+        with self._lock:
+            self._settle()
+            return self._current is not None or bool(self._queue)
+
+    @property
+    def starved(self) -> bool:
+        """The floor holder waits for TTS audio (rendering now would only add silence)."""
+        with self._lock:
+            self._settle()
+            holder = self._current
+            return (
+                holder is not None
+                and not holder.finished_feeding
+                and holder.buffered_samples < FRAME_SAMPLES
+            )
+
+    # --- pull side -----------------------------------------------------------------------------
+    def next_frame(self) -> bytes:
+        """One 20 ms 48 kHz stereo s16le frame (3840 bytes); never blocks for long."""
+        with self._lock:
+            self.frames_rendered += 1
+            self._settle()
+            voice = self._pull_voice()
+            speaking = voice is not None
+        ambience = self.ambience.next_block(FRAME_SAMPLES, ducked=speaking)
+        if voice is None and ambience is None:
+            return SILENCE_FRAME
+        mixed = np.zeros((FRAME_SAMPLES, CHANNELS), dtype=np.int32)
+        if voice is not None:
+            mixed += voice[:, None]
+        if ambience is not None:
+            mixed += ambience
+        frame = np.clip(mixed, -32768, 32767).astype("<i2").tobytes()
+        assert len(frame) == FRAME_BYTES
+        return frame
+
+    def _pull_voice(self) -> np.ndarray | None:
+        holder = self._current
+        if holder is None:
+            return None
+        if holder.buffered_samples >= FRAME_SAMPLES or (
+            holder.finished_feeding and holder.buffered_samples
+        ):
+            samples = holder._take(FRAME_SAMPLES)
+            if holder.finished_feeding and holder.buffered_samples == 0:
+                holder._complete(HandleState.FINISHED)
+                self._settle()
+            return samples
+        if holder.finished_feeding:
+            holder._complete(HandleState.FINISHED)
+            self._settle()
+        return None  # underrun: the TTS is behind; silence rather than a click-y partial frame
+
+    def _settle(self) -> None:
+        """Drop finished/cancelled handles and pass the floor on."""
+        self._queue = deque(h for h in self._queue if not h.done())
+        while self._current is not None and self._current.done():
+            self._current = None
+            if self._queue:
+                self._take_floor(self._queue.popleft())
+
+    def _take_floor(self, handle: SpeechHandle) -> None:
+        self._current = handle
+        handle.state = HandleState.PLAYING
+
+    def _changed(self) -> None:
+        for callback in self._listeners:
+            callback()

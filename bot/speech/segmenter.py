@@ -1,0 +1,184 @@
+"""Cut a 16 kHz mono stream into utterances: threshold, hangover, pre-roll, max length.
+
+Pure and synchronous (the lane runs it in a worker thread on batches of frames), so it is easy
+to test on scripted audio. Speech starts after ``min_speech_ms`` of consecutive voiced windows
+and is back-dated to the first of them; the pre-roll in front keeps the first syllable; it ends
+after ``hangover_ms`` below the (hysteresis) threshold or at ``max_utterance_s``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+
+from bot.config import VadConfig
+from bot.speech.audio import STT_SAMPLE_RATE
+from bot.speech.protocols import VadModel
+
+__all__ = ["SegmentEnd", "SegmentEvent", "SegmentProgress", "SegmentStart", "Segmenter"]
+
+log = logging.getLogger(__name__)
+
+_TRAILING_KEEP_S = 0.2
+"""Silence kept after the last voiced window: Whisper likes a little, more only costs time."""
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentStart:
+    utterance_id: int
+    onset: float
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentProgress:
+    utterance_id: int
+    voiced_ms: float
+    stream_time: float
+    audio_samples: int
+    """Length of the utterance audio at this point (for a partial)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentEnd:
+    utterance_id: int
+    onset: float
+    end: float
+    audio: np.ndarray
+    truncated: bool
+
+
+SegmentEvent = SegmentStart | SegmentProgress | SegmentEnd
+
+
+class Segmenter:
+    """Feed 16 kHz mono float32; get start/progress/end events with stream times in seconds."""
+
+    def __init__(self, vad: VadModel, config: VadConfig, *, progress_ms: float = 50.0) -> None:
+        self._vad = vad
+        self._config = config
+        self._window = vad.window_samples
+        self._window_s = self._window / STT_SAMPLE_RATE
+        self._min_windows = max(1, math.ceil(config.min_speech_ms / 1000 / self._window_s))
+        self._hangover_s = config.hangover_ms / 1000
+        self._threshold = config.threshold
+        self._neg_threshold = max(0.01, config.threshold - 0.15)
+        preroll_windows = math.ceil(config.preroll_ms / 1000 / self._window_s)
+        self._preroll: deque[np.ndarray] = deque(maxlen=max(1, preroll_windows))
+        self._progress_s = progress_ms / 1000
+        self._pending = np.zeros(0, dtype=np.float32)
+        self._processed = 0
+        self._candidate: list[np.ndarray] = []
+        self._utterance: list[np.ndarray] | None = None
+        self._utterance_id = 0
+        self._onset = 0.0
+        self._last_voiced_end = 0.0
+        self._next_progress = 0.0
+        self._samples_in_utterance = 0
+
+    @property
+    def utterance_id(self) -> int:
+        """Id of the utterance in progress (0 if none has started yet)."""
+        return self._utterance_id
+
+    @property
+    def in_speech(self) -> bool:
+        return self._utterance is not None
+
+    @property
+    def stream_time(self) -> float:
+        return self._processed / STT_SAMPLE_RATE
+
+    def utterance_audio(self, samples: int | None = None) -> np.ndarray:
+        """The current utterance so far (optionally only its first ``samples``)."""
+        if self._utterance is None:
+            return np.zeros(0, dtype=np.float32)
+        audio = np.concatenate(self._utterance) if self._utterance else np.zeros(0, np.float32)
+        return audio if samples is None else audio[:samples]
+
+    def process(self, samples: np.ndarray) -> list[SegmentEvent]:
+        events: list[SegmentEvent] = []
+        self._pending = np.concatenate([self._pending, samples.astype(np.float32, copy=False)])
+        usable = self._pending.size - self._pending.size % self._window
+        for offset in range(0, usable, self._window):
+            self._window_step(self._pending[offset : offset + self._window], events)
+        self._pending = self._pending[usable:].copy()
+        return events
+
+    def flush(self) -> list[SegmentEvent]:
+        """End of input: close an utterance in progress."""
+        events: list[SegmentEvent] = []
+        if self._utterance is not None:
+            events.append(self._end(truncated=False))
+        return events
+
+    def _window_step(self, window: np.ndarray, events: list[SegmentEvent]) -> None:
+        self._processed += window.size
+        end = self.stream_time
+        probability = self._vad.probability(window)
+        if self._utterance is None:
+            if probability >= self._threshold:
+                self._candidate.append(window)
+                if len(self._candidate) >= self._min_windows:
+                    self._begin(end, events)
+            else:
+                self._preroll.extend(self._candidate)
+                self._preroll.append(window)
+                self._candidate.clear()
+            return
+        self._utterance.append(window)
+        self._samples_in_utterance += window.size
+        if probability >= self._neg_threshold:
+            self._last_voiced_end = end
+        if end - self._onset >= self._config.max_utterance_s:
+            events.append(self._end(truncated=True))
+            return
+        if end - self._last_voiced_end >= self._hangover_s:
+            events.append(self._end(truncated=False))
+            return
+        if end >= self._next_progress:
+            self._next_progress = end + self._progress_s
+            events.append(
+                SegmentProgress(
+                    self._utterance_id,
+                    (end - self._onset) * 1000,
+                    end,
+                    self._samples_in_utterance,
+                )
+            )
+
+    def _begin(self, now: float, events: list[SegmentEvent]) -> None:
+        self._utterance_id += 1
+        self._onset = now - len(self._candidate) * self._window_s
+        self._utterance = [*self._preroll, *self._candidate]
+        self._samples_in_utterance = sum(w.size for w in self._utterance)
+        self._preroll.clear()
+        self._candidate.clear()
+        self._last_voiced_end = now
+        self._next_progress = now
+        events.append(SegmentStart(self._utterance_id, self._onset))
+        events.append(
+            SegmentProgress(
+                self._utterance_id, (now - self._onset) * 1000, now, self._samples_in_utterance
+            )
+        )
+        self._next_progress = now + self._progress_s
+
+    def _end(self, *, truncated: bool) -> SegmentEnd:
+        assert self._utterance is not None
+        audio = np.concatenate(self._utterance)
+        trailing = self.stream_time - self._last_voiced_end - _TRAILING_KEEP_S
+        if not truncated and trailing > 0:
+            cut = int(trailing * STT_SAMPLE_RATE)
+            kept_tail = audio[audio.size - cut :] if cut else np.zeros(0, np.float32)
+            audio = audio[: audio.size - cut] if cut else audio
+            for start in range(0, kept_tail.size - self._window + 1, self._window):
+                self._preroll.append(kept_tail[start : start + self._window])
+        end_time = self.stream_time if truncated else self._last_voiced_end
+        event = SegmentEnd(self._utterance_id, self._onset, end_time, audio, truncated)
+        self._utterance = None
+        self._samples_in_utterance = 0
+        return event

@@ -1,0 +1,75 @@
+"""Cut streaming LLM text into sentences so the first one is spoken while the rest is written."""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["SentenceStreamer", "split_sentences"]
+
+_ABBREVIATIONS = frozenset(
+    {
+        "mr", "mrs", "ms", "dr", "st", "sr", "jr", "prof", "capt", "col", "gen", "lt", "sgt",
+        "mt", "ft", "vs", "etc", "eg", "ie", "no", "vol", "approx", "inc", "ltd", "co", "lord",
+        "lady", "sir", "rev", "fr",
+    }
+)  # fmt: skip
+_CLOSERS = "\"')]}»”’"
+# A terminator run, optional closing quotes/brackets, then whitespace: a candidate boundary.
+_BOUNDARY = re.compile(r"([.!?…]+)([" + re.escape(_CLOSERS) + r"]*)(\s+)")
+
+
+def _is_real_boundary(text: str, start: int, punct: str) -> bool:
+    """False for "Mr." / "e.g." / "J." initials / "3." in lists-with-numbers; True otherwise."""
+    if punct != ".":
+        return True
+    before = text[:start]
+    word = re.split(r"[\s(\[\"']", before)[-1]
+    bare = word.replace(".", "").lower()
+    if bare in _ABBREVIATIONS:
+        return False
+    if len(bare) == 1 and bare.isalpha():
+        return False  # an initial: "J. R. R. Tolkien"
+    return not (bare.isdigit() and len(before.split()) <= 1)
+
+
+class SentenceStreamer:
+    """Feed text deltas; get back each sentence as soon as its end is certain.
+
+    A boundary is only certain once the whitespace after the terminator has arrived, so "3.5"
+    and "Mr. Smith" never split. ``flush()`` returns whatever is left at the end of the stream.
+    """
+
+    def __init__(self, *, min_chars: int = 2) -> None:
+        self._buffer = ""
+        self._min_chars = min_chars
+
+    def feed(self, delta: str) -> list[str]:
+        self._buffer += delta
+        sentences: list[str] = []
+        search_from = 0
+        while True:
+            match = _BOUNDARY.search(self._buffer, search_from)
+            if match is None:
+                break
+            end = match.end(2)
+            candidate = self._buffer[:end].strip()
+            if _is_real_boundary(self._buffer, match.start(1), match.group(1)) and (
+                len(candidate) >= self._min_chars
+            ):
+                sentences.append(candidate)
+                self._buffer = self._buffer[match.end() :]
+                search_from = 0
+            else:
+                search_from = match.end()
+        return sentences
+
+    def flush(self) -> list[str]:
+        rest = self._buffer.strip()
+        self._buffer = ""
+        return [rest] if rest else []
+
+
+def split_sentences(text: str) -> list[str]:
+    """Split finished text the same way the streamer would."""
+    streamer = SentenceStreamer()
+    return streamer.feed(text) + streamer.flush()

@@ -1,0 +1,96 @@
+"""Cloud (or any OpenAI-compatible) transcription through the official ``openai`` SDK.
+
+Streams the result (``stream=True``: ``transcript.text.delta`` / ``.done`` events) where the
+model supports it, plain JSON otherwise. Partials are off by default: re-sending the growing
+utterance every 300 ms costs money; enable ``partials`` for the tier selector's early hints.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import wave
+
+import numpy as np
+from pydantic import SecretStr
+
+from bot.speech.audio import STT_SAMPLE_RATE, float_to_pcm16
+from bot.speech.vocabulary import Vocabulary
+from campaigns.errors import GlyphoxaError
+
+__all__ = ["OpenAiStt", "wav_bytes"]
+
+log = logging.getLogger(__name__)
+
+
+def wav_bytes(audio: np.ndarray, sample_rate: int = STT_SAMPLE_RATE) -> bytes:
+    """float32 mono -> a complete WAV file in memory."""
+    buffer = io.BytesIO()
+    with wave.open(buffer, "wb") as wav:
+        wav.setnchannels(1)
+        wav.setsampwidth(2)
+        wav.setframerate(sample_rate)
+        wav.writeframes(float_to_pcm16(audio))
+    return buffer.getvalue()
+
+
+class OpenAiStt:
+    """``SttProvider`` over ``/v1/audio/transcriptions``."""
+
+    def __init__(
+        self,
+        *,
+        model: str = "gpt-4o-mini-transcribe",
+        base_url: str | None = None,
+        api_key: SecretStr | str | None = None,
+        stream: bool = True,
+        partials: bool = False,
+        language: str | None = "en",
+        timeout_s: float = 15.0,
+    ) -> None:
+        import openai
+
+        key = api_key.get_secret_value() if isinstance(api_key, SecretStr) else api_key
+        self._client = openai.AsyncOpenAI(
+            api_key=key or "not-needed", base_url=base_url, timeout=timeout_s, max_retries=1
+        )
+        self.model = model
+        self.stream = stream
+        self.partials = partials
+        self.language = language
+
+    def __repr__(self) -> str:
+        return f"OpenAiStt(model={self.model!r}, base_url={str(self._client.base_url)!r})"
+
+    async def transcribe(
+        self, audio: np.ndarray, *, partial: bool = False, vocabulary: Vocabulary | None = None
+    ) -> str:
+        if partial and not self.partials:
+            return ""
+        import openai
+
+        extra: dict[str, object] = {}
+        if vocabulary:
+            extra["prompt"] = vocabulary.prompt()
+        if self.language:
+            extra["language"] = self.language
+        upload = ("speech.wav", wav_bytes(audio), "audio/wav")
+        try:
+            if not self.stream:
+                result = await self._client.audio.transcriptions.create(
+                    file=upload, model=self.model, response_format="json", **extra
+                )
+                return " ".join(result.text.split())
+            stream = await self._client.audio.transcriptions.create(
+                file=upload, model=self.model, stream=True, **extra
+            )
+            pieces: list[str] = []
+            final: str | None = None
+            async for event in stream:
+                if event.type == "transcript.text.delta":
+                    pieces.append(event.delta)
+                elif event.type == "transcript.text.done":
+                    final = event.text
+            return " ".join((final if final is not None else "".join(pieces)).split())
+        except openai.APIError as error:
+            raise GlyphoxaError(f"transcription service failed: {error}") from None

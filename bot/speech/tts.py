@@ -1,0 +1,163 @@
+"""Voices for NPCs: route each NPC's ``VoiceSettings`` to its provider, and stream sentences.
+
+``VoiceRouter`` is itself a ``TtsProvider``: it picks Piper, OpenAI or espeak-ng by
+``voice.provider`` and falls back to espeak-ng if the chosen one fails before any audio.
+``speak_stream`` is the sentence pipeline: LLM text deltas are cut into sentences by one task
+while another synthesizes them in order into a mixer handle, so the first sentence plays while
+the LLM is still writing the rest.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterable, AsyncIterator, Iterable
+
+from bot.config import ProviderConfig
+from bot.speech.audio import AudioChunk
+from bot.speech.handle import SpeechHandle, SpeechResult
+from bot.speech.protocols import TtsProvider
+from bot.speech.sentences import SentenceStreamer
+from bot.speech.trace import TurnTimer
+from bot.speech.tts_espeak import EspeakTts
+from bot.speech.tts_openai import OpenAiTts
+from bot.speech.tts_piper import PiperTts
+from campaigns.errors import GlyphoxaError
+from npcs.schema import VoiceSettings
+
+__all__ = ["VoiceRouter", "speak_stream", "speak_text"]
+
+log = logging.getLogger(__name__)
+
+
+class VoiceRouter:
+    """``TtsProvider`` that dispatches on ``voice.provider`` with an espeak-ng fallback."""
+
+    def __init__(
+        self,
+        providers: dict[str, TtsProvider] | None = None,
+        *,
+        fallback: str | None = "espeak",
+    ) -> None:
+        self.providers: dict[str, TtsProvider] = providers or {
+            "piper": PiperTts(),
+            "espeak": EspeakTts(),
+        }
+        self.fallback = fallback
+
+    @classmethod
+    def from_config(cls, tts: ProviderConfig | None = None) -> VoiceRouter:
+        """Piper and espeak always; OpenAI when ``providers.tts`` names it (for its URL/key)."""
+        providers: dict[str, TtsProvider] = {"piper": PiperTts(), "espeak": EspeakTts()}
+        if tts is not None and tts.name == "openai":
+            providers["openai"] = OpenAiTts(
+                model=tts.model or "gpt-4o-mini-tts", base_url=tts.base_url, api_key=tts.api_key
+            )
+        elif tts is not None and tts.name == "piper" and tts.model:
+            providers["piper"] = PiperTts(tts.model)
+        return cls(providers)
+
+    async def synthesize(self, text: str, voice: VoiceSettings) -> AsyncIterator[AudioChunk]:
+        provider = self.providers.get(voice.provider)
+        if provider is None and voice.provider == "openai":
+            provider = OpenAiTts()
+            self.providers["openai"] = provider
+        produced = False
+        try:
+            if provider is None:
+                raise GlyphoxaError(f"TTS provider {voice.provider!r} is not configured")
+            async for chunk in provider.synthesize(text, voice):
+                produced = True
+                yield chunk
+            return
+        except GlyphoxaError as error:
+            if produced or self.fallback is None or voice.provider == self.fallback:
+                raise
+            log.warning("%s TTS failed (%s); using %s", voice.provider, error, self.fallback)
+        fallback = self.providers[self.fallback]
+        fallback_voice = VoiceSettings(provider=self.fallback)  # type: ignore[arg-type]
+        async for chunk in fallback.synthesize(text, fallback_voice):
+            yield chunk
+
+
+async def _synthesize_into(
+    handle: SpeechHandle,
+    tts: TtsProvider,
+    voice: VoiceSettings,
+    sentence: str,
+    timer: TurnTimer | None,
+) -> None:
+    first = True
+    async for chunk in tts.synthesize(sentence, voice):
+        if handle.done():
+            return  # barge-in or mute: stop synthesizing for nobody
+        if timer is not None:
+            timer.mark("first_tts_audio")
+        handle.feed(chunk, text=sentence if first else None)
+        first = False
+
+
+async def speak_text(
+    handle: SpeechHandle,
+    tts: TtsProvider,
+    voice: VoiceSettings,
+    sentences: Iterable[str],
+    *,
+    timer: TurnTimer | None = None,
+) -> SpeechResult:
+    """Synthesize finished sentences into ``handle``, finish it and wait until played or cut."""
+    try:
+        for sentence in sentences:
+            if handle.done():
+                break
+            await _synthesize_into(handle, tts, voice, sentence, timer)
+    finally:
+        handle.finish()
+    return await handle.wait()
+
+
+async def speak_stream(
+    handle: SpeechHandle,
+    tts: TtsProvider,
+    voice: VoiceSettings,
+    deltas: AsyncIterable[str],
+    *,
+    timer: TurnTimer | None = None,
+) -> SpeechResult:
+    """Speak streaming LLM text: sentence N is synthesized while sentence N+1 is written.
+
+    Cancelling this coroutine cancels both stages and the handle (barge-in).
+    """
+    sentences: asyncio.Queue[str | None] = asyncio.Queue()
+
+    async def split() -> None:
+        streamer = SentenceStreamer()
+        try:
+            async for delta in deltas:
+                for sentence in streamer.feed(delta):
+                    if timer is not None:
+                        timer.mark("first_sentence")
+                    sentences.put_nowait(sentence)
+            for sentence in streamer.flush():
+                if timer is not None:
+                    timer.mark("first_sentence")
+                sentences.put_nowait(sentence)
+        finally:
+            sentences.put_nowait(None)
+
+    async def synthesize() -> None:
+        while (sentence := await sentences.get()) is not None:
+            if handle.done():
+                break
+            await _synthesize_into(handle, tts, voice, sentence, timer)
+
+    try:
+        async with asyncio.TaskGroup() as group:
+            group.create_task(split(), name=f"speak:{handle.npc}:split")
+            group.create_task(synthesize(), name=f"speak:{handle.npc}:tts")
+    except BaseException:
+        handle.cancel()
+        raise
+    finally:
+        handle.finish()
+    return await handle.wait()

@@ -1,0 +1,71 @@
+"""OpenAI (or compatible) TTS, streamed as raw 24 kHz s16le PCM through the official SDK.
+
+Pitch uses the same relabelling trick as Piper, but OpenAI has no length control to
+compensate, so a pitch-shifted OpenAI voice also speaks a little faster or slower.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+
+from pydantic import SecretStr
+
+from bot.speech.audio import AudioChunk
+from bot.speech.tts_piper import pitch_factor
+from campaigns.errors import GlyphoxaError
+from npcs.schema import VoiceSettings
+
+__all__ = ["OPENAI_TTS_RATE", "OpenAiTts"]
+
+log = logging.getLogger(__name__)
+
+OPENAI_TTS_RATE = 24_000
+_CHUNK_BYTES = 2400  # 50 ms
+
+
+class OpenAiTts:
+    """``TtsProvider`` over ``/v1/audio/speech`` with ``response_format="pcm"``."""
+
+    def __init__(
+        self,
+        *,
+        model: str = "gpt-4o-mini-tts",
+        base_url: str | None = None,
+        api_key: SecretStr | str | None = None,
+        default_voice: str = "alloy",
+        timeout_s: float = 15.0,
+    ) -> None:
+        import openai
+
+        key = api_key.get_secret_value() if isinstance(api_key, SecretStr) else api_key
+        self._client = openai.AsyncOpenAI(
+            api_key=key or "not-needed", base_url=base_url, timeout=timeout_s, max_retries=1
+        )
+        self.model = model
+        self.default_voice = default_voice
+
+    def __repr__(self) -> str:
+        return f"OpenAiTts(model={self.model!r}, base_url={str(self._client.base_url)!r})"
+
+    async def synthesize(self, text: str, voice: VoiceSettings) -> AsyncIterator[AudioChunk]:
+        import openai
+
+        rate = round(OPENAI_TTS_RATE * pitch_factor(voice.pitch_shift))
+        carry = b""
+        try:
+            async with self._client.audio.speech.with_streaming_response.create(
+                model=self.model,
+                voice=voice.voice or self.default_voice,
+                input=text,
+                response_format="pcm",
+                speed=voice.speed,
+            ) as response:
+                async for data in response.iter_bytes(_CHUNK_BYTES):
+                    data = carry + data
+                    usable = len(data) - len(data) % 2
+                    carry = data[usable:]
+                    if usable:
+                        yield AudioChunk(data[:usable], rate)
+        except openai.APIError as error:
+            raise GlyphoxaError(f"speech service failed: {error}") from None

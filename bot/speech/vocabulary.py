@@ -1,0 +1,111 @@
+"""Campaign vocabulary: bias the recognizer toward NPC and place names, then fix near misses.
+
+Whisper gets the names as an ``initial_prompt`` (and ``hotwords``); what it still splits or
+misspells ("gray mantle", "Bar Tok") is mapped back by comparing each run of 1-3 words, glued
+together, with each name, by spelling and by a crude sound key (so grey/gray, ph/f, c/k agree).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable
+from difflib import SequenceMatcher
+
+__all__ = ["Vocabulary", "phonetic_key"]
+
+log = logging.getLogger(__name__)
+
+_STOPWORDS = frozenset(
+    {"the", "a", "an", "to", "of", "and", "or", "in", "on", "at", "for", "about", "with", "is"}
+)
+_TOKEN = re.compile(r"\S+")
+_LETTERS = re.compile(r"[^a-z]")
+_SOUND_RULES = (
+    ("ph", "f"), ("ck", "k"), ("gh", "g"), ("qu", "kw"), ("q", "k"), ("x", "ks"), ("z", "s"),
+    ("ey", "a"), ("ay", "a"), ("ai", "a"), ("ee", "i"), ("ea", "i"), ("ie", "i"), ("y", "i"),
+    ("oo", "u"), ("ou", "u"), ("c", "k"), ("w", "u"),
+)  # fmt: skip
+
+
+def phonetic_key(word: str) -> str:
+    """A rough sound-alike key: letters only, common spellings of a sound unified, no doubles."""
+    key = _LETTERS.sub("", word.lower())
+    for pattern, replacement in _SOUND_RULES:
+        key = key.replace(pattern, replacement)
+    return re.sub(r"(.)\1+", r"\1", key)
+
+
+class Vocabulary:
+    """Names the recognizer should know, with a post-correction pass for near misses."""
+
+    def __init__(self, terms: Iterable[str], *, threshold: float = 0.84) -> None:
+        unique: dict[str, str] = {}
+        for term in terms:
+            term = term.strip()
+            if len(_LETTERS.sub("", term.lower())) >= 4:
+                unique.setdefault(term.lower(), term)
+        self.terms = list(unique.values())
+        self.threshold = threshold
+        self._glued = [(t, _LETTERS.sub("", t.lower()), phonetic_key(t)) for t in self.terms]
+
+    def __bool__(self) -> bool:
+        return bool(self.terms)
+
+    def prompt(self) -> str:
+        """Text for Whisper's ``initial_prompt``: the names, spelled right."""
+        return "Names: " + ", ".join(self.terms) + "." if self.terms else ""
+
+    def hotwords(self) -> str:
+        return " ".join(self.terms)
+
+    def correct(self, text: str) -> str:
+        """Replace runs of words that sound like a vocabulary term with the term."""
+        if not self.terms or not text:
+            return text
+        tokens = _TOKEN.findall(text)
+        out: list[str] = []
+        i = 0
+        while i < len(tokens):
+            match = self._best_match(tokens, i)
+            if match is None:
+                out.append(tokens[i])
+                i += 1
+                continue
+            term, span = match
+            trailing = re.search(r"[^\w']+$", tokens[i + span - 1])
+            possessive = re.search(r"'s\W*$", tokens[i + span - 1])
+            out.append(term + ("'s" if possessive else "") + (trailing.group() if trailing else ""))
+            i += span
+        corrected = " ".join(out)
+        if corrected != text:
+            log.debug("vocabulary: %r -> %r", text, corrected)
+        return corrected
+
+    def _best_match(self, tokens: list[str], start: int) -> tuple[str, int] | None:
+        best: tuple[float, str, int] | None = None
+        for span in (1, 2, 3):
+            if start + span > len(tokens):
+                break
+            words = tokens[start : start + span]
+            if span > 1 and (
+                re.search(r"[.,;:!?]$", words[span - 2])
+                or _LETTERS.sub("", words[0].lower()) in _STOPWORDS
+            ):
+                break  # never glue across punctuation or swallow "the"/"to" into a name
+            glued = _LETTERS.sub("", "".join(words).lower().removesuffix("'s"))
+            if len(glued) < 4:
+                continue
+            sound = phonetic_key(glued)
+            for term, term_glued, term_sound in self._glued:
+                if glued == term_glued and span == 1 and words[0].strip(".,;:!?'\"") == term:
+                    continue
+                if abs(len(glued) - len(term_glued)) > 2:
+                    continue
+                score = max(
+                    SequenceMatcher(None, glued, term_glued).ratio(),
+                    SequenceMatcher(None, sound, term_sound).ratio(),
+                )
+                if score >= self.threshold and (best is None or score > best[0]):
+                    best = (score, term, span)
+        return None if best is None else (best[1], best[2])
