@@ -113,7 +113,7 @@ class SpeakerDecoder:
         stats.pushed += 1
         out: list[DecodedFrame] = []
         if self._next is None:
-            self._next = sequence
+            return self._start(sequence, opus, out)
         delta = (sequence - self._next) & 0xFFFF
         signed = delta - 0x10000 if delta >= 0x8000 else delta
         if signed > _RESYNC or signed < -_RESYNC:
@@ -133,8 +133,25 @@ class SpeakerDecoder:
     def flush(self) -> list[DecodedFrame]:
         """Decode everything still held (the speaker went quiet), concealing inner gaps."""
         out: list[DecodedFrame] = []
+        if self._next is None and self._buffer:
+            self._next = self._earliest()
         self._drain(out, force=True)
         return out
+
+    def _start(self, sequence: int, opus: bytes, out: list[DecodedFrame]) -> list[DecodedFrame]:
+        """Stream start: the first packet to arrive need not be the first sent, so hold a few."""
+        if sequence in self._buffer:
+            self.stats.duplicate += 1
+            return out
+        self._buffer[sequence] = opus
+        if len(self._buffer) > self._depth:
+            self._next = self._earliest()
+            self._drain(out, force=False)
+        return out
+
+    def _earliest(self) -> int:
+        anchor = next(iter(self._buffer))
+        return min(self._buffer, key=lambda s: (s - anchor + 0x8000) & 0xFFFF)
 
     def _drain(self, out: list[DecodedFrame], *, force: bool) -> None:
         buffer = self._buffer

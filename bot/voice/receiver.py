@@ -202,6 +202,11 @@ class VoiceReceiver:
             out.discarded = self._retired.discarded
         return out
 
+    def flush(self) -> list[VoiceFrame]:
+        """Release every frame held in reorder buffers (end of stream); returns them."""
+        with self._lock:
+            return self._flush_idle(float("inf"), idle=0.0)
+
     def buffered(self) -> int:
         with self._lock:
             return sum(s.decoder.buffered for s in self._speakers.values())
@@ -280,10 +285,11 @@ class VoiceReceiver:
         decoded = speaker.decoder.push(header.sequence, opus)
         return None, self._frames(header.ssrc, user_id, decoded)
 
-    def _flush_idle(self, now: float) -> list[VoiceFrame]:
+    def _flush_idle(self, now: float, idle: float | None = None) -> list[VoiceFrame]:
+        idle = self._idle_flush if idle is None else idle
         frames: list[VoiceFrame] = []
         for ssrc, speaker in self._speakers.items():
-            if speaker.decoder.buffered and now - speaker.last_packet >= self._idle_flush:
+            if speaker.decoder.buffered and now - speaker.last_packet >= idle:
                 frames += self._frames(ssrc, speaker.user_id, speaker.decoder.flush())
         return frames
 

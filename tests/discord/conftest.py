@@ -62,7 +62,8 @@ class Rig:
             on_recovery_needed=recovery,
             failure_threshold=5,
         )
-        self.receiver = VoiceReceiver(asyncio.get_running_loop(), self.frames.extend, dave=self.dave)
+        loop = asyncio.get_running_loop()
+        self.receiver = VoiceReceiver(loop, self.frames.extend, dave=self.dave)
         self.receiver.set_transport("aead_xchacha20_poly1305_rtpsize", KEY)
         self.receiver.set_own_ssrc(1)
         self.receiver.handle_gateway(
@@ -70,11 +71,15 @@ class Rig:
         )
         self.speaker = LoopbackSpeaker(SPEAKER_SSRC, XChaCha20Cipher(KEY), self.remote_session)
 
-    def feed(self, datagrams: list[bytes]) -> list[VoiceFrame]:
+    def feed(self, datagrams: list[bytes], *, flush: bool = True) -> list[VoiceFrame]:
+        """Process datagrams; with ``flush`` also release what reorder buffers still hold."""
         out: list[VoiceFrame] = []
         for d in datagrams:
             out += self.receiver.process(d)
-        return out
+        return out + self.flush() if flush else out
+
+    def flush(self) -> list[VoiceFrame]:
+        return self.receiver.flush()
 
 
 @pytest.fixture
