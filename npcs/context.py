@@ -1,0 +1,105 @@
+"""What an NPC's LLM sees: persona, rules, knowledge, guarded secrets, the shared scene and facts.
+
+Every NPC at the table hears the same scene transcript, so Greymantle knows what Bartok just
+said. The prompt is kept compact because the local model has a 2048-token context.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from npcs.schema import NpcDefinition
+
+__all__ = ["SceneLine", "build_messages", "build_system_prompt", "render_scene"]
+
+#: Most recent scene lines included in a prompt; older ones are campaign memory's job.
+MAX_SCENE_LINES = 12
+MAX_SCENE_CHARS = 1500
+
+
+@dataclass(frozen=True, slots=True)
+class SceneLine:
+    """One thing said at the table: by a player (``npc`` None) or by an NPC."""
+
+    speaker: str
+    text: str
+    npc: str | None = None
+    at: float = 0.0
+
+
+def render_scene(scene: Sequence[SceneLine], npc_name: str) -> str:
+    """The last lines of the scene, oldest first, the NPC's own lines marked "(you)"."""
+    lines: list[str] = []
+    total = 0
+    for line in reversed(scene[-MAX_SCENE_LINES:]):
+        who = f"{line.npc} (you)" if line.npc == npc_name else (line.npc or line.speaker)
+        rendered = f"{who}: {line.text.strip()}"
+        total += len(rendered)
+        if total > MAX_SCENE_CHARS and lines:
+            break
+        lines.append(rendered)
+    return "\n".join(reversed(lines))
+
+
+def build_system_prompt(
+    npc: NpcDefinition,
+    *,
+    scene: Sequence[SceneLine] = (),
+    entity_snapshot: str | None = None,
+    has_tools: bool = False,
+) -> str:
+    """The system prompt for one turn of ``npc``."""
+    parts = [
+        f"You are {npc.name}, a character in a tabletop role-playing game, speaking out loud to "
+        "the players at the table. Stay in character. Answer in one to three short spoken "
+        "sentences without lists, markdown or stage directions.",
+        f"Who you are: {npc.personality.strip()}",
+    ]
+    if npc.aliases:
+        parts.append(f"People also call you: {', '.join(npc.aliases)}.")
+    if npc.behavior_rules:
+        parts.append("Rules you follow:\n" + "\n".join(f"- {r}" for r in npc.behavior_rules))
+    if npc.knowledge_scope:
+        parts.append(
+            "You know about: "
+            + "; ".join(npc.knowledge_scope)
+            + ". Outside that, say you do not know rather than invent facts."
+        )
+    if npc.secret_knowledge:
+        parts.append(
+            "Secrets you keep (never reveal or hint at them unless your rules above allow it; "
+            "deflect in character if asked):\n" + "\n".join(f"- {s}" for s in npc.secret_knowledge)
+        )
+    if has_tools:
+        parts.append(
+            "You may use your tools to look things up or roll dice; speak the result in character."
+        )
+    if entity_snapshot:
+        parts.append(f"Facts from the campaign notes:\n{entity_snapshot.strip()}")
+    transcript = render_scene(scene, npc.name)
+    if transcript:
+        parts.append(f"What was just said at the table (oldest first):\n{transcript}")
+    return "\n\n".join(parts)
+
+
+def build_messages(
+    npc: NpcDefinition,
+    speaker: str,
+    text: str,
+    *,
+    scene: Sequence[SceneLine] = (),
+    entity_snapshot: str | None = None,
+    has_tools: bool = False,
+) -> list[dict[str, Any]]:
+    """Chat Completions messages for one turn: system prompt, then the player's words."""
+    if scene and scene[-1].npc is None and scene[-1].text.strip() == text.strip():
+        scene = scene[:-1]  # the current line may already be in the transcript
+    system = build_system_prompt(
+        npc, scene=scene, entity_snapshot=entity_snapshot, has_tools=has_tools
+    )
+    return [
+        {"role": "system", "content": system},
+        {"role": "user", "content": f"{speaker} says to you: {text.strip()}"},
+    ]

@@ -1,0 +1,322 @@
+"""Cascaded engine: streaming chat completions with a tool loop, spoken sentence by sentence.
+
+Works against any OpenAI-compatible ``base_url`` (OpenAI, Groq, the local llama.cpp server).
+Each round streams the model's text (complete sentences go to TTS at once) and collects tool
+calls; the calls of one round run in parallel through the tool host, their results go back to
+the model, and the loop repeats up to ``max_depth`` rounds, after which the model must answer
+without tools. When the requested tools are expected to take longer than ``filler_after_ms``,
+a filler line in the NPC's voice covers the wait.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+from collections.abc import AsyncIterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from npcs.context import build_messages
+from npcs.engines.events import (
+    EngineEvent,
+    Filler,
+    FirstToken,
+    Sentence,
+    ToolsUsed,
+    TurnDone,
+    TurnRequest,
+)
+from npcs.sentences import SentenceSplitter, split_sentences
+from tools.host.types import ToolCall, ToolResult, TurnToolReport
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
+
+    from tools.host import ToolHost
+
+__all__ = ["DEFAULT_FILLERS", "CascadedEngine", "expected_cost_ms"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_FILLERS: tuple[str, ...] = (
+    "Hmm, let me think.",
+    "One moment.",
+    "Let me see...",
+)
+_CONTINUE_INSTRUCTION = (
+    "Continue speaking right after your last words above, as the same reply. "
+    "Do not repeat what you already said."
+)
+#: Measured latency replaces the declared one once a tool has this many samples.
+_MIN_SAMPLES = 5
+
+
+def expected_cost_ms(
+    host: ToolHost | None, calls: Sequence[ToolCall], whitelist: Sequence[str]
+) -> float:
+    """What a round of parallel calls is expected to cost: its slowest permitted tool.
+
+    Refused calls (unknown or not whitelisted) cost nothing. An undeclared, unmeasured tool is
+    expected to take its hard timeout.
+    """
+    if host is None:
+        return 0.0
+    everything = "*" in whitelist
+    worst = 0.0
+    for call in calls:
+        info = host.get_tool(call.name)
+        if info is None or not (everything or call.name in whitelist):
+            continue
+        measured = info.measured_p50_ms if info.samples >= _MIN_SAMPLES else None
+        estimate = measured or info.latency.estimated_duration_ms or info.timeout_ms
+        worst = max(worst, float(estimate))
+    return worst
+
+
+class CascadedEngine:
+    """LLM tool loop -> sentences. One instance serves every NPC using this engine.
+
+    Args:
+        client: an ``openai.AsyncOpenAI`` pointed at any compatible ``base_url``.
+        model: default model; an NPC's ``llm.model`` overrides it.
+        host: the tool host; None means no tools at all.
+        max_depth: tool rounds before the model must answer without tools.
+        filler_after_ms: speak a filler first when a round's tools are expected to take longer.
+        stream_tool_rounds: False for servers that cannot stream while tools are offered
+            (llama.cpp's ``chatml-function-calling``): rounds with tools then run unstreamed.
+    """
+
+    name = "cascaded"
+
+    def __init__(
+        self,
+        client: AsyncOpenAI,
+        *,
+        model: str,
+        host: ToolHost | None = None,
+        max_depth: int = 4,
+        filler_after_ms: float = 700.0,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        stream_tool_rounds: bool = True,
+        rng: random.Random | None = None,
+    ) -> None:
+        if max_depth < 0:
+            raise ValueError("max_depth must be >= 0")
+        self.client = client
+        self.model = model
+        self.host = host
+        self.max_depth = max_depth
+        self.filler_after_ms = filler_after_ms
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.stream_tool_rounds = stream_tool_rounds
+        self._rng = rng or random.Random()
+        self._last_filler: dict[str, str] = {}
+
+    def respond(self, request: TurnRequest) -> AsyncIterator[EngineEvent]:
+        """Stream one turn. Consume it inside ``contextlib.aclosing`` and cancel to barge in."""
+        return self.run_turn(request)
+
+    async def run_turn(
+        self,
+        request: TurnRequest,
+        *,
+        prefix: str | None = None,
+        allow_filler: bool = True,
+        model: str | None = None,
+    ) -> AsyncIterator[EngineEvent]:
+        """The tool loop. ``prefix``: words already spoken (sentence cascade) to continue from."""
+        npc = request.npc
+        whitelist = tuple(npc.tools)
+        tools = self.host.openai_tools(whitelist, request.tier) if self.host and whitelist else []
+        messages = build_messages(
+            npc,
+            request.speaker,
+            request.text,
+            scene=request.scene,
+            entity_snapshot=request.entity_snapshot,
+            has_tools=bool(tools),
+        )
+        spoken: list[str] = []
+        if prefix:
+            messages.append({"role": "assistant", "content": prefix})
+            messages.append({"role": "system", "content": _CONTINUE_INSTRUCTION})
+        first = prefix is None
+        filler_spoken = not allow_filler
+        for depth in range(self.max_depth + 1):
+            offered = tools if depth < self.max_depth else []
+            params = self._params(npc, messages, offered, model)
+            content_parts: list[str] = []
+            calls: list[ToolCall] = []
+            if offered and not self.stream_tool_rounds:
+                text, calls = await self._complete(params)
+                if text or calls:
+                    if first:
+                        first = False
+                        yield FirstToken()
+                if text:
+                    content_parts.append(text)
+                    for sentence in split_sentences(text):
+                        spoken.append(sentence)
+                        yield Sentence(sentence)
+            else:
+                round_calls: dict[int, dict[str, str]] = {}
+                splitter = SentenceSplitter()
+                stream = await self.client.chat.completions.create(stream=True, **params)
+                try:
+                    async for chunk in stream:
+                        if not chunk.choices:
+                            continue
+                        delta = chunk.choices[0].delta
+                        if first and (delta.content or delta.tool_calls):
+                            first = False
+                            yield FirstToken()
+                        if delta.content:
+                            content_parts.append(delta.content)
+                            for sentence in splitter.push(delta.content):
+                                spoken.append(sentence)
+                                yield Sentence(sentence)
+                        for tool_delta in delta.tool_calls or ():
+                            _merge_tool_delta(round_calls, tool_delta)
+                finally:
+                    await stream.close()
+                rest = splitter.flush()
+                if rest:
+                    spoken.append(rest)
+                    yield Sentence(rest)
+                calls = [
+                    ToolCall(
+                        slot["id"] or f"call_{depth}_{index}",
+                        slot["name"],
+                        slot["arguments"] or "{}",
+                    )
+                    for index, slot in sorted(round_calls.items())
+                    if slot["name"]
+                ]
+            if not calls or not offered:
+                if calls:
+                    log.warning("%s: tool calls after the last round ignored", npc.name)
+                break
+            if not filler_spoken:
+                cost = expected_cost_ms(self.host, calls, whitelist)
+                if cost > self.filler_after_ms:
+                    filler_spoken = True
+                    yield Filler(self._filler(npc.name, npc.filler_lines))
+            report = await self._run_tools(calls, request)
+            yield ToolsUsed(report)
+            messages.append(_assistant_tool_message("".join(content_parts), calls))
+            messages.extend(_tool_message(result) for result in report.results)
+        said = " ".join(([prefix] if prefix else []) + spoken).strip()
+        yield TurnDone(said, engine=self.name)
+
+    # -- helpers ----------------------------------------------------------------------------
+
+    def _params(
+        self,
+        npc: Any,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        model: str | None,
+    ) -> dict[str, Any]:
+        params: dict[str, Any] = {
+            "model": model or npc.llm.model or self.model,
+            "messages": list(messages),
+        }
+        temperature = npc.llm.temperature if npc.llm.temperature is not None else self.temperature
+        if temperature is not None:
+            params["temperature"] = temperature
+        max_tokens = npc.llm.max_tokens or self.max_tokens
+        if max_tokens is not None:
+            params["max_tokens"] = max_tokens
+        if tools:
+            params["tools"] = tools
+            params["tool_choice"] = "auto"
+        return params
+
+    async def _complete(self, params: dict[str, Any]) -> tuple[str, list[ToolCall]]:
+        response = await self.client.chat.completions.create(stream=False, **params)
+        if not response.choices:
+            return "", []
+        message = response.choices[0].message
+        calls = [
+            ToolCall(call.id or f"call_{i}", call.function.name, call.function.arguments or "{}")
+            for i, call in enumerate(message.tool_calls or ())
+            if getattr(call, "function", None) is not None
+        ]
+        return message.content or "", calls
+
+    async def _run_tools(self, calls: list[ToolCall], request: TurnRequest) -> TurnToolReport:
+        npc = request.npc
+        if self.host is None:
+            results = [
+                ToolResult(c.id, c.name, f"tool {c.name!r} is not available", None, True, "refused")
+                for c in calls
+            ]
+            return TurnToolReport(results=results, cost_ms=0.0)
+        report = await self.host.call_many(
+            calls, whitelist=npc.tools, tier=request.tier, npc=npc.name
+        )
+        for result in report.results:
+            log.debug(
+                "%s: tool %s -> %s in %.0f ms",
+                npc.name,
+                result.name,
+                result.status,
+                result.duration_ms,
+            )
+        return report
+
+    def _filler(self, npc_name: str, lines: Sequence[str]) -> str:
+        choices = list(lines) or list(DEFAULT_FILLERS)
+        last = self._last_filler.get(npc_name)
+        if len(choices) > 1 and last in choices:
+            choices.remove(last)
+        line = self._rng.choice(choices)
+        self._last_filler[npc_name] = line
+        return line
+
+
+def _merge_tool_delta(slots: dict[int, dict[str, str]], delta: Any) -> None:
+    """Accumulate one streamed tool-call fragment (id and name once, arguments in pieces)."""
+    index = delta.index if delta.index is not None else len(slots)
+    slot = slots.setdefault(index, {"id": "", "name": "", "arguments": ""})
+    if delta.id:
+        slot["id"] = delta.id
+    function = delta.function
+    if function is None:
+        return
+    if function.name:
+        name = function.name
+        slot["name"] = (
+            name if not slot["name"] or name.startswith(slot["name"]) else slot["name"] + name
+        )
+    if function.arguments:
+        slot["arguments"] += function.arguments
+
+
+def _assistant_tool_message(content: str, calls: Sequence[ToolCall]) -> dict[str, Any]:
+    return {
+        "role": "assistant",
+        "content": content or None,
+        "tool_calls": [
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {
+                    "name": call.name,
+                    "arguments": call.arguments
+                    if isinstance(call.arguments, str)
+                    else json.dumps(call.arguments),
+                },
+            }
+            for call in calls
+        ],
+    }
+
+
+def _tool_message(result: ToolResult) -> dict[str, Any]:
+    content = result.content
+    if result.is_error and not content.lower().startswith("error"):
+        content = f"Error ({result.status}): {content}"
+    return {"role": "tool", "tool_call_id": result.call_id, "content": content}

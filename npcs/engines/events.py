@@ -1,0 +1,100 @@
+"""The turn request an engine receives and the typed events it streams back."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+from npcs.context import SceneLine
+from npcs.schema import NpcDefinition
+from tools.tiers import Tier
+
+if TYPE_CHECKING:
+    from tools.host import TurnToolReport
+
+__all__ = [
+    "AudioChunk",
+    "Engine",
+    "EngineEvent",
+    "Filler",
+    "FirstToken",
+    "Sentence",
+    "ToolsUsed",
+    "TurnDone",
+    "TurnRequest",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class TurnRequest:
+    """One NPC turn: who spoke, what they said, at which effective tier, in which scene."""
+
+    npc: NpcDefinition
+    speaker: str
+    text: str
+    tier: Tier
+    scene: Sequence[SceneLine] = ()
+    entity_snapshot: str | None = None
+    audio: bytes | None = None
+    """Realtime engine only: the player's utterance as 24 kHz mono s16le (else text is sent)."""
+    played_ms: Callable[[], float] | None = None
+    """Realtime engine only: how much of this turn's audio reached the speakers so far; used to
+    truncate the server's transcript on barge-in. None: estimated from wall-clock time."""
+
+
+@dataclass(frozen=True, slots=True)
+class FirstToken:
+    """The model produced its first output (text or audio): the turn's first-token latency."""
+
+    at: float = field(default_factory=time.monotonic)
+
+
+@dataclass(frozen=True, slots=True)
+class Sentence:
+    """A complete sentence to speak now in the NPC's voice."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Filler:
+    """A short in-voice line covering slow tools ("Let me check my notes...")."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class AudioChunk:
+    """Speech audio produced by a speech-to-speech engine: mono s16le."""
+
+    pcm: bytes
+    sample_rate: int
+
+
+@dataclass(frozen=True, slots=True)
+class ToolsUsed:
+    """One round of tool calls and what it cost (``report`` is a ``TurnToolReport``)."""
+
+    report: TurnToolReport
+
+
+@dataclass(frozen=True, slots=True)
+class TurnDone:
+    """The turn finished; ``text`` is everything the NPC said (fillers excluded)."""
+
+    text: str
+    engine: str = ""
+    """Which engine actually answered (realtime turns may fall back to cascaded)."""
+
+
+EngineEvent = FirstToken | Sentence | Filler | AudioChunk | ToolsUsed | TurnDone
+
+
+@runtime_checkable
+class Engine(Protocol):
+    """Answers one turn as a stream of events. Cancel the consuming task to barge in: nothing
+    is yielded after that, and remote work is cancelled."""
+
+    def respond(self, request: TurnRequest) -> AsyncIterator[EngineEvent]: ...

@@ -1,0 +1,182 @@
+"""Cascaded engine against a scripted OpenAI-compatible SSE server and the real ToolHost."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+import pytest
+from npcs_fake_openai import FakeOpenAI, Step
+from openai import AsyncOpenAI
+
+from npcs.engines import (
+    CascadedEngine,
+    Filler,
+    FirstToken,
+    Sentence,
+    ToolsUsed,
+    TurnDone,
+    TurnRequest,
+)
+from tools.tiers import Tier
+
+
+async def collect(engine: CascadedEngine, request: TurnRequest) -> list[object]:
+    async with contextlib.aclosing(engine.respond(request)) as events:
+        return [event async for event in events]
+
+
+def engine_for(server: FakeOpenAI, host, **kwargs) -> CascadedEngine:
+    client = AsyncOpenAI(base_url=server.base_url, api_key="test-key", max_retries=0)
+    return CascadedEngine(client, model="scripted", host=host, **kwargs)
+
+
+async def test_parallel_tool_calls_then_spoken_answer(host, sage, tool_log) -> None:
+    script = [
+        Step(tool_calls=[("gate_a", {}), ("gate_b", {})]),
+        Step(content="Both gates are open. Mind the draft!"),
+    ]
+    async with FakeOpenAI(script) as server:
+        request = TurnRequest(sage, "Alice", "Open the gates, please.", Tier.STANDARD)
+        events = await asyncio.wait_for(collect(engine_for(server, host), request), 10)
+
+    assert isinstance(events[0], FirstToken)
+    used = [e for e in events if isinstance(e, ToolsUsed)]
+    assert len(used) == 1
+    assert [r.status for r in used[0].report.results] == ["ok", "ok"]
+    assert sorted(tool_log.calls) == ["gate_a", "gate_b"]
+    assert [e.text for e in events if isinstance(e, Sentence)] == [
+        "Both gates are open.",
+        "Mind the draft!",
+    ]
+    assert not [e for e in events if isinstance(e, Filler)]
+    assert isinstance(events[-1], TurnDone)
+    assert events[-1].text == "Both gates are open. Mind the draft!"
+    # The follow-up request carries the assistant tool calls and one tool message per call.
+    follow_up = server.requests[1]["messages"]
+    assistant = follow_up[-3]
+    assert [c["function"]["name"] for c in assistant["tool_calls"]] == ["gate_a", "gate_b"]
+    tool_messages = follow_up[-2:]
+    assert [m["tool_call_id"] for m in tool_messages] == ["call_0_gate_a", "call_1_gate_b"]
+    assert [m["content"] for m in tool_messages] == ["a open", "b open"]
+
+
+async def test_tool_outside_whitelist_is_refused_and_the_llm_sees_why(host, sage, tool_log) -> None:
+    script = [
+        Step(tool_calls=[("open_vault", {})]),
+        Step(content="I cannot open that vault."),
+    ]
+    async with FakeOpenAI(script) as server:
+        request = TurnRequest(sage, "Bob", "Open the vault.", Tier.DEEP)
+        events = await asyncio.wait_for(collect(engine_for(server, host), request), 10)
+
+    offered = {t["function"]["name"] for t in server.requests[0]["tools"]}
+    assert offered == {"roll_die", "gate_a", "gate_b", "consult_archive"}
+    assert "open_vault" not in tool_log.calls
+    used = next(e for e in events if isinstance(e, ToolsUsed))
+    assert used.report.results[0].status == "refused"
+    tool_message = server.requests[1]["messages"][-1]
+    assert tool_message["role"] == "tool"
+    assert tool_message["content"].startswith("Error (refused): ")
+    assert "not available" in tool_message["content"]
+    assert [e.text for e in events if isinstance(e, Sentence)] == ["I cannot open that vault."]
+
+
+async def test_tier_hides_slow_tools_from_the_llm(host, sage) -> None:
+    async with FakeOpenAI([Step(content="Four.")]) as server:
+        request = TurnRequest(sage, "Bob", "Roll.", Tier.FAST)
+        await asyncio.wait_for(collect(engine_for(server, host), request), 10)
+    offered = {t["function"]["name"] for t in server.requests[0]["tools"]}
+    assert offered == {"roll_die", "gate_a", "gate_b"}
+    assert server.requests[0]["tool_choice"] == "auto"
+
+
+async def test_slow_tool_triggers_filler_before_the_tool_runs(host, sage, tool_log) -> None:
+    script = [
+        Step(content="Ah.", tool_calls=[("consult_archive", {"topic": "Shadowfell"})]),
+        Step(content="It began in 812."),
+    ]
+    async with FakeOpenAI(script) as server:
+        request = TurnRequest(sage, "Alice", "Research the Shadowfell.", Tier.STANDARD)
+        order: list[object] = []
+        async with contextlib.aclosing(engine_for(server, host).respond(request)) as events:
+            async for event in events:
+                order.append(event)
+                if isinstance(event, Filler):
+                    # The tool has not started yet when the filler is handed out.
+                    assert not tool_log.archive_started.is_set()
+                    tool_log.archive_release.set()
+    kinds = [type(e).__name__ for e in order]
+    assert kinds == ["FirstToken", "Sentence", "Filler", "ToolsUsed", "Sentence", "TurnDone"]
+    assert order[2].text == "Let me consult my notes..."
+    assert order[-1].text == "Ah. It began in 812."
+    tool_message = server.requests[1]["messages"][-1]
+    assert tool_message["content"] == "The archive says Shadowfell began in the year 812."
+
+
+async def test_fast_tools_get_no_filler(host, sage) -> None:
+    script = [Step(tool_calls=[("roll_die", {})]), Step(content="A four.")]
+    async with FakeOpenAI(script) as server:
+        request = TurnRequest(sage, "Alice", "Roll for me.", Tier.STANDARD)
+        events = await asyncio.wait_for(collect(engine_for(server, host), request), 10)
+    assert not [e for e in events if isinstance(e, Filler)]
+
+
+async def test_maximum_depth_forces_an_answer_without_tools(host, sage, tool_log) -> None:
+    def script(body: dict) -> Step:
+        if body.get("tools"):
+            return Step(tool_calls=[("roll_die", {})])
+        return Step(content="Enough rolling.")
+
+    async with FakeOpenAI(script) as server:
+        engine = engine_for(server, host, max_depth=3)
+        request = TurnRequest(sage, "Alice", "Keep rolling.", Tier.STANDARD)
+        events = await asyncio.wait_for(collect(engine, request), 10)
+
+    assert [bool(r.get("tools")) for r in server.requests] == [True, True, True, False]
+    assert len([e for e in events if isinstance(e, ToolsUsed)]) == 3
+    assert tool_log.calls == ["roll_die"] * 3
+    assert events[-1] == TurnDone("Enough rolling.", engine="cascaded")
+
+
+async def test_first_sentence_is_emitted_while_the_stream_is_still_open(host, sage) -> None:
+    release = asyncio.Event()
+    script = [Step(content="Welcome, traveller. The ale is fresh.", hold_after="traveller. ")]
+    script[0].release = release
+    async with FakeOpenAI(script) as server:
+        request = TurnRequest(sage, "Alice", "Hello!", Tier.FAST)
+        async with contextlib.aclosing(engine_for(server, host).respond(request)) as events:
+            first = await asyncio.wait_for(anext(events), 10)
+            assert isinstance(first, FirstToken)
+            sentence = await asyncio.wait_for(anext(events), 10)
+            assert sentence == Sentence("Welcome, traveller.")
+            assert not release.is_set()
+            release.set()
+            rest = [event async for event in events]
+    assert rest[0] == Sentence("The ale is fresh.")
+
+
+async def test_barge_in_speaks_nothing_more_and_stops_the_turn(host, sage, tool_log) -> None:
+    script = [
+        Step(tool_calls=[("consult_archive", {"topic": "war"})]),
+        Step(content="This must never be spoken."),
+    ]
+    async with FakeOpenAI(script) as server:
+        engine = engine_for(server, host)
+        request = TurnRequest(sage, "Alice", "Research the war.", Tier.STANDARD)
+        seen: list[object] = []
+
+        async def consume() -> None:
+            async with contextlib.aclosing(engine.respond(request)) as events:
+                async for event in events:
+                    seen.append(event)
+
+        task = asyncio.create_task(consume())
+        await asyncio.wait_for(tool_log.archive_started.wait(), 10)
+        task.cancel()  # a player barges in while the slow tool runs
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        tool_log.archive_release.set()
+        await asyncio.sleep(0.05)
+    assert [type(e).__name__ for e in seen] == ["FirstToken", "Filler"]
+    assert len(server.requests) == 1  # no follow-up request after the barge-in
