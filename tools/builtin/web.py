@@ -1,0 +1,152 @@
+"""The ``web`` server: ``web_search(query)`` and ``fetch_page(url)``.
+
+Search goes to a SearXNG instance (``/search?format=json``) or the Brave Search API
+(``/res/v1/web/search`` with ``X-Subscription-Token``), chosen by ``web_search_backend``.
+Fetching is guarded against SSRF (see ``web_fetch``). Both leave the machine, so DEEP only.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import httpx
+
+from tools.builtin._common import deep, define_tool, object_schema
+from tools.builtin.web_fetch import fetch_readable
+from tools.spec import BuiltinServer, ToolContext, ToolError
+
+__all__ = ["BRAVE_DEFAULT_URL", "create_server"]
+
+log = logging.getLogger(__name__)
+
+BRAVE_DEFAULT_URL = "https://api.search.brave.com"
+_USER_AGENT = "Glyphoxa/0.1 (tabletop NPC assistant)"
+
+
+def _results_searxng(data: Any) -> list[dict[str, str]]:
+    rows = data.get("results", []) if isinstance(data, dict) else []
+    return [
+        {
+            "title": str(r.get("title", "")),
+            "url": str(r.get("url", "")),
+            "snippet": str(r.get("content", "")),
+        }
+        for r in rows
+        if isinstance(r, dict) and r.get("url")
+    ]
+
+
+def _results_brave(data: Any) -> list[dict[str, str]]:
+    web = data.get("web", {}) if isinstance(data, dict) else {}
+    rows = web.get("results", []) if isinstance(web, dict) else []
+    return [
+        {
+            "title": str(r.get("title", "")),
+            "url": str(r.get("url", "")),
+            "snippet": str(r.get("description", "")),
+        }
+        for r in rows
+        if isinstance(r, dict) and r.get("url")
+    ]
+
+
+def create_server(ctx: ToolContext) -> BuiltinServer:
+    """Web search and page fetching through one shared HTTP client."""
+    state: dict[str, httpx.AsyncClient] = {}
+
+    def client() -> httpx.AsyncClient:
+        if "client" not in state:
+            state["client"] = httpx.AsyncClient(
+                headers={"User-Agent": _USER_AGENT},
+                timeout=httpx.Timeout(float(ctx.settings.get("web_timeout_s", 3.5))),
+            )
+        return state["client"]
+
+    async def shutdown() -> None:
+        current = state.pop("client", None)
+        if current is not None:
+            await current.aclose()
+
+    async def web_search(query: str, limit: int = 5) -> dict[str, Any]:
+        backend = str(ctx.settings.get("web_search_backend") or "searxng")
+        base = ctx.settings.get("web_search_url")
+        key = ctx.settings.get("web_search_api_key")
+        try:
+            if backend == "searxng":
+                if not base:
+                    raise ToolError("web search is not configured (tools.web_search_url)")
+                response = await client().get(
+                    f"{str(base).rstrip('/')}/search", params={"q": query, "format": "json"}
+                )
+            elif backend == "brave":
+                if not key:
+                    raise ToolError("Brave search needs tools.web_search_api_key")
+                response = await client().get(
+                    f"{str(base or BRAVE_DEFAULT_URL).rstrip('/')}/res/v1/web/search",
+                    params={"q": query, "count": limit},
+                    headers={"X-Subscription-Token": str(key), "Accept": "application/json"},
+                )
+            else:
+                raise ToolError(f"unknown web search backend {backend!r}; use searxng or brave")
+        except httpx.HTTPError as error:
+            raise ToolError(f"web search failed: {type(error).__name__}") from None
+        if response.status_code in (401, 403):
+            raise ToolError(
+                f"web search refused the request (HTTP {response.status_code}); check the API key"
+            )
+        if response.status_code >= 400:
+            raise ToolError(f"web search failed with HTTP {response.status_code}")
+        try:
+            data = response.json()
+        except ValueError:
+            raise ToolError("web search answered with something that is not JSON") from None
+        results = (_results_searxng if backend == "searxng" else _results_brave)(data)
+        return {"query": query, "backend": backend, "results": results[:limit]}
+
+    async def fetch_page(url: str) -> dict[str, Any]:
+        allow = ctx.settings.get("fetch_allow_hosts") or []
+        timeout = float(ctx.settings.get("fetch_timeout_s", 3.5))
+        return await fetch_readable(client(), url, allow, timeout)
+
+    return BuiltinServer(
+        name="web",
+        shutdown=shutdown,
+        tools=[
+            define_tool(
+                "web_search",
+                "Search the web; returns titles, URLs and snippets. Slow, so only for deep "
+                "questions about the real world.",
+                object_schema(
+                    {
+                        "query": {"type": "string", "minLength": 1, "maxLength": 300},
+                        "limit": {"type": "integer", "minimum": 1, "maximum": 20},
+                    },
+                    ["query"],
+                ),
+                web_search,
+                deep(
+                    estimated=2000,
+                    maximum=4000,
+                    read_only=True,
+                    idempotent=True,
+                    cacheable_seconds=600,
+                ),
+            ),
+            define_tool(
+                "fetch_page",
+                "Fetch a public web page (http or https) and return its readable text.",
+                object_schema(
+                    {"url": {"type": "string", "minLength": 8, "maxLength": 2000}}, ["url"]
+                ),
+                fetch_page,
+                deep(
+                    estimated=2500,
+                    maximum=4000,
+                    read_only=True,
+                    idempotent=True,
+                    cacheable_seconds=600,
+                ),
+            ),
+        ],
+    )
