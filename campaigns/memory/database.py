@@ -23,7 +23,7 @@ from sqlalchemy.pool import StaticPool
 
 from campaigns.errors import GlyphoxaError
 
-__all__ = ["BUSY_TIMEOUT_S", "create_engine", "migrate", "write_transaction"]
+__all__ = ["BUSY_TIMEOUT_S", "create_engine", "include_object", "migrate", "write_transaction"]
 
 log = logging.getLogger(__name__)
 
@@ -114,3 +114,14 @@ def _upgrade(connection: Connection) -> None:
     config.set_main_option("script_location", str(_MIGRATIONS))
     config.attributes["connection"] = connection
     command.upgrade(config, "head")
+
+
+def include_object(_obj: Any, name: str | None, type_: str, _reflected: bool, _other: Any) -> bool:
+    """Alembic filter: full-text objects are dialect-specific and written by hand in migrations."""
+    if not name:
+        return True
+    if type_ == "table" and (name.endswith("_fts") or "_fts_" in name):
+        return False
+    if type_ == "column" and name == "tsv":
+        return False
+    return not (type_ == "index" and name.endswith("_tsv"))

@@ -64,7 +64,7 @@ async def seed(connection: AsyncConnection, entities: EntitiesFile) -> tuple[int
             await connection.execute(insert(ENTITIES).values(id=seed_entity.key, **values))
             existing.add(seed_entity.key)
     triples = select(RELATIONS.c.source_id, RELATIONS.c.type, RELATIONS.c.target_id)
-    present = set((await connection.execute(triples)).tuples().all())
+    present = set((await connection.execute(triples)).all())
     added = 0
     for relation in entities.relations:
         key = (relation.source, relation.type, relation.target)

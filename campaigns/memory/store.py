@@ -12,6 +12,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -21,7 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from campaigns.content import EntitiesFile
 from campaigns.errors import GlyphoxaError
-from campaigns.memory import graph, records, transcripts
+from campaigns.memory import backup, graph, records, transcripts
 from campaigns.memory.database import create_engine, migrate, write_transaction
 from campaigns.memory.embeddings import Embedder
 from campaigns.memory.models import Chunk, Session, Summary, Utterance
@@ -142,7 +143,7 @@ class MemoryStore(records.RecordsMixin):
         interrupted: bool = False,
     ) -> int:
         """Store one utterance; it is committed (durable) when this returns its id."""
-        changed: int | None = None
+        changed: list[int] = []
         try:
             async with self._write() as conn:
                 utterance_id = (
@@ -175,9 +176,9 @@ class MemoryStore(records.RecordsMixin):
         except BaseException:
             self._pending.pop(session_id, None)  # recount from the database next time
             raise
-        if changed is not None:
+        if changed:
             self._pending[session_id] = max(0, self._pending[session_id] - self._chunk_size)
-            self._embed_later([changed])
+            self._embed_later(changed)
         return int(utterance_id)
 
     async def end_session(self, session_id: str, summary: str | None = None) -> None:
@@ -185,13 +186,10 @@ class MemoryStore(records.RecordsMixin):
         session_id = await self._resolve_session(session_id)
         changed: list[int] = []
         async with self._write() as conn:
-            while True:
-                chunk_id = await transcripts.fold_chunk(
-                    conn, session_id, self._chunk_size, final=True, now=time.time()
-                )
-                if chunk_id is None:
-                    break
-                changed.append(chunk_id)
+            while folded := await transcripts.fold_chunk(
+                conn, session_id, self._chunk_size, final=True, now=time.time()
+            ):
+                changed.extend(folded)
             lines = await transcripts.transcript_lines(conn, session_id)
         self._pending.pop(session_id, None)
         self._embed_later(changed)
@@ -330,6 +328,19 @@ class MemoryStore(records.RecordsMixin):
     async def get_summary(self, entity_id: str) -> dict[str, Any]:
         async with self._read() as conn:
             return await graph.entity_summary(conn, entity_id)
+
+    # -------------------------------------------------------------------------------- backup
+    async def export_json(self, path: str | Path) -> dict[str, int]:
+        """Write a JSON backup of every table; returns row counts per table."""
+        return await backup.export_memory(self._engine, Path(path))
+
+    async def import_json(self, path: str | Path) -> backup.ImportReport:
+        """Merge a JSON backup in one transaction; a bad file raises and changes nothing."""
+        report = await backup.import_memory(self._engine, Path(path))
+        self._pending.clear()
+        if self._embeddings is not None:
+            self._spawn(self.backfill_embeddings(), "memory-embed-backfill")
+        return report
 
     # ----------------------------------------------------------------------------- embedding
     def _spawn(self, coroutine: Any, name: str) -> None:

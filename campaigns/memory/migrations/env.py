@@ -13,6 +13,7 @@ from alembic import context
 from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import create_async_engine
 
+from campaigns.memory.database import include_object
 from campaigns.memory.models import Base
 
 target_metadata = Base.metadata
@@ -23,19 +24,10 @@ def _run(connection: Connection) -> None:
         connection=connection,
         target_metadata=target_metadata,
         render_as_batch=connection.dialect.name == "sqlite",
-        include_object=_include_object,
+        include_object=include_object,
     )
     with context.begin_transaction():
         context.run_migrations()
-
-
-def _include_object(obj, name, type_, reflected, compare_to) -> bool:  # type: ignore[no-untyped-def]
-    # Full-text objects are dialect-specific and managed by hand in the migrations.
-    if type_ == "table" and name and (name.endswith("_fts") or "_fts_" in name):
-        return False
-    if type_ == "column" and name == "tsv":
-        return False
-    return not (type_ == "index" and name and name.endswith("_tsv"))
 
 
 async def _run_async(url: str) -> None:

@@ -1,0 +1,431 @@
+"""JSON backup of the whole memory: export, and import that validates before it writes.
+
+Import merges into the target database in one transaction: sessions already present (same id) are
+skipped, row ids are re-assigned (so a SQLite export restores into a PostgreSQL database that has
+its own rows), entities and calibration windows from the file win. A file that fails validation or
+any write error changes nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import logging
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from sqlalchemy import bindparam, insert, select, update
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from campaigns.content import ENTITY_TYPES
+from campaigns.errors import GlyphoxaError
+from campaigns.memory.database import write_transaction
+from campaigns.memory.graph import search_names
+from campaigns.memory.models import (
+    Chunk,
+    Entity,
+    ProposedFact,
+    Relation,
+    Session,
+    Summary,
+    ToolCalibration,
+    ToolInvocation,
+    Utterance,
+)
+
+__all__ = ["FORMAT", "VERSION", "ImportReport", "export_memory", "import_memory"]
+
+log = logging.getLogger(__name__)
+
+FORMAT = "glyphoxa-memory"
+VERSION = 1
+T = {
+    model.__tablename__: model.__table__
+    for model in (
+        Session, Utterance, Chunk, Entity, Relation, ProposedFact, Summary, ToolInvocation,
+        ToolCalibration,
+    )
+}  # fmt: skip
+
+
+class _Row(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=False)
+
+
+class SessionRow(_Row):
+    id: str = Field(min_length=1, max_length=36)
+    campaign: str
+    title: str | None = None
+    started_at: float
+    ended_at: float | None = None
+
+
+class UtteranceRow(_Row):
+    id: int
+    session_id: str
+    speaker: str
+    npc: str | None = None
+    text: str
+    started_at: float
+    ended_at: float
+    tier: str | None = None
+    interrupted: bool = False
+    chunk_id: int | None = None
+
+
+class ChunkRow(_Row):
+    id: int
+    kind: Literal["transcript", "fact"]
+    session_id: str | None = None
+    entity_id: str | None = None
+    first_utterance_id: int | None = None
+    last_utterance_id: int | None = None
+    text: str
+    created_at: float
+    embedding: str | None = None
+    """base64 of little-endian float32."""
+    embedding_model: str | None = None
+    embedded_at: float | None = None
+
+
+class EntityRow(_Row):
+    id: str = Field(min_length=1, max_length=100)
+    name: str = Field(min_length=1)
+    type: Literal[ENTITY_TYPES]  # type: ignore[valid-type]
+    description: str = ""
+    aliases: list[str] = Field(default_factory=list)
+    attributes: dict[str, Any] = Field(default_factory=dict)
+
+
+class RelationRow(_Row):
+    source_id: str
+    type: str = Field(min_length=1)
+    target_id: str
+    description: str = ""
+
+
+class FactRow(_Row):
+    id: int
+    npc: str
+    text: str
+    entity_id: str | None = None
+    session_id: str | None = None
+    status: Literal["pending", "approved", "rejected"]
+    proposed_at: float
+    decided_at: float | None = None
+
+
+class SummaryRow(_Row):
+    session_id: str
+    text: str
+    source: str
+    created_at: float
+
+
+class InvocationRow(_Row):
+    session_id: str | None = None
+    npc: str
+    tool: str
+    tier: str
+    status: str
+    duration_ms: float
+    created_at: float
+
+
+class CalibrationRow(_Row):
+    environment: str
+    tool: str
+    samples: list[tuple[float, bool]]
+    updated_at: float
+
+
+class Tables(_Row):
+    sessions: list[SessionRow] = Field(default_factory=list)
+    utterances: list[UtteranceRow] = Field(default_factory=list)
+    chunks: list[ChunkRow] = Field(default_factory=list)
+    entities: list[EntityRow] = Field(default_factory=list)
+    relations: list[RelationRow] = Field(default_factory=list)
+    proposed_facts: list[FactRow] = Field(default_factory=list)
+    summaries: list[SummaryRow] = Field(default_factory=list)
+    tool_invocations: list[InvocationRow] = Field(default_factory=list)
+    tool_calibration: list[CalibrationRow] = Field(default_factory=list)
+
+
+class Backup(_Row):
+    format: Literal["glyphoxa-memory"]
+    version: Literal[1]
+    exported_at: float
+    tables: Tables
+
+
+@dataclass(frozen=True, slots=True)
+class ImportReport:
+    sessions_added: int
+    sessions_skipped: int
+    utterances: int
+    chunks: int
+    entities: int
+    relations: int
+    facts: int
+    tool_invocations: int
+    calibrations: int
+
+    def describe(self) -> str:
+        return ", ".join(f"{key.replace('_', ' ')}: {value}" for key, value in asdict(self).items())
+
+
+async def export_memory(engine: AsyncEngine, path: Path) -> dict[str, int]:
+    """Write every table to ``path`` (atomically: a temp file renamed over it); returns counts."""
+    tables: dict[str, list[dict[str, Any]]] = {}
+    async with engine.connect() as conn:
+        for name, fields in Tables.model_fields.items():
+            row_model = fields.annotation.__args__[0]  # type: ignore[union-attr]
+            table = T[name]
+            columns = [table.c[c] for c in row_model.model_fields]
+            order = table.c.id if "id" in table.c else columns[0]
+            rows = (await conn.execute(select(*columns).order_by(order))).mappings().all()
+            tables[name] = [_encode(dict(row)) for row in rows]
+    document = {"format": FORMAT, "version": VERSION, "exported_at": time.time(), "tables": tables}
+    await asyncio.to_thread(_write_json, path, document)
+    return {name: len(rows) for name, rows in tables.items()}
+
+
+def _write_json(path: Path, document: dict[str, Any]) -> None:
+    temporary = path.with_name(path.name + ".tmp")
+    try:
+        with temporary.open("w", encoding="utf-8") as handle:
+            json.dump(document, handle, ensure_ascii=False)
+        temporary.replace(path)
+    except OSError as error:
+        temporary.unlink(missing_ok=True)
+        raise GlyphoxaError(f"cannot write backup {path}: {error.strerror or error}") from None
+
+
+def _encode(row: dict[str, Any]) -> dict[str, Any]:
+    if isinstance(row.get("embedding"), bytes | memoryview):
+        row["embedding"] = base64.b64encode(bytes(row["embedding"])).decode("ascii")
+    return row
+
+
+def load_backup(path: Path) -> Backup:
+    """Parse and validate a backup file; a GlyphoxaError says exactly what is wrong."""
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise GlyphoxaError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise GlyphoxaError(f"{path}: cannot read backup: {error}") from None
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as error:
+        raise GlyphoxaError(
+            f"{path}:{error.lineno}:{error.colno}: not valid JSON: {error.msg}"
+        ) from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise GlyphoxaError(f"{path}: not a Glyphoxa memory backup (format must be {FORMAT!r})")
+    try:
+        backup = Backup.model_validate(data)
+    except ValidationError as error:
+        details = "; ".join(
+            f"{_location(e['loc'])}: {e['msg']}" for e in error.errors(include_url=False)[:5]
+        )
+        more = f" (and {error.error_count() - 5} more)" if error.error_count() > 5 else ""
+        raise GlyphoxaError(f"{path}: invalid backup: {details}{more}") from None
+    _check_references(path, backup.tables)
+    return backup
+
+
+def _location(loc: tuple[Any, ...]) -> str:
+    text = ""
+    for part in loc:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
+
+
+def _check_references(path: Path, tables: Tables) -> None:
+    def refuse(message: str) -> None:
+        raise GlyphoxaError(f"{path}: invalid backup: {message}")
+
+    for name in ("sessions", "utterances", "chunks", "entities", "proposed_facts"):
+        ids = [row.id for row in getattr(tables, name)]
+        if len(ids) != len(set(ids)):
+            refuse(f"tables.{name} has duplicate ids")
+    sessions = {s.id for s in tables.sessions}
+    utterances = {u.id for u in tables.utterances}
+    chunks = {c.id for c in tables.chunks}
+    for i, u in enumerate(tables.utterances):
+        if u.session_id not in sessions:
+            refuse(f"tables.utterances[{i}].session_id {u.session_id!r} is not in tables.sessions")
+        if u.chunk_id is not None and u.chunk_id not in chunks:
+            refuse(f"tables.utterances[{i}].chunk_id {u.chunk_id} is not in tables.chunks")
+    for i, c in enumerate(tables.chunks):
+        if c.session_id is not None and c.session_id not in sessions:
+            refuse(f"tables.chunks[{i}].session_id {c.session_id!r} is not in tables.sessions")
+        for ref in (c.first_utterance_id, c.last_utterance_id):
+            if ref is not None and ref not in utterances:
+                refuse(f"tables.chunks[{i}] refers to utterance {ref}, not in tables.utterances")
+        if c.embedding is not None:
+            try:
+                base64.b64decode(c.embedding, validate=True)
+            except ValueError:
+                refuse(f"tables.chunks[{i}].embedding is not base64")
+    for i, s in enumerate(tables.summaries):
+        if s.session_id not in sessions:
+            refuse(f"tables.summaries[{i}].session_id {s.session_id!r} is not in tables.sessions")
+
+
+async def import_memory(engine: AsyncEngine, path: Path) -> ImportReport:
+    """Validate ``path`` completely, then merge it in one transaction (all or nothing)."""
+    backup = await asyncio.to_thread(load_backup, path)
+    try:
+        async with write_transaction(engine) as conn:
+            return await _merge(conn, path, backup.tables)
+    except SQLAlchemyError as error:
+        raise GlyphoxaError(
+            f"{path}: import failed, nothing was changed: {getattr(error, 'orig', error)}"
+        ) from None
+
+
+async def _merge(conn: AsyncConnection, path: Path, tables: Tables) -> ImportReport:
+    now = time.time()
+    entity_ids = set((await conn.execute(select(T["entities"].c.id))).scalars())
+    for row in tables.entities:
+        values = row.model_dump()
+        values["search_names"] = search_names(row.name, row.aliases)
+        values["updated_at"] = now
+        if row.id in entity_ids:
+            entities = T["entities"]
+            await conn.execute(update(entities).where(entities.c.id == row.id).values(**values))
+        else:
+            await conn.execute(insert(T["entities"]).values(**values))
+            entity_ids.add(row.id)
+    relations = T["relations"]
+    present = set(
+        (
+            await conn.execute(
+                select(relations.c.source_id, relations.c.type, relations.c.target_id)
+            )
+        ).all()
+    )
+    new_relations = []
+    for i, rel in enumerate(tables.relations):
+        for end in (rel.source_id, rel.target_id):
+            if end not in entity_ids:
+                raise GlyphoxaError(
+                    f"{path}: invalid backup: tables.relations[{i}] names unknown entity {end!r}"
+                )
+        key = (rel.source_id, rel.type, rel.target_id)
+        if key not in present:
+            present.add(key)
+            new_relations.append(rel.model_dump())
+    if new_relations:
+        await conn.execute(insert(relations), new_relations)
+
+    existing_sessions = set((await conn.execute(select(T["sessions"].c.id))).scalars())
+    fresh = {s.id for s in tables.sessions if s.id not in existing_sessions}
+    if fresh:
+        await conn.execute(
+            insert(T["sessions"]), [s.model_dump() for s in tables.sessions if s.id in fresh]
+        )
+    utterances = [u for u in tables.utterances if u.session_id in fresh]
+    utterance_ids = await _insert_remapped(
+        conn, "utterances", [u.model_dump(exclude={"id", "chunk_id"}) for u in utterances],
+        [u.id for u in utterances],
+    )  # fmt: skip
+    chunk_rows = [c for c in tables.chunks if c.session_id in fresh]
+    fact_chunks = await _new_fact_chunks(conn, tables.chunks)
+    chunk_rows += fact_chunks
+    chunk_values = []
+    for c in chunk_rows:
+        values = c.model_dump(exclude={"id"})
+        values["first_utterance_id"] = utterance_ids.get(c.first_utterance_id or -1)
+        values["last_utterance_id"] = utterance_ids.get(c.last_utterance_id or -1)
+        values["embedding"] = base64.b64decode(c.embedding) if c.embedding else None
+        chunk_values.append(values)
+    chunk_ids = await _insert_remapped(conn, "chunks", chunk_values, [c.id for c in chunk_rows])
+    links = [
+        {"uid": utterance_ids[u.id], "cid": chunk_ids[u.chunk_id]}
+        for u in utterances
+        if u.chunk_id is not None and u.chunk_id in chunk_ids
+    ]
+    if links:
+        table = T["utterances"]
+        await conn.execute(
+            update(table).where(table.c.id == bindparam("uid")).values(chunk_id=bindparam("cid")),
+            links,
+        )
+    summaries = [s.model_dump() for s in tables.summaries if s.session_id in fresh]
+    if summaries:
+        await conn.execute(insert(T["summaries"]), summaries)
+
+    facts = T["proposed_facts"]
+    known_facts = set(await conn.execute(select(facts.c.npc, facts.c.text, facts.c.proposed_at)))
+    new_facts = [
+        f.model_dump(exclude={"id"})
+        for f in tables.proposed_facts
+        if (f.npc, f.text, f.proposed_at) not in known_facts
+    ]
+    if new_facts:
+        await conn.execute(insert(facts), new_facts)
+    calls = T["tool_invocations"]
+    known_calls = set(await conn.execute(select(calls.c.npc, calls.c.tool, calls.c.created_at)))
+    new_calls = [
+        c.model_dump()
+        for c in tables.tool_invocations
+        if (c.npc, c.tool, c.created_at) not in known_calls
+    ]
+    if new_calls:
+        await conn.execute(insert(calls), new_calls)
+    calibration = T["tool_calibration"]
+    for cal in tables.tool_calibration:
+        await conn.execute(
+            calibration.delete().where(
+                calibration.c.environment == cal.environment, calibration.c.tool == cal.tool
+            )
+        )
+        values = cal.model_dump()
+        values["samples"] = [[ms, ok] for ms, ok in cal.samples]
+        await conn.execute(insert(calibration).values(**values))
+    report = ImportReport(
+        sessions_added=len(fresh),
+        sessions_skipped=len(tables.sessions) - len(fresh),
+        utterances=len(utterance_ids),
+        chunks=len(chunk_ids),
+        entities=len(tables.entities),
+        relations=len(new_relations),
+        facts=len(new_facts),
+        tool_invocations=len(new_calls),
+        calibrations=len(tables.tool_calibration),
+    )
+    log.info("imported %s: %s", path, report.describe())
+    return report
+
+
+async def _new_fact_chunks(conn: AsyncConnection, chunks: list[ChunkRow]) -> list[ChunkRow]:
+    """Approved-fact chunks (no session) not already present (same text and time)."""
+    table = T["chunks"]
+    known = set(
+        await conn.execute(
+            select(table.c.text, table.c.created_at).where(table.c.session_id.is_(None))
+        )
+    )
+    return [c for c in chunks if c.session_id is None and (c.text, c.created_at) not in known]
+
+
+async def _insert_remapped(
+    conn: AsyncConnection, name: str, rows: list[dict[str, Any]], old_ids: list[int]
+) -> dict[int, int]:
+    """Insert rows letting the database assign ids; returns old id -> new id."""
+    if not rows:
+        return {}
+    table = T[name]
+    result = await conn.execute(
+        insert(table).returning(table.c.id, sort_by_parameter_order=True), rows
+    )
+    new_ids = list(result.scalars())
+    return dict(zip(old_ids, new_ids, strict=True))
