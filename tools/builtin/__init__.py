@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import importlib
 import logging
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 from tools.config import BuiltinToolsConfig
@@ -24,6 +25,7 @@ __all__ = [
     "BUILTIN_TOOL_NAMES",
     "SERVER_NAMES",
     "SERVER_TOOLS",
+    "build_tool_context",
     "create_builtin_servers",
     "create_server",
     "settings_from_config",
@@ -91,3 +93,39 @@ def settings_from_config(config: BuiltinToolsConfig) -> dict[str, Any]:
     if config.web_search_api_key is not None:
         settings["web_search_api_key"] = config.web_search_api_key.get_secret_value()
     return settings
+
+
+def build_tool_context(
+    tools_config: BuiltinToolsConfig,
+    *,
+    campaign_dir: str | Path | None = None,
+    memory: Any = None,
+    memory_url: str | None = None,
+    ambience: Any = None,
+    publish_image: Callable[[Path, str], Awaitable[None]] | None = None,
+    session_id: str | None = None,
+) -> ToolContext:
+    """A ``ToolContext`` for the running bot (or ``glyphoxa serve-tool``) from its config.
+
+    Args:
+        tools_config: The ``tools:`` section of glyphoxa.yaml.
+        campaign_dir: The campaign folder (tables, ambience).
+        memory: An open ``campaigns.memory.MemoryStore``; else ``memory_url`` is opened by the
+            memory/session servers at startup.
+        memory_url: Database URL used when ``memory`` is None.
+        ambience: The mixer's ambience player (``play(path, mood)``, ``stop()``).
+        publish_image: Posts a generated image to the session's text channel.
+        session_id: The running session, the default of ``get_session_summary``.
+    """
+    settings = settings_from_config(tools_config)
+    if memory_url:
+        settings["memory_url"] = memory_url
+    return ToolContext(
+        campaign_dir=Path(campaign_dir) if campaign_dir is not None else None,
+        sandbox_dir=Path(tools_config.sandbox_dir),
+        memory=memory,
+        ambience=ambience,
+        publish_image=publish_image,
+        session_id=session_id,
+        settings=settings,
+    )

@@ -149,6 +149,7 @@ class RulesIndex:
                     self._db.backup(target)
             finally:
                 target.close()
+            os.chmod(tmp, 0o644)
             os.replace(tmp, path)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
