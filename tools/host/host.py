@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +69,7 @@ class ToolHost:
         self._started_builtins: list[BuiltinServer] = []
         self._view_cache: dict[tuple[Any, Tier, bool], list[Any]] = {}
         self._started = False
+        self._change = asyncio.Event()
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -153,6 +154,18 @@ class ToolHost:
         if connection is None:
             raise GlyphoxaError(f"no MCP server named {name!r}")
         return await connection.wait_up(timeout_s)
+
+    async def wait_for(
+        self, predicate: Callable[[ToolHost], bool], timeout_s: float = 10.0
+    ) -> bool:
+        """Wait until ``predicate(host)`` holds, re-checking on every registry change."""
+        try:
+            async with asyncio.timeout(timeout_s):
+                while not predicate(self):
+                    await self._change.wait()
+            return True
+        except TimeoutError:
+            return False
 
     def server_states(self) -> dict[str, dict[str, Any]]:
         """State, restarts and last error of every MCP server (for status displays)."""
@@ -286,6 +299,8 @@ class ToolHost:
             )
         self.registry.rebuild(servers)
         self._view_cache.clear()
+        self._change.set()
+        self._change = asyncio.Event()
 
 
 def _mcp_spec(tool: Any, server: str) -> ToolSpecLite:

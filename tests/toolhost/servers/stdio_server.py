@@ -22,8 +22,13 @@ calls = {"n": 0}
 
 
 def latency(estimated: float, maximum: float, **extra: object) -> dict[str, object]:
-    return {"io.glyphoxa/latency": {"estimated_duration_ms": estimated,
-                                    "max_duration_ms": maximum, **extra}}
+    return {
+        "io.glyphoxa/latency": {
+            "estimated_duration_ms": estimated,
+            "max_duration_ms": maximum,
+            **extra,
+        }
+    }
 
 
 @server.tool(meta=latency(5, 200, idempotent=True, cacheable_seconds=60))
