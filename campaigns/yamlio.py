@@ -285,14 +285,17 @@ def _tab_issues(text: str, name: str) -> list[Issue]:
     return issues
 
 
-_SYNTAX_HINTS = {
-    "mapping values are not allowed here": (
-        "check the indentation, or quote a value that contains ': '"
-    ),
-    "could not find expected ':'": "a key needs ':' after it, or a multi-line value needs '|'",
-    "did not find expected key": "check the indentation of this line against the one above",
-    "did not find expected '-' indicator": "list items must line up under each other",
-}
+_SYNTAX_HINTS = (
+    ("mapping values are not allowed here", "check the indentation, or quote a value with ': '"),
+    ("could not find expected ':'", "a key needs ':' after it, or a long value needs '|'"),
+    ("did not find expected key", "check the indentation of this line against the one above"),
+    ("expected <block end>", "this line's indentation does not match the lines above it"),
+    ("but got '{'", "inside [...] or {...}, put ${VAR} references in quotes"),
+    ("did not find expected '-' indicator", "list items must line up under each other"),
+    ("found character '%' that cannot start any token", "quote values starting with '%'"),
+    ("found character '@' that cannot start any token", "quote values starting with '@'"),
+    ("found character '`' that cannot start any token", "quote values starting with '`'"),
+)
 
 
 def _syntax_issue(name: str, error: yaml.MarkedYAMLError) -> Issue:
@@ -301,9 +304,19 @@ def _syntax_issue(name: str, error: yaml.MarkedYAMLError) -> Issue:
     message = f"YAML syntax error: {problem}"
     if error.context:
         message += f" ({error.context})"
-    hint = _SYNTAX_HINTS.get(problem)
-    if hint:
-        message += f"; {hint}"
+    for needle, hint in _SYNTAX_HINTS:
+        if needle in problem:
+            message += f"; {hint}"
+            break
+    context = error.context_mark
+    if (
+        context is not None
+        and "end of stream" in problem
+        and "quoted scalar" in (error.context or "")
+    ):
+        # The end of the file is not where the mistake is: the unclosed quote is.
+        message = "YAML syntax error: this quote is never closed"
+        mark = context
     if mark is None:
         return Issue(name, None, None, message)
     return Issue(name, mark.line + 1, mark.column + 1, message)

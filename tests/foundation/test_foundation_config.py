@@ -1,0 +1,163 @@
+"""glyphoxa.yaml loading: ${VAR} expansion, located errors, and secrets that never leak."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from foundation_support import CONFIG, REPO
+
+from bot.cli import main
+from bot.config_loader import (
+    check_config,
+    load_config,
+    require_discord_token,
+    resolve_config_path,
+)
+from campaigns.errors import GlyphoxaError
+from campaigns.yamlio import ContentError
+
+SECRET = "xoxo-very-secret-token-4711"
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "glyphoxa.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_shipped_config_loads_with_an_empty_environment() -> None:
+    config = load_config(CONFIG, environ={})
+    assert config.discord.token is None
+    assert config.providers.llm.name == "local"
+    assert config.providers.llm.model == "smollm2"
+    assert {s.transport for s in config.mcp.servers} == {"stdio", "streamable-http"}
+    auth_types = {s.auth.type for s in config.mcp.servers if s.auth is not None}
+    assert auth_types == {"bearer", "oauth_client_credentials"}
+    with pytest.raises(GlyphoxaError, match="DISCORD_TOKEN"):
+        require_discord_token(config)
+
+
+def test_token_comes_from_the_environment() -> None:
+    config = load_config(CONFIG, environ={"DISCORD_TOKEN": SECRET})
+    assert require_discord_token(config) == SECRET
+    assert SECRET not in repr(config) and SECRET not in str(config)
+    assert SECRET not in config.model_dump_json()
+
+
+def test_expansion_forms(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path,
+        "discord:\n"
+        "  dm_role: ${ROLE}\n"
+        "  guild_ids: ['${GUILD}', 42]\n"
+        "memory:\n"
+        "  url: sqlite+aiosqlite:///${DATA_DIR:-/var/lib}/m.db\n"
+        "logging:\n"
+        "  file: ${LOG_FILE-fallback.log}\n"
+        "providers:\n"
+        "  llm:\n"
+        "    name: openai\n"
+        "    base_url: ${LLM_URL:-}\n"
+        "    model: $${not-a-var}\n",
+    )
+    env = {"ROLE": "Game Master", "GUILD": "123", "DATA_DIR": "", "LOG_FILE": ""}
+    config = load_config(path, environ=env)
+    assert config.discord.dm_role == "Game Master"
+    assert config.discord.guild_ids == [123, 42]
+    assert config.memory.url == "sqlite+aiosqlite:////var/lib/m.db"
+    assert config.logging.file is None  # ${VAR-default} keeps a set-but-empty value: empty
+    assert config.providers.llm.base_url is None
+    assert config.providers.llm.model == "${not-a-var}"
+
+
+def test_every_missing_variable_is_reported_with_its_key(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path,
+        "discord:\n  token: ${NOPE_TOKEN}\n  dm_role: ${NOPE_ROLE}\nmetrics:\n  port: 99999\n",
+    )
+    with pytest.raises(ContentError) as raised:
+        load_config(path, environ={})
+    text = str(raised.value)
+    assert f"{path}:2:10: discord.token: environment variable NOPE_TOKEN is not set" in text
+    assert f"{path}:3:12: discord.dm_role: environment variable NOPE_ROLE is not set" in text
+    assert f"{path}:5:9: metrics.port:" in text
+
+
+def test_unquoted_reference_in_flow_list_gets_a_hint(tmp_path: Path) -> None:
+    loaded = check_config(_write(tmp_path, "discord:\n  guild_ids: [${GUILD}]\n"), environ={})
+    assert [i.line for i in loaded.issues] == [2]
+    assert "quote" in loaded.issues[0].message
+
+
+def test_malformed_reference(tmp_path: Path) -> None:
+    path = _write(tmp_path, "discord:\n  dm_role: ${1BAD}\n")
+    loaded = check_config(path, environ={})
+    assert [i.line for i in loaded.issues] == [2]
+    assert "malformed variable reference" in loaded.issues[0].message
+
+
+def test_secrets_never_printed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write(
+        tmp_path,
+        "discord:\n"
+        "  token: ${TOKEN}\n"
+        "  guild_ids: ['${TOKEN}']\n"  # a secret landing in the wrong field must not be echoed
+        "providers:\n"
+        "  llm: {name: openai, api_key: '${TOKEN}', options: {key: ['${TOKEN}']}}\n"
+        "tools:\n"
+        "  web_search_api_key: {nested: '${TOKEN}'}\n",
+    )
+    loaded = check_config(path, environ={"TOKEN": SECRET})
+    assert len(loaded.issues) == 3
+    text = "\n".join(str(issue) for issue in loaded.issues)
+    assert SECRET not in text
+    with pytest.raises(ContentError) as raised:
+        load_config(path, environ={"TOKEN": SECRET})
+    assert SECRET not in str(raised.value) and SECRET not in repr(raised.value)
+
+
+def test_secrets_not_printed_by_the_cli(tmp_path: Path, campaign_copy: Path) -> None:
+    path = _write(
+        tmp_path, "discord:\n  token: ${DISCORD_TOKEN}\n  guild_ids:\n    - ${DISCORD_TOKEN}\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "bot", "--config", str(path), "check", str(campaign_copy)],
+        capture_output=True,
+        text=True,
+        env={"DISCORD_TOKEN": SECRET, "PATH": "/usr/bin:/bin"},
+        cwd=REPO,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert "discord.guild_ids[0]" in result.stdout
+    assert SECRET not in result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_config_resolution(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("GLYPHOXA_CONFIG", raising=False)
+    assert resolve_config_path(None) is None
+    assert load_config().campaign.path == "campaigns/example"  # defaults without a file
+    (tmp_path / "glyphoxa.yaml").write_text("campaign:\n  path: here\n")
+    assert load_config().campaign.path == "here"
+    other = tmp_path / "other.yaml"
+    other.write_text("campaign:\n  path: there\n")
+    monkeypatch.setenv("GLYPHOXA_CONFIG", str(other))
+    assert load_config().campaign.path == "there"
+    monkeypatch.setenv("GLYPHOXA_CONFIG", str(tmp_path / "missing.yaml"))
+    with pytest.raises(GlyphoxaError, match="config file not found"):
+        load_config()
+    assert main(["check"]) == 2
+    assert "config file not found" in capsys.readouterr().err
+
+
+def test_empty_config_file_means_defaults(tmp_path: Path) -> None:
+    path = _write(tmp_path, "# nothing configured yet\n")
+    assert load_config(path, environ={}).memory.url.startswith("sqlite+aiosqlite")
