@@ -27,7 +27,7 @@ from campaigns.errors import GlyphoxaError
 from tools.config import McpServerConfig
 from tools.host.auth import build_http_client
 
-__all__ = ["McpConnection", "RestartPolicy", "ServerDown", "ServerState"]
+__all__ = ["McpConnection", "RestartPolicy", "ServerDown", "ServerState", "describe_error"]
 
 log = logging.getLogger(__name__)
 
@@ -254,7 +254,7 @@ class McpConnection:
             except TimeoutError:
                 self.last_error = f"no answer within {self.config.connect_timeout_s:g} s"
             except Exception as error:  # any failure of a server is reported, then retried
-                self.last_error = f"{type(error).__name__}: {error}"
+                self.last_error = describe_error(error)
             finally:
                 self.session = None
             log.warning("MCP server %s down: %s", self.name, self.last_error)
@@ -284,7 +284,7 @@ class McpConnection:
                     async with asyncio.timeout(self.config.connect_timeout_s):
                         await session.send_ping()
                 except Exception as error:  # unreachable or broken: reconnect
-                    self.last_error = f"ping failed: {type(error).__name__}: {error}"
+                    self.last_error = f"ping failed: {describe_error(error)}"
                     return
             if self._refresh_pending:
                 self._refresh_pending = False
@@ -319,6 +319,15 @@ class McpConnection:
         await stack.enter_async_context(session)
         await session.initialize()
         return session
+
+
+def describe_error(error: BaseException) -> str:
+    """The innermost cause, not "unhandled errors in a TaskGroup"."""
+    while isinstance(error, BaseExceptionGroup) and error.exceptions:
+        error = error.exceptions[0]
+    if isinstance(error, GlyphoxaError):
+        return str(error)
+    return f"{type(error).__name__}: {error}"
 
 
 def _stdio_parameters(config: McpServerConfig) -> StdioServerParameters:

@@ -123,8 +123,8 @@ class ToolHost:
     async def add_server(self, config: McpServerConfig, *, wait: bool = True) -> list[ToolInfo]:
         """Connect a new MCP server at runtime; its tools join the registry when it is up.
 
-        Raises GlyphoxaError if ``wait`` and it does not come up within ``connect_timeout_s``
-        (the connection keeps retrying in the background).
+        Raises GlyphoxaError if ``wait`` and its first connect attempt fails (the connection
+        keeps retrying in the background).
         """
         if config.name in self._connections or config.name in {b.name for b in self._builtins}:
             raise GlyphoxaError(f"a tool server named {config.name!r} already exists")
@@ -132,10 +132,11 @@ class ToolHost:
         connection = self._open(config)
         if not wait:
             return []
-        if not await connection.wait_up(config.connect_timeout_s):
+        await connection.wait_attempted(config.connect_timeout_s)
+        if connection.state is not ServerState.UP:
             raise GlyphoxaError(
-                f"MCP server {config.name!r} did not come up within "
-                f"{config.connect_timeout_s:g} s: {connection.last_error or 'no answer'}"
+                f"MCP server {config.name!r} did not come up: "
+                f"{connection.last_error or 'no answer'} (retrying in the background)"
             )
         return [t for t in self.list_tools() if t.server == config.name]
 

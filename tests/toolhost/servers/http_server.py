@@ -134,7 +134,8 @@ class OAuthMcpServer(_ThreadedServer):
         async def app(scope: dict, receive: Any, send: Any) -> None:
             if scope["type"] == "http":
                 if scope["path"] == "/token":
-                    await token(Request(scope, receive))(scope, receive, send)
+                    response = await token(Request(scope, receive))
+                    await response(scope, receive, send)
                     return
                 header = dict(scope["headers"]).get(b"authorization", b"").decode()
                 if header.removeprefix("Bearer ") not in self.issued:

@@ -1,0 +1,146 @@
+"""The host against real streamable-HTTP MCP servers on 127.0.0.1: bearer and OAuth."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from campaigns.errors import GlyphoxaError
+from tools.config import McpServerConfig
+from tools.host import ToolHost
+from tools.tiers import Tier
+
+sys.path.insert(0, str(Path(__file__).parent / "servers"))
+from http_server import BearerMcpServer, OAuthMcpServer
+
+ALL = ["*"]
+TOKEN = "s3cret-bearer-token-value"
+CLIENT_SECRET = "client-secret-value"
+
+
+@pytest.fixture(scope="module")
+def bearer_server() -> Iterator[BearerMcpServer]:
+    server = BearerMcpServer(TOKEN)
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def oauth_server() -> Iterator[OAuthMcpServer]:
+    server = OAuthMcpServer("glyphoxa-test", CLIENT_SECRET)
+    server.start()
+    yield server
+    server.stop()
+
+
+def http_config(name: str, url: str, auth: dict | None) -> McpServerConfig:
+    return McpServerConfig.model_validate(
+        {
+            "name": name,
+            "transport": "streamable-http",
+            "url": url,
+            "auth": auth,
+            "connect_timeout_s": 5,
+        }
+    )
+
+
+async def test_bearer_server_tools_and_calls(
+    make_host: Callable[..., ToolHost],
+    bearer_server: BearerMcpServer,
+    caplog: pytest.LogCaptureFixture,
+):
+    config = http_config("lore", bearer_server.url, {"type": "bearer", "token": TOKEN})
+    assert TOKEN not in repr(config)
+    host = make_host(config)
+    with caplog.at_level(logging.DEBUG):
+        await host.start()
+        assert await host.wait_for_server("lore", 5)
+        assert host.get_tool("lookup").tier is Tier.FAST
+        assert host.get_tool("ponder").tier is Tier.STANDARD
+        assert [t.name for t in host.visible_tools(ALL, Tier.FAST)] == ["lookup"]
+        result = await host.call(
+            "lookup", {"key": "Shadowfell"}, whitelist=["lookup"], tier=Tier.FAST, npc="Greymantle"
+        )
+        assert result.structured == {"result": "lore about Shadowfell"}
+        refused = await host.call(
+            "ponder", {"topic": "x"}, whitelist=ALL, tier=Tier.FAST, npc="Greymantle"
+        )
+        assert refused.status == "refused"
+    assert all(TOKEN not in record.getMessage() for record in caplog.records)
+
+
+async def test_wrong_bearer_token_is_reported_not_raised(
+    make_host: Callable[..., ToolHost], bearer_server: BearerMcpServer
+):
+    before = bearer_server.rejected
+    host = make_host(http_config("bad", bearer_server.url, {"type": "bearer", "token": "wrong"}))
+    await host.start()
+    assert host.server_states()["bad"]["state"] != "up"
+    assert host.list_tools() == []
+    assert bearer_server.rejected > before
+
+
+async def test_oauth_client_credentials_and_refresh_on_revocation(
+    make_host: Callable[..., ToolHost], oauth_server: OAuthMcpServer
+):
+    auth = {
+        "type": "oauth_client_credentials",
+        "token_url": oauth_server.token_url,
+        "client_id": "glyphoxa-test",
+        "client_secret": CLIENT_SECRET,
+    }
+    host = make_host(http_config("oauth", oauth_server.url, auth))
+    await host.start()
+    assert await host.wait_for_server("oauth", 5)
+    requests_before = oauth_server.token_requests
+    first = await host.call("lookup", {"key": "a"}, whitelist=ALL, tier=Tier.FAST, npc="n")
+    assert first.status == "ok"
+    assert oauth_server.token_requests == requests_before  # token reused while valid
+    oauth_server.revoke_all()
+    second = await host.call("lookup", {"key": "b"}, whitelist=ALL, tier=Tier.FAST, npc="n")
+    assert second.status == "ok" and second.structured == {"result": "lore about b"}
+    assert oauth_server.token_requests == requests_before + 1  # fetched a fresh one on 401
+
+
+async def test_oauth_wrong_secret_fails_clearly(
+    make_host: Callable[..., ToolHost], oauth_server: OAuthMcpServer
+):
+    auth = {
+        "type": "oauth_client_credentials",
+        "token_url": oauth_server.token_url,
+        "client_id": "glyphoxa-test",
+        "client_secret": "nope",
+    }
+    host = make_host()
+    await host.start()
+    with pytest.raises(GlyphoxaError, match="did not come up") as error:
+        await host.add_server(http_config("oauth-bad", oauth_server.url, auth))
+    assert "refused client 'glyphoxa-test': HTTP 401" in str(error.value)
+    assert "nope" not in str(error.value)
+
+
+async def test_add_remote_server_at_runtime(
+    make_host: Callable[..., ToolHost],
+    bearer_server: BearerMcpServer,
+    new_builtins: Callable[[], list],
+):
+    host = make_host(builtins=new_builtins())
+    await host.start()
+    assert host.get_tool("lookup") is None
+    tools = await host.add_server(
+        http_config("late-lore", bearer_server.url, {"type": "bearer", "token": TOKEN})
+    )
+    assert sorted(t.name for t in tools) == ["lookup", "ponder"]
+    assert "lookup" in [t.name for t in host.visible_tools(["lookup", "roll"], Tier.FAST)]
+    result = await host.call("lookup", {"key": "c"}, whitelist=ALL, tier=Tier.FAST, npc="n")
+    assert result.status == "ok"
+    with pytest.raises(GlyphoxaError, match="already exists"):
+        await host.add_server(http_config("late-lore", bearer_server.url, None))
+    await host.remove_server("late-lore")
+    assert host.get_tool("lookup") is None
