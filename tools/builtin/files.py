@@ -72,14 +72,18 @@ class Sandbox:
             raise ToolError(f"no file {relative!r} in the sandbox") from None
         except OSError as error:
             raise ToolError(f"cannot open {relative!r}: {error.strerror}") from None
-        with os.fdopen(fd, "rb") as handle:
-            info = os.fstat(handle.fileno())
+        try:
+            info = os.fstat(fd)
             if stat.S_ISDIR(info.st_mode):
                 raise ToolError(f"{relative!r} is a folder; use list_files")
             if not stat.S_ISREG(info.st_mode):
                 raise ToolError(f"{relative!r} is not a regular file")
             if info.st_size > MAX_FILE_BYTES:
                 raise ToolError(f"{relative!r} is larger than {MAX_FILE_BYTES} bytes")
+        except BaseException:
+            os.close(fd)
+            raise
+        with os.fdopen(fd, "rb") as handle:
             data = handle.read(MAX_FILE_BYTES + 1)
         if len(data) > MAX_FILE_BYTES:
             raise ToolError(f"{relative!r} is larger than {MAX_FILE_BYTES} bytes")
