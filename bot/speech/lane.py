@@ -212,6 +212,8 @@ class SpeakerLane:
         interval = self._config.partial_interval_ms / 1000
         if event.stream_time - self._last_partial_at < interval:
             return
+        if event.trailing_silence_ms > 100:
+            return  # the player may be finishing: keep the recognizer free for the final
         if self._partial_task is not None and not self._partial_task.done():
             return  # the previous partial is still running: skip, never queue
         if self._segmenter.utterance_id != event.utterance_id or not self._segmenter.in_speech:

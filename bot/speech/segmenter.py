@@ -40,6 +40,8 @@ class SegmentProgress:
     stream_time: float
     audio_samples: int
     """Length of the utterance audio at this point (for a partial)."""
+    trailing_silence_ms: float = 0.0
+    """Unvoiced time since the last voiced window (the utterance may be about to end)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +149,7 @@ class Segmenter:
                     (end - self._onset) * 1000,
                     end,
                     self._samples_in_utterance,
+                    (end - self._last_voiced_end) * 1000,
                 )
             )
 

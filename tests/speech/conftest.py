@@ -1,0 +1,29 @@
+"""Real models for the speech tests, loaded once per session."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from speech_helpers import ESPEAK_LINES, PLAYER_LINES, espeak_pcm, piper_pcm
+
+from bot.speech import FasterWhisperStt, PiperTts
+
+
+@pytest.fixture(scope="session")
+def whisper() -> FasterWhisperStt:
+    return FasterWhisperStt()
+
+
+@pytest.fixture(scope="session")
+def piper() -> PiperTts:
+    return PiperTts()
+
+
+@pytest.fixture(scope="session")
+def player_audio(piper: PiperTts) -> list[tuple[str, bytes, int]]:
+    """(text, pcm, rate) of each player line: Piper, plus espeak-ng as a second voice."""
+    lines = [(text, *piper_pcm(piper, text)) for text in PLAYER_LINES]
+    if shutil.which("espeak-ng"):
+        lines += [(text, *espeak_pcm(text)) for text in ESPEAK_LINES]
+    return lines

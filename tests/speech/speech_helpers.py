@@ -1,0 +1,112 @@
+"""Audio helpers shared by the speech tests (imported by name; tests/ has no packages)."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import shutil
+import subprocess
+from collections.abc import Iterable
+
+import numpy as np
+import pytest
+import soxr
+
+from bot.speech import FRAME_BYTES, LaneEvent, PiperTts, SpeakerLane
+from npcs.schema import VoiceSettings
+
+PLAYER_LINES = [
+    "Bartok, what is on tap tonight?",
+    "I would like a room for the night.",
+    "How much does a horse cost in this town?",
+    "We found a strange map in the old mill.",
+    "Can you tell me where the blacksmith lives?",
+    "The guards at the gate looked nervous.",
+    "Please bring us two bowls of hot soup.",
+    "Who owns the ship in the harbor?",
+    "My friend is hurt and needs a healer.",
+    "Have you heard any news from the capital?",
+]
+ESPEAK_LINES = [
+    "Where can we buy some rope?",
+    "Open the door and let us in.",
+    "What happened to the old king?",
+]
+
+
+def pcm_to_frames(pcm: bytes, rate: int, *, pad_s: float = 0.0) -> list[bytes]:
+    """Mono s16le at ``rate`` -> 20 ms 48 kHz stereo frames, with ``pad_s`` silence each side."""
+    samples = np.frombuffer(pcm, dtype="<i2").astype(np.float32)
+    if rate != 48_000:
+        samples = soxr.resample(samples, rate, 48_000)
+    pad = np.zeros(int(pad_s * 48_000), dtype=np.float32)
+    mono = np.concatenate([pad, samples, pad])
+    mono = np.clip(mono, -32768, 32767).astype("<i2")
+    frame_samples = FRAME_BYTES // 4
+    mono = np.concatenate([mono, np.zeros((-mono.size) % frame_samples, dtype="<i2")])
+    stereo = np.repeat(mono, 2).tobytes()
+    return [stereo[i : i + FRAME_BYTES] for i in range(0, len(stereo), FRAME_BYTES)]
+
+
+def silence_frames(seconds: float) -> list[bytes]:
+    return [bytes(FRAME_BYTES)] * round(seconds * 50)
+
+
+async def run_lane(
+    lane: SpeakerLane, frames: Iterable[bytes], *, realtime_factor: float | None = None
+) -> list[LaneEvent]:
+    """Push frames (paced at ``realtime_factor`` x real time, or all at once) and collect events."""
+
+    async def feed() -> None:
+        for index, frame in enumerate(frames):
+            lane.push(frame)
+            if realtime_factor and index % 5 == 4:
+                await asyncio.sleep(0.1 / realtime_factor)
+        lane.end_input()
+
+    feeder = asyncio.create_task(feed())
+    events = [event async for event in lane]
+    await feeder
+    return events
+
+
+def normalize_words(text: str) -> list[str]:
+    return re.sub(r"[^a-z0-9' ]", " ", text.lower().replace("-", " ")).split()
+
+
+def word_errors(reference: str, hypothesis: str) -> tuple[int, int]:
+    """(edit distance in words, reference word count)."""
+    ref, hyp = normalize_words(reference), normalize_words(hypothesis)
+    previous = list(range(len(hyp) + 1))
+    for i, r in enumerate(ref, 1):
+        current = [i]
+        for j, h in enumerate(hyp, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (r != h)))
+        previous = current
+    return previous[-1], len(ref)
+
+
+def wer(pairs: Iterable[tuple[str, str]]) -> float:
+    errors = total = 0
+    for reference, hypothesis in pairs:
+        e, n = word_errors(reference, hypothesis)
+        errors += e
+        total += n
+    return errors / max(1, total)
+
+
+def piper_pcm(tts: PiperTts, text: str, voice: VoiceSettings | None = None) -> tuple[bytes, int]:
+    chunks = list(tts._chunks(text, voice or VoiceSettings()))
+    return b"".join(c.pcm for c in chunks), chunks[0].sample_rate
+
+
+def espeak_pcm(text: str, voice: str = "en-us") -> tuple[bytes, int]:
+    wav = subprocess.run(
+        ["espeak-ng", "--stdout", "-v", voice, "--", text], capture_output=True, check=True
+    ).stdout
+    return wav[44:], int.from_bytes(wav[24:28], "little")
+
+
+requires_espeak = pytest.mark.skipif(
+    shutil.which("espeak-ng") is None, reason="espeak-ng not installed (apt-get install espeak-ng)"
+)

@@ -1,0 +1,67 @@
+"""Sentence streaming for LLM text, vocabulary post-correction and backchannel recognition."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from bot.speech import BackchannelDetector, SentenceStreamer, Vocabulary, split_sentences
+from bot.speech.vocabulary import phonetic_key
+
+
+def stream(text: str, step: int) -> list[str]:
+    streamer = SentenceStreamer()
+    out: list[str] = []
+    for i in range(0, len(text), step):
+        out += streamer.feed(text[i : i + step])
+    return out + streamer.flush()
+
+
+def test_sentences_stream_out_as_soon_as_they_end() -> None:
+    streamer = SentenceStreamer()
+    assert streamer.feed("Welcome, traveler") == []
+    assert streamer.feed("! The ale") == ["Welcome, traveler!"]
+    assert streamer.feed(" costs 3.5 gold.") == []  # not certain until the next whitespace
+    assert streamer.feed(" Mr. Smith") == ["The ale costs 3.5 gold."]
+    assert streamer.feed(" paid. Anything else?") == ["Mr. Smith paid."]
+    assert streamer.flush() == ["Anything else?"]
+
+
+def test_abbreviations_initials_and_quotes() -> None:
+    text = 'Dr. Vex said "Run!" Then J. R. left, e.g. at dawn... Fine? Yes.'
+    assert split_sentences(text) == [
+        'Dr. Vex said "Run!"',
+        "Then J. R. left, e.g. at dawn...",
+        "Fine?",
+        "Yes.",
+    ]
+
+
+@given(
+    st.lists(st.sampled_from(["Hi.", "Mr. Bo", "3.5 gold", "Go!", "St. Ives?", "ok"]), max_size=8),
+    st.integers(1, 7),
+)
+def test_streaming_loses_and_reorders_nothing(parts: list[str], step: int) -> None:
+    text = " ".join(parts)
+    assert " ".join(stream(text, step)).split() == text.split()
+    assert stream(text, step) == split_sentences(text)
+
+
+def test_vocabulary_maps_near_misses_to_campaign_names() -> None:
+    vocabulary = Vocabulary(["Greymantle", "Shadowfell", "Bartok", "Neverwinter", "Al"])
+    assert vocabulary.correct("gray mantle, what do you know?") == "Greymantle, what do you know?"
+    assert vocabulary.correct("Hey bar tok, a drink") == "Hey Bartok, a drink"
+    assert vocabulary.correct("tell me about the shadow fell.") == "tell me about the Shadowfell."
+    assert vocabulary.correct("Graymantle's tower") == "Greymantle's tower"
+    assert vocabulary.correct("the tavern is great tonight") == "the tavern is great tonight"
+    assert vocabulary.correct("Greymantle knows") == "Greymantle knows"
+    assert "Greymantle" in vocabulary.prompt() and "Al" not in vocabulary.terms
+    assert phonetic_key("Grey") == phonetic_key("gray")
+
+
+def test_backchannels_are_recognized_but_real_words_are_not() -> None:
+    detector = BackchannelDetector(["mhm", "uh-huh", "yeah", "okay"])
+    for noise in ("Mm-hmm.", "Uh huh", "yeah, yeah", "Okay.", "", "Hmm..."):
+        assert detector.is_backchannel(noise), noise
+    for words in ("Yeah, give me the ale", "Stop!", "wait"):
+        assert not detector.is_backchannel(words) and detector.has_content(words)
