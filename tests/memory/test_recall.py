@@ -1,0 +1,113 @@
+"""L2 recall with embeddings and LLM session summaries, over the real ``openai`` SDK talking to a
+local server that speaks the OpenAI wire protocol (see conftest)."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+import pytest
+from openai import AsyncOpenAI
+
+from campaigns.memory import LlmSummarizer, MemoryStore, OpenAIEmbeddings
+
+if TYPE_CHECKING:
+    from tests.memory.conftest import OpenAIStub
+
+LINES = [
+    "Welcome to the Rusty Flagon, travellers.",
+    "Bartok pours a dark ale for the ranger.",
+    "The halfling orders another round of mead.",
+    "Greymantle mutters about the catacombs under the temple.",
+    "Nobody has entered the catacombs in a century.",
+    "Vessa warns the party to stay out of the ruins.",
+]
+
+
+async def _session(store: MemoryStore) -> str:
+    session = await store.start_session("emberford", "Recall")
+    for i, line in enumerate(LINES):
+        await store.add_utterance(session, "Narrator", line, started_at=i, ended_at=i + 1)
+    await store.end_session(session)
+    return session
+
+
+@pytest.fixture
+def embeddings(openai_stub: OpenAIStub) -> OpenAIEmbeddings:
+    return OpenAIEmbeddings(base_url=openai_stub.base_url, api_key="test-key", model="concepts")
+
+
+async def test_hybrid_search_finds_synonyms_full_text_misses(
+    memory_url: str, embeddings: OpenAIEmbeddings, openai_stub: OpenAIStub
+) -> None:
+    store = await MemoryStore.open(memory_url, embeddings=embeddings, chunk_utterances=3)
+    try:
+        await _session(store)
+        await store.wait_idle()
+        embedded = [body for path, body in openai_stub.requests if path.endswith("/embeddings")]
+        assert sum(len(body["input"]) for body in embedded) == 2  # two chunks of 3
+        # "beer" and "tomb" appear nowhere in the transcript: only vectors can find them.
+        [drink, *_] = await store.search_facts("beer", top_k=3)
+        assert "dark ale" in drink["text"] and drink["matched"] == ["vector"]
+        [tomb, *_] = await store.search_facts("a tomb under the temple", top_k=3)
+        assert "catacombs" in tomb["text"] and set(tomb["matched"]) == {"fulltext", "vector"}
+        # The endpoint going down degrades to full text instead of failing the tool call.
+        openai_stub.fail_embeddings = True
+        [textual] = await store.search_facts("catacombs", top_k=1)
+        assert textual["matched"] == ["fulltext"] and "catacombs" in textual["text"]
+        assert await store.search_facts("beer") == []
+    finally:
+        await store.close()
+
+
+async def test_chunks_embedded_while_endpoint_was_down_are_backfilled(
+    memory_url: str, embeddings: OpenAIEmbeddings, openai_stub: OpenAIStub
+) -> None:
+    openai_stub.fail_embeddings = True
+    store = await MemoryStore.open(memory_url, embeddings=embeddings, chunk_utterances=3)
+    await _session(store)
+    await store.wait_idle()
+    await store.close()
+    openai_stub.fail_embeddings = False
+    store = await MemoryStore.open(memory_url, embeddings=embeddings, chunk_utterances=3)
+    try:
+        await store.wait_idle()  # open() backfills in the background
+        [drink, *_] = await store.search_facts("beer", top_k=3)
+        assert "dark ale" in drink["text"]
+    finally:
+        await store.close()
+    assert "test-key" not in repr(embeddings)
+
+
+async def test_session_summary_comes_from_the_llm(memory_url: str, openai_stub: OpenAIStub) -> None:
+    client = AsyncOpenAI(base_url=openai_stub.base_url, api_key="k", max_retries=0)
+    store = await MemoryStore.open(memory_url, summarizer=LlmSummarizer(client, "tiny"))
+    try:
+        session = await _session(store)
+        summary = await store.session_summary(session)
+        assert summary["summary"] == openai_stub.summary_text
+        assert summary["summary_source"] == "llm"
+        [(_, request)] = [r for r in openai_stub.requests if r[0].endswith("/chat/completions")]
+        assert request["model"] == "tiny" and "catacombs" in request["messages"][1]["content"]
+        assert "Black Candle" in await store.recap(1)
+    finally:
+        await store.close()
+        await client.close()
+
+
+async def test_llm_failure_falls_back_to_extractive_summary(
+    memory_url: str, openai_stub: OpenAIStub, caplog: pytest.LogCaptureFixture
+) -> None:
+    openai_stub.fail_chat = True
+    client = AsyncOpenAI(base_url=openai_stub.base_url, api_key="k", max_retries=0)
+    store = await MemoryStore.open(memory_url, summarizer=LlmSummarizer(client, "tiny"))
+    try:
+        with caplog.at_level(logging.WARNING, logger="campaigns.memory.store"):
+            session = await _session(store)
+        summary = await store.session_summary(session)
+        assert summary["summary_source"] == "extractive"
+        assert "catacombs" in summary["summary"]
+        assert "extractive" in caplog.text
+    finally:
+        await store.close()
+        await client.close()

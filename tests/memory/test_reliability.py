@@ -1,0 +1,88 @@
+"""Crash safety and concurrent writers, on real processes and the real databases."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from pathlib import Path
+
+from sqlalchemy import text
+
+from campaigns.memory import MemoryStore
+
+WRITER = Path(__file__).with_name("writer_process.py")
+ROOT = Path(__file__).resolve().parents[2]
+
+
+async def _spawn(url: str, count: int, label: str) -> asyncio.subprocess.Process:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return await asyncio.create_subprocess_exec(
+        sys.executable, str(WRITER), url, str(count), label,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env,
+    )  # fmt: skip
+
+
+async def test_sigkill_mid_session_loses_no_acknowledged_utterance(memory_url: str) -> None:
+    writer = await _spawn(memory_url, 0, "Arin")
+    assert writer.stdout is not None
+    acknowledged: dict[int, str] = {}
+    try:
+        async with asyncio.timeout(60):
+            while len(acknowledged) < 150:
+                line = (await writer.stdout.readline()).decode()
+                assert line, (await writer.stderr.read()).decode()  # type: ignore[union-attr]
+                if line.startswith("ack "):
+                    _, number, spoken = line.rstrip("\n").split(" ", 2)
+                    acknowledged[int(number)] = spoken
+    finally:
+        writer.send_signal(signal.SIGKILL)
+        await writer.wait()
+    assert writer.returncode == -signal.SIGKILL
+
+    store = await MemoryStore.open(memory_url)  # reopen after the crash
+    try:
+        async with store._read() as conn:
+            rows = dict((await conn.execute(text("SELECT id, text FROM utterances"))).all())
+        missing = {i: t for i, t in acknowledged.items() if rows.get(i) != t}
+        assert not missing, f"{len(missing)} acknowledged utterances lost"
+        assert len(rows) >= len(acknowledged)
+        # The index survived too, and the crashed session can still be closed and summarised.
+        hits = await store.search_sessions("lantern", limit=500)
+        assert {h["id"] for h in hits} >= set(acknowledged)
+        [session] = await store.list_sessions()
+        await store.end_session(session["id"])
+        assert (await store.session_summary(session["id"]))["summary"]
+    finally:
+        await store.close()
+
+
+async def test_two_processes_and_two_tasks_write_at_once(memory_url: str) -> None:
+    store = await MemoryStore.open(memory_url)  # migrate once so the writers race on data only
+    writers = [await _spawn(memory_url, 60, label) for label in ("Arin", "Tobble")]
+
+    async def in_process(label: str) -> str:
+        session = await store.start_session("same-db", label)
+        for number in range(60):
+            await store.add_utterance(session, label, f"{label} says {number}",
+                                      started_at=number, ended_at=number + 1)  # fmt: skip
+        await store.end_session(session)
+        return session
+
+    try:
+        async with asyncio.timeout(120):
+            outputs, local = await asyncio.gather(
+                asyncio.gather(*(w.communicate() for w in writers)),
+                asyncio.gather(in_process("Vessa"), in_process("Whisper")),
+            )
+        for writer, (out, err) in zip(writers, outputs, strict=True):
+            assert writer.returncode == 0, err.decode()
+            assert out.decode().splitlines()[-1] == "done"
+        sessions = await store.list_sessions()
+        assert sorted(s["title"] for s in sessions) == ["Arin", "Tobble", "Vessa", "Whisper"]
+        assert all(s["utterances"] == 60 and s["has_summary"] for s in sessions)
+        assert await store.count("utterances") == 240
+        assert len(local) == 2
+    finally:
+        await store.close()
