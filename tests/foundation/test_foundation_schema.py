@@ -55,7 +55,8 @@ def test_schema_rejects_what_check_rejects() -> None:
 
 
 def test_modelines_point_at_existing_schemas() -> None:
-    files = [CONFIG, *EXAMPLE.rglob("*.yaml")]
+    files = [CONFIG, EXAMPLE / "campaign.yaml", EXAMPLE / "entities.yaml"]
+    files += [*EXAMPLE.glob("npcs/*.yaml"), *EXAMPLE.glob("tables/*.yaml")]
     for path in files:
         first = path.read_text().splitlines()[0]
         assert first.startswith("# yaml-language-server: $schema="), path
