@@ -131,6 +131,8 @@ class WebSite:
     url: str = ""
     port: int = 0
     searches: list[dict[str, Any]] = field(default_factory=list)
+    hits: list[str] = field(default_factory=list)
+    """Every path requested, to prove a refused fetch never connected."""
 
 
 @pytest.fixture
@@ -205,7 +207,12 @@ async def website() -> AsyncIterator[WebSite]:
         await asyncio.sleep(5)
         return web.Response(text="late")
 
-    app = web.Application()
+    @web.middleware
+    async def record(request: web.Request, handler: Any) -> web.StreamResponse:
+        state.hits.append(request.path)
+        return await handler(request)
+
+    app = web.Application(middlewares=[record])
     app.router.add_get("/search", searxng)
     app.router.add_get("/res/v1/web/search", brave)
     app.router.add_get("/page", page)

@@ -1,0 +1,126 @@
+"""web_search (SearXNG and Brave wire formats) and fetch_page (SSRF guard, caps, HTML text)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import WebSite, result_text, stdio_session
+
+from tools.builtin.web import create_server
+from tools.builtin.web_fetch import html_to_text
+from tools.spec import ToolContext, ToolError
+
+
+def _tools(**settings: object) -> dict:
+    return {t.name: t for t in create_server(ToolContext(settings=dict(settings))).tools}
+
+
+async def test_searxng_search(website: WebSite) -> None:
+    server = create_server(ToolContext(settings={"web_search_url": website.url}))
+    tools = {t.name: t for t in server.tools}
+    try:
+        found = await tools["web_search"].handler(query="owlbear", limit=1)
+    finally:
+        await server.shutdown()
+    assert found["backend"] == "searxng"
+    assert found["results"] == [
+        {
+            "title": "Owlbear - Wiki",
+            "url": "https://example.org/owlbear",
+            "snippet": "A bear with an owl's head.",
+        }
+    ]
+    assert website.searches[-1] == {"q": "owlbear", "format": "json"}
+
+
+async def test_brave_search_sends_token(website: WebSite) -> None:
+    tools = _tools(
+        web_search_backend="brave", web_search_url=website.url, web_search_api_key="brave-key"
+    )
+    found = await tools["web_search"].handler(query="owlbear")
+    assert found["results"][0]["title"] == "Brave hit"
+    assert website.searches[-1]["count"] == "5"
+    wrong_key = _tools(
+        web_search_backend="brave", web_search_url=website.url, web_search_api_key="x"
+    )
+    with pytest.raises(ToolError, match="check the API key"):
+        await wrong_key["web_search"].handler(query="owlbear")
+    with pytest.raises(ToolError, match="not configured"):
+        await _tools()["web_search"].handler(query="owlbear")
+
+
+async def test_fetch_page_allow_listed_local_site(website: WebSite) -> None:
+    tools = _tools(fetch_allow_hosts=["127.0.0.1"])
+    page = await tools["fetch_page"].handler(url=f"{website.url}/redirect-inside")
+    assert page["title"] == "The Owlbear"
+    assert page["url"].endswith("/page")
+    assert "Owlbears are fierce & territorial." in page["text"]
+    assert "- Claws" in page["text"] and "alert" not in page["text"] and "color" not in page["text"]
+    big = await tools["fetch_page"].handler(url=f"{website.url}/big")
+    assert big["truncated"] is True and len(big["text"]) == 20_000
+    with pytest.raises(ToolError, match="not a text page"):
+        await tools["fetch_page"].handler(url=f"{website.url}/binary")
+    with pytest.raises(ToolError, match="HTTP 404"):
+        await tools["fetch_page"].handler(url=f"{website.url}/missing")
+
+
+async def test_fetch_page_time_cap(website: WebSite) -> None:
+    tools = _tools(fetch_allow_hosts=["127.0.0.1"], fetch_timeout_s=0.3)
+    with pytest.raises(ToolError, match=r"took longer than 0\.3 s"):
+        await tools["fetch_page"].handler(url=f"{website.url}/slow")
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("http://127.0.0.1:{port}/page", "private, loopback or link-local"),
+        ("http://localhost:{port}/page", "private, loopback or link-local"),
+        ("http://[::1]:{port}/page", "private, loopback or link-local"),
+        ("http://10.1.2.3/", "private, loopback or link-local"),
+        ("http://192.168.0.1/admin", "private, loopback or link-local"),
+        ("http://169.254.169.254/latest/meta-data/", "private, loopback or link-local"),
+        ("http://[::ffff:127.0.0.1]:{port}/", "private, loopback or link-local"),
+        ("http://0.0.0.0:{port}/", "private, loopback or link-local"),
+        ("http://2130706433/", "private, loopback or link-local"),
+        ("file:///etc/passwd", "only http and https"),
+        ("ftp://example.org/file", "only http and https"),
+        ("http://user:pw@example.org/", "credentials"),
+    ],
+)
+async def test_ssrf_refused(website: WebSite, url: str, message: str) -> None:
+    tools = _tools()
+    with pytest.raises(ToolError, match=message):
+        await tools["fetch_page"].handler(url=url.format(port=website.port))
+    assert website.hits == []
+
+
+async def test_redirect_to_private_address_refused(website: WebSite) -> None:
+    tools = _tools(fetch_allow_hosts=["127.0.0.1"])
+    with pytest.raises(ToolError, match="private, loopback or link-local"):
+        await tools["fetch_page"].handler(url=f"{website.url}/redirect-private")
+    assert website.hits == ["/redirect-private"]
+
+
+def test_html_to_text_keeps_structure() -> None:
+    title, text = html_to_text(
+        "<title> A  page </title><div>One<br>Two</div><noscript>no</noscript><p>Three</p>"
+    )
+    assert title == "A page" and text.split("\n") == ["One", "Two", "Three"]
+
+
+async def test_over_stdio(website: WebSite) -> None:
+    args = ["--set", f"web_search_url={website.url}", "--set", "fetch_allow_hosts=127.0.0.1"]
+    async with stdio_session("tools.web", *args) as session:
+        listing = {t.name: t for t in (await session.list_tools()).tools}
+        for name in ("web_search", "fetch_page"):
+            meta = listing[name].meta["io.glyphoxa/latency"]
+            assert meta["estimated_duration_ms"] > 1500 and meta["max_duration_ms"] <= 4000
+        found = await session.call_tool("web_search", {"query": "owlbear"})
+        assert json.loads(result_text(found))["results"][0]["url"] == "https://example.org/owlbear"
+        page = await session.call_tool("fetch_page", {"url": f"{website.url}/page"})
+        assert "fierce" in result_text(page)
+        refused = await session.call_tool("fetch_page", {"url": "http://169.254.169.254/"})
+        assert refused.is_error and "link-local" in result_text(refused)
+        bad = await session.call_tool("fetch_page", {"url": "nope"})
+        assert bad.is_error and "url" in result_text(bad)
