@@ -1,6 +1,6 @@
 """Session listings and recaps, NPC-proposed facts, the tool log and latency calibration.
 
-Mixed into ``MemoryStore``; relies on its ``_read``/``_write``/``_resolve_session`` helpers.
+Mixed into ``MemoryStore``; relies on its ``_read``/``_write``/``resolve_session`` helpers.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ class RecordsMixin:
 
         def _read(self) -> AbstractAsyncContextManager[AsyncConnection]: ...
         def _write(self) -> AbstractAsyncContextManager[AsyncConnection]: ...
-        async def _resolve_session(self, session_id: str) -> str: ...
+        async def resolve_session(self, session_id: str) -> str: ...
         def _embed_later(self, chunk_ids: list[int]) -> None: ...
 
     # ---------------------------------------------------------------------------- sessions
@@ -90,7 +90,7 @@ class RecordsMixin:
 
     async def session_summary(self, session_id: str) -> dict[str, Any]:
         """A session's metadata and summary; a running session gets a live extractive one."""
-        session_id = await self._resolve_session(session_id)
+        session_id = await self.resolve_session(session_id)
         async with self._read() as conn:
             session = (
                 await conn.execute(select(SESSIONS).where(SESSIONS.c.id == session_id))

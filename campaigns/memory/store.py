@@ -183,7 +183,7 @@ class MemoryStore(records.RecordsMixin):
 
     async def end_session(self, session_id: str, summary: str | None = None) -> None:
         """Close a session: fold the last chunk, write its summary (LLM, else extractive)."""
-        session_id = await self._resolve_session(session_id)
+        session_id = await self.resolve_session(session_id)
         changed: list[int] = []
         async with self._write() as conn:
             while folded := await transcripts.fold_chunk(
@@ -216,7 +216,7 @@ class MemoryStore(records.RecordsMixin):
         fallback = ExtractiveSummarizer()
         return fallback.summarize_sync(lines), fallback.source
 
-    async def _resolve_session(self, session_id: str) -> str:
+    async def resolve_session(self, session_id: str) -> str:
         """Full id of a session given its id or a unique prefix (the CLI shows 8 characters)."""
         async with self._read() as conn:
             ids = (

@@ -1,0 +1,101 @@
+"""``glyphoxa memory ...`` and ``glyphoxa recap`` through the real CLI entry point."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from bot.cli import main
+from campaigns.memory import MemoryStore
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "campaigns/example"
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> Path:
+    path = tmp_path / "glyphoxa.yaml"
+    url = f"sqlite+aiosqlite:///{tmp_path / 'memory.db'}"
+    path.write_text(f"campaign:\n  path: {EXAMPLE}\nmemory:\n  url: {url}\n")
+    return path
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main([*argv])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+async def _record(url: str) -> str:
+    store = await MemoryStore.open(url)
+    session = await store.start_session("emberford", "Night at the Flagon")
+    await store.add_utterance(session, "Arin", "Bartok, what's on tap?", started_at=0, ended_at=1)
+    await store.add_utterance(
+        session,
+        "Bartok",
+        "Dark ale, and the mill grinds again.",
+        npc="Bartok",
+        started_at=1,
+        ended_at=2,
+    )
+    await store.end_session(session, summary="Bartok hinted that the old mill is busy at night.")
+    fact = await store.propose_fact("Bartok", "The mill wheel turns backwards.")
+    await store.close()
+    return f"{session} {fact}"
+
+
+def test_memory_commands_end_to_end(
+    config: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    c = ["--config", str(config)]
+    code, out, _ = _run(capsys, *c, "memory", "entities", "--type", "npc")
+    assert code == 0 and "Bartok (aka Bart)" in out and "tavern" not in out  # seeded on open
+    assert "location" not in out
+    code, out, _ = _run(capsys, *c, "memory", "entities", "--name", "Bartock", "--json")
+    assert [e["id"] for e in json.loads(out)] == ["bartok"]
+    code, out, _ = _run(capsys, *c, "memory", "entity", "bartok")
+    assert "-works_at-> The Rusty Flagon" in out
+
+    session, fact = asyncio.run(_record(f"sqlite+aiosqlite:///{tmp_path / 'memory.db'}")).split()
+    code, out, _ = _run(capsys, *c, "memory", "search", "mill")
+    assert code == 0 and "Bartok: Dark ale, and the mill grinds again." in out
+    code, out, _ = _run(capsys, *c, "memory", "search", "mill", "--session", session[:8], "--json")
+    assert json.loads(out)[0]["session_id"] == session
+    code, out, _ = _run(capsys, *c, "recap", "--sessions", "3")
+    assert '"Night at the Flagon"' in out and "old mill is busy" in out
+    code, out, _ = _run(capsys, *c, "memory", "sessions")
+    assert session[:8] in out and "ended" in out
+    code, out, _ = _run(capsys, *c, "memory", "facts")
+    assert f"#{fact} [pending] Bartok" in out
+    code, out, _ = _run(capsys, *c, "memory", "approve", fact)
+    assert code == 0
+    code, out, _ = _run(capsys, *c, "memory", "search", "wheel backwards", "--facts")
+    assert "The mill wheel turns backwards." in out
+
+    backup = tmp_path / "backup.json"
+    code, out, _ = _run(capsys, *c, "memory", "export", str(backup))
+    assert code == 0 and "2 utterances" in out
+    other = f"sqlite+aiosqlite:///{tmp_path / 'other.db'}"
+    code, out, _ = _run(capsys, *c, "memory", "--url", other, "import", str(backup))
+    assert code == 0 and "sessions added: 1" in out
+    code, out, _ = _run(capsys, *c, "recap", "--url", other)
+    assert "old mill is busy" in out
+
+
+def test_user_errors_are_one_clean_line(
+    config: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    c = ["--config", str(config)]
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"format": "glyphoxa-memory", "version": 1}')
+    code, _, err = _run(capsys, *c, "memory", "import", str(bad))
+    assert code == 2 and err.startswith("error: ") and "tables: Field required" in err
+    assert "Traceback" not in err
+    code, _, err = _run(capsys, *c, "memory", "entity", "bartk")
+    assert code == 2 and "did you mean bartok" in err
+    code, _, err = _run(capsys, *c, "recap", "--sessions", "0")
+    assert code == 2 and "at least 1" in err
+    code, _, err = _run(capsys, *c, "memory", "--url", "nonsense", "sessions")
+    assert code == 2 and "not a database URL" in err
