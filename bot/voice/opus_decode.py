@@ -68,6 +68,39 @@ def ensure_opus_loaded() -> str:
     )
 
 
+class _PcmDecoder:
+    """libopus decoding into one reused buffer.
+
+    discord.py's ``Decoder.decode`` converts every sample through a Python list, which costs
+    more than the decoding itself; this calls the same library (loaded by discord.py) with a
+    preallocated buffer and copies the result out once.
+    """
+
+    _MAX_SAMPLES = 5760  # 120 ms, the longest Opus packet
+    _PLC_SAMPLES = 960
+
+    def __init__(self) -> None:
+        self._owner = discord.opus.Decoder()  # creates (and on GC destroys) the libopus state
+        self._state = self._owner._state
+        self._lib = discord.opus._lib
+        self._buffer = (ctypes.c_int16 * (self._MAX_SAMPLES * 2))()
+        self._ptr = ctypes.cast(self._buffer, ctypes.POINTER(ctypes.c_int16))
+
+    def decode(self, data: bytes | None, *, fec: bool = False) -> bytes:
+        """Decode one packet (``None``: conceal a lost 20 ms frame). Raises OpusError."""
+        if data is None:
+            samples = self._lib.opus_decode(self._state, None, 0, self._ptr, self._PLC_SAMPLES, 0)
+        elif fec:
+            samples = self._lib.opus_decode(
+                self._state, data, len(data), self._ptr, self._PLC_SAMPLES, 1
+            )
+        else:
+            samples = self._lib.opus_decode(
+                self._state, data, len(data), self._ptr, self._MAX_SAMPLES, 0
+            )
+        return ctypes.string_at(self._buffer, samples * 4)
+
+
 @dataclass(frozen=True, slots=True)
 class DecodedFrame:
     sequence: int
@@ -96,7 +129,7 @@ class SpeakerDecoder:
 
     def __init__(self, *, depth: int = 3, max_conceal: int = 5) -> None:
         ensure_opus_loaded()
-        self._decoder = discord.opus.Decoder()
+        self._decoder = _PcmDecoder()
         self._depth = depth
         self._max_conceal = max_conceal
         self._next: int | None = None

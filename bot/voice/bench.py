@@ -1,0 +1,182 @@
+"""``glyphoxa bench receive``: the cost of hearing one packet, and speakers per core.
+
+Real packets: a :class:`~bot.voice.loopback.LocalDaveGroup` with the bot and several remote
+speakers; each speaker Opus-encodes a tone, DAVE-encrypts and transport-encrypts like a Discord
+client. The bot side is the production :class:`~bot.voice.receiver.VoiceReceiver`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import struct
+import threading
+import time
+from collections.abc import Callable
+
+from bot.voice.dave import DaveReceiver
+from bot.voice.loopback import LocalDaveGroup, LoopbackSpeaker
+from bot.voice.opus_decode import SpeakerDecoder, ensure_opus_loaded
+from bot.voice.receiver import VoiceFrame, VoiceReceiver
+from bot.voice.rtp import parse_header
+from bot.voice.transport_crypto import make_cipher
+from campaigns.bench_result import BenchResult
+
+__all__ = ["run_bench"]
+
+_PACKETS_PER_SECOND = 50  # one 20 ms frame per speaker
+_GOAL_SPEAKERS = 100
+_KEY = bytes(range(32))
+_BOT = 1
+
+
+def _tone_frames(count: int) -> list[bytes]:
+    frames = []
+    for f in range(count):
+        samples = bytearray()
+        for i in range(960):
+            t = (f * 960 + i) / 48000
+            v = int(8000 * math.sin(2 * math.pi * (220 + 60 * math.sin(2 * t)) * t))
+            samples += struct.pack("<hh", v, v)
+        frames.append(bytes(samples))
+    return frames
+
+
+class _Scenario:
+    def __init__(self, mode: str, speakers: int, packets: int) -> None:
+        group = LocalDaveGroup(channel_id=77)
+        self.bot = group.new_session(_BOT)
+        remotes = [group.new_session(100 + i) for i in range(speakers)]
+        group.join([self.bot, *remotes])
+        cipher = make_cipher(mode, _KEY)
+        senders = [LoopbackSpeaker(1000 + i, cipher, s) for i, s in enumerate(remotes)]
+        opus = [senders[0].encode(pcm) for pcm in _tone_frames(50)]
+        self.opus = opus
+        self.mode = mode
+        self.ssrc_users = {1000 + i: 100 + i for i in range(speakers)}
+        self.datagrams = [
+            senders[n % speakers].packet(opus[(n // speakers) % len(opus)]) for n in range(packets)
+        ]
+
+    def receiver(self, loop: asyncio.AbstractEventLoop, sink: Callable) -> VoiceReceiver:
+        receiver = VoiceReceiver(loop, sink, dave=DaveReceiver(lambda: (self.bot, 1)))
+        receiver.set_transport(self.mode, _KEY)
+        for ssrc, user in self.ssrc_users.items():
+            receiver.map_ssrc(ssrc, user)
+        return receiver
+
+
+def _per_packet_us(func: Callable[[bytes], object], datagrams: list[bytes]) -> float:
+    started = time.perf_counter()
+    for d in datagrams:
+        func(d)
+    return (time.perf_counter() - started) / len(datagrams) * 1e6
+
+
+async def _handoff_us(scenario: _Scenario) -> tuple[float, int]:
+    """Socket thread -> loop: wall time per packet until every frame reached the sink."""
+    loop = asyncio.get_running_loop()
+    done = asyncio.Event()
+    expected = len(scenario.datagrams)
+    got = 0
+
+    def sink(frames: list[VoiceFrame]) -> None:
+        nonlocal got
+        got += len(frames)
+        if got >= expected - 3 * len(scenario.ssrc_users):
+            done.set()
+
+    receiver = scenario.receiver(loop, sink)
+    started = time.perf_counter()
+    thread = threading.Thread(target=lambda: [receiver.on_datagram(d) for d in scenario.datagrams])
+    thread.start()
+    await asyncio.wait_for(done.wait(), timeout=60)
+    elapsed = time.perf_counter() - started
+    await asyncio.to_thread(thread.join)
+    return elapsed / expected * 1e6, got
+
+
+async def run_bench(quick: bool) -> list[BenchResult]:
+    ensure_opus_loaded()
+    speakers = 10
+    packets = 2_000 if quick else 20_000
+    results: list[BenchResult] = []
+    loop = asyncio.get_running_loop()
+    for mode in ("aead_xchacha20_poly1305_rtpsize", "aead_aes256_gcm_rtpsize"):
+        scenario = await asyncio.to_thread(_Scenario, mode, speakers, packets)
+        receiver = scenario.receiver(loop, lambda frames: None)
+        total_us = await asyncio.to_thread(_per_packet_us, receiver.process, scenario.datagrams)
+        counters = receiver.snapshot()
+        if counters.decoded < packets * 0.99:
+            raise RuntimeError(f"bench packets were not decoded: {counters.as_dict()}")
+        per_core = 1e6 / (total_us * _PACKETS_PER_SECOND)
+        short = "xchacha20" if "xchacha" in mode else "aes256gcm"
+        method = f"{packets} DAVE+{short} packets from {speakers} speakers, perf_counter, 1 thread"
+        results.append(
+            BenchResult(
+                f"receive per packet ({short}: RTP + transport + DAVE + Opus decode)",
+                total_us,
+                "us",
+                method,
+            )
+        )
+        results.append(
+            BenchResult(
+                f"simultaneous speakers per core ({short})",
+                per_core,
+                "speakers",
+                f"1e6 / (us per packet x {_PACKETS_PER_SECOND} packets/s)",
+                goal=f">= {_GOAL_SPEAKERS}",
+                passed=per_core >= _GOAL_SPEAKERS,
+            )
+        )
+    results.extend(await asyncio.to_thread(_stage_breakdown, scenario))
+    # A fresh group: davey refuses to decrypt the same frames twice (replay protection).
+    fresh = await asyncio.to_thread(_Scenario, scenario.mode, speakers, packets)
+    handoff_us, _ = await _handoff_us(fresh)
+    results.append(
+        BenchResult(
+            "receive incl. thread -> asyncio hand-off (wall per packet)",
+            handoff_us,
+            "us",
+            f"{packets} packets via on_datagram on a thread until the loop sink got every frame",
+        )
+    )
+    return results
+
+
+def _stage_breakdown(scenario: _Scenario) -> list[BenchResult]:
+    """Each stage alone on the same packets (AES-GCM scenario): where the time goes."""
+    datagrams = scenario.datagrams[:2_000]
+    cipher = make_cipher(scenario.mode, _KEY)
+    headers = [parse_header(d) for d in datagrams]
+    parse_us = _per_packet_us(parse_header, datagrams)
+    started = time.perf_counter()
+    plains = [
+        cipher.decrypt(d[: h.aad_size], d[h.aad_size : -4], d[-4:])
+        for d, h in zip(datagrams, headers, strict=True)
+    ]
+    transport_us = (time.perf_counter() - started) / len(datagrams) * 1e6
+    # DAVE and Opus on fresh copies (DAVE refuses replays, so use a new group's frames).
+    group = LocalDaveGroup(channel_id=78)
+    bot, remote = group.new_session(_BOT), group.new_session(2)
+    group.join([bot, remote])
+    frames = [remote.encrypt_opus(scenario.opus[i % 50]) for i in range(len(plains))]
+    import davey
+
+    started = time.perf_counter()
+    for frame in frames:
+        bot.decrypt(2, davey.MediaType.audio, frame)
+    dave_us = (time.perf_counter() - started) / len(frames) * 1e6
+    decoder = SpeakerDecoder(depth=0)
+    started = time.perf_counter()
+    for seq in range(len(frames)):
+        decoder.push(seq, scenario.opus[seq % 50])
+    opus_us = (time.perf_counter() - started) / len(frames) * 1e6
+    method = "2000 packets, perf_counter, stage in isolation"
+    return [
+        BenchResult("stage: RTP header parse", parse_us, "us", method),
+        BenchResult("stage: transport AEAD decrypt (aes256gcm)", transport_us, "us", method),
+        BenchResult("stage: DAVE decrypt (davey)", dave_us, "us", method),
+        BenchResult("stage: Opus decode 20 ms stereo (libopus)", opus_us, "us", method),
+    ]
