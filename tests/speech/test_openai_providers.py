@@ -1,0 +1,81 @@
+"""OpenAI STT/TTS providers through the real SDK against a local server speaking that protocol."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import soxr
+from local_openai_audio import LocalOpenAiAudio
+from pydantic import SecretStr
+from speech_helpers import piper_pcm, wer
+
+from bot.speech import (
+    EspeakTts,
+    FasterWhisperStt,
+    OpenAiStt,
+    OpenAiTts,
+    PiperTts,
+    Vocabulary,
+    VoiceRouter,
+)
+from campaigns.errors import GlyphoxaError
+from npcs.schema import VoiceSettings
+
+
+def player_16k(piper: PiperTts, text: str) -> np.ndarray:
+    pcm, rate = piper_pcm(piper, text)
+    audio = np.frombuffer(pcm, "<i2").astype(np.float32) / 32768
+    return soxr.resample(audio, rate, 16_000).astype(np.float32)
+
+
+@pytest.mark.parametrize("stream", [True, False])
+async def test_openai_transcription(
+    whisper: FasterWhisperStt, piper: PiperTts, stream: bool
+) -> None:
+    text = "Where does the old road lead?"
+    audio = player_16k(piper, text)
+    async with LocalOpenAiAudio(whisper, piper) as server:
+        stt = OpenAiStt(
+            base_url=server.base_url, api_key=SecretStr("sk-test-secret"), stream=stream
+        )
+        assert "sk-test-secret" not in repr(stt)
+        heard = await stt.transcribe(audio, vocabulary=Vocabulary(["Greymantle"]))
+        assert await stt.transcribe(audio, partial=True) == ""  # partials off: no request
+        server.fail_with = 500
+        with pytest.raises(GlyphoxaError, match="transcription service failed"):
+            await stt.transcribe(audio)
+    assert wer([(text, heard)]) <= 0.1
+    request = server.requests[0]
+    assert request["_rate"] == 16_000 and request["_channels"] == 1
+    assert request["model"] == "gpt-4o-mini-transcribe" and request["language"] == "en"
+    assert "Greymantle" in request["prompt"]
+    assert request["_headers"]["authorization"] == "Bearer sk-test-secret"
+    assert request.get("stream") == ("true" if stream else None)
+
+
+async def test_openai_tts_streams_24khz_pcm(whisper: FasterWhisperStt, piper: PiperTts) -> None:
+    text = "The gates close at sundown."
+    async with LocalOpenAiAudio(whisper, piper) as server:
+        tts = OpenAiTts(base_url=server.base_url, api_key="sk-x")
+        chunks = [c async for c in tts.synthesize(text, VoiceSettings(provider="openai"))]
+        shifted = [
+            c
+            async for c in tts.synthesize(
+                text, VoiceSettings(provider="openai", voice="onyx", pitch_shift=-3, speed=1.2)
+            )
+        ]
+        server.fail_with = 503
+        router = VoiceRouter({"openai": tts, "espeak": EspeakTts()})
+        if EspeakTts().available():
+            fallback = [c async for c in router.synthesize(text, VoiceSettings(provider="openai"))]
+            assert fallback and fallback[0].sample_rate == 22_050
+        with pytest.raises(GlyphoxaError, match="speech service failed"):
+            _ = [c async for c in tts.synthesize(text, VoiceSettings(provider="openai"))]
+    assert len(chunks) > 3 and {c.sample_rate for c in chunks} == {24_000}
+    assert all(len(c.pcm) % 2 == 0 for c in chunks)
+    assert shifted[0].sample_rate == round(24_000 * 2 ** (-3 / 12))
+    assert server.requests[0]["voice"] == "alloy" and server.requests[1]["voice"] == "onyx"
+    assert server.requests[1]["speed"] == 1.2
+    audio = np.frombuffer(b"".join(c.pcm for c in chunks), "<i2").astype(np.float32) / 32768
+    mono = soxr.resample(audio, 24_000, 16_000).astype(np.float32)
+    assert wer([(text, whisper.transcribe_sync(np.pad(mono, 4000)))]) <= 0.1
