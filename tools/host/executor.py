@@ -101,6 +101,22 @@ class Executor:
             self._cache[cache_key] = (time.monotonic() + entry.latency.cacheable_seconds, result)
         return result
 
+    def accepts_no_arguments(self, entry: ToolEntry) -> bool:
+        """Whether ``{}`` is valid input (a probe has no way to invent arguments)."""
+        return self._validate(entry, {}) is None
+
+    async def probe(self, entry: ToolEntry) -> ToolResult:
+        """One calibration call with no arguments, past permissions and the cache.
+
+        Only a successful probe is recorded: a synthetic call may lack what the live bot
+        provides (a session, a voice channel), and that must not demote the tool.
+        """
+        started = time.perf_counter()
+        result = await self._dispatch(entry, {}, "probe", Tier.DEEP, "probe", started, False)
+        if result.status == "ok":
+            self._record(entry, (time.perf_counter() - started) * 1000.0, True)
+        return result
+
     def _validate(self, entry: ToolEntry, arguments: dict[str, Any]) -> str | None:
         validator = entry.validator
         if validator is None:
@@ -130,6 +146,7 @@ class Executor:
         tier: Tier,
         call_id: str,
         started: float,
+        record: bool = True,
     ) -> ToolResult:
         status: ResultStatus = "ok"
         structured: Any = None
@@ -157,12 +174,15 @@ class Executor:
                 log.warning("MCP tool %s failed: %s: %s", entry.name, type(error).__name__, error)
                 entry.connection.report_failure(error)
                 text = f"tool {entry.name} failed: {error or type(error).__name__}"
-        duration_ms = (time.perf_counter() - started) * 1000.0
-        entry.stats.record(duration_ms, status == "ok")
+        if record:
+            self._record(entry, (time.perf_counter() - started) * 1000.0, status == "ok")
+        return self._finish(entry, npc, tier, call_id, status, text, structured, started)
+
+    def _record(self, entry: ToolEntry, duration_ms: float, ok: bool) -> None:
+        entry.stats.record(duration_ms, ok)
         if entry.retier(self._registry.ceilings):
             log.info("tool %s now %s (demoted=%s)", entry.name, entry.tier.label, entry.demoted)
             self._on_retier()
-        return self._finish(entry, npc, tier, call_id, status, text, structured, started)
 
     def _finish(
         self,

@@ -18,7 +18,7 @@ from prometheus_client import CollectorRegistry
 from campaigns.errors import GlyphoxaError
 from tools.config import McpConfig, McpServerConfig
 from tools.host.calibration import Calibration
-from tools.host.connections import McpConnection, RestartPolicy, ServerState
+from tools.host.connections import McpConnection, RestartPolicy, ServerState, describe_error
 from tools.host.executor import DEFAULT_MAX_RESULT_CHARS, Executor
 from tools.host.latency import clean_input_schema, parse_latency
 from tools.host.metrics import InvocationCallback, ToolMetrics
@@ -68,6 +68,8 @@ class ToolHost:
         self._connections: dict[str, McpConnection] = {}
         self._started_builtins: list[BuiltinServer] = []
         self._view_cache: dict[tuple[Any, Tier, bool], list[Any]] = {}
+        self._builtin_errors: dict[str, str] = {}
+        self._probes: set[asyncio.Task[None]] = set()
         self._started = False
         self._change = asyncio.Event()
 
@@ -92,7 +94,12 @@ class ToolHost:
             raise GlyphoxaError(f"built-in server names must be unique: {sorted(duplicates)}")
         for builtin in self._builtins:
             if builtin.startup is not None:
-                await builtin.startup()
+                try:
+                    await builtin.startup()
+                except Exception as error:  # one broken built-in must not take the others down
+                    log.error("built-in server %s failed to start: %s", builtin.name, error)
+                    self._builtin_errors[builtin.name] = describe_error(error)
+                    continue
             self._started_builtins.append(builtin)
         self._rebuild()
         servers = [s for s in self._mcp_config.servers if s.enabled]
@@ -104,6 +111,9 @@ class ToolHost:
 
     async def close(self) -> None:
         """Stop every connection, shut built-ins down, save calibration."""
+        for probe in list(self._probes):
+            probe.cancel()
+        await asyncio.gather(*self._probes, return_exceptions=True)
         connections = list(self._connections.values())
         await asyncio.gather(*(c.stop() for c in connections), return_exceptions=True)
         for builtin in reversed(self._started_builtins):
@@ -113,6 +123,7 @@ class ToolHost:
                 except Exception:
                     log.exception("built-in server %s failed to shut down", builtin.name)
         self._started_builtins.clear()
+        self._builtin_errors.clear()
         await self.metrics.drain()
         self.save_calibration()
         self._started = False
@@ -170,10 +181,19 @@ class ToolHost:
 
     def server_states(self) -> dict[str, dict[str, Any]]:
         """State, restarts and last error of every MCP server (for status displays)."""
-        return {
-            name: {"state": c.state.value, "restarts": c.restarts, "last_error": c.last_error}
-            for name, c in self._connections.items()
+        states = {
+            b.name: {"state": "failed", "restarts": 0, "last_error": self._builtin_errors[b.name]}
+            if b.name in self._builtin_errors
+            else {"state": "up", "restarts": 0, "last_error": None}
+            for b in self._builtins
         }
+        for name, c in self._connections.items():
+            states[name] = {
+                "state": c.state.value,
+                "restarts": c.restarts,
+                "last_error": c.last_error,
+            }
+        return states
 
     def _open(self, config: McpServerConfig) -> McpConnection:
         connection = McpConnection(config, on_change=self._server_changed, policy=self._policy)
@@ -182,8 +202,38 @@ class ToolHost:
         return connection
 
     def _server_changed(self, connection: McpConnection) -> None:
-        if self._connections.get(connection.name) is connection:
-            self._rebuild()
+        if self._connections.get(connection.name) is not connection:
+            return
+        self._rebuild()
+        if connection.config.probe and connection.state is ServerState.UP:
+            task = asyncio.create_task(
+                self.calibrate(servers=[connection.name]), name=f"probe:{connection.name}"
+            )
+            self._probes.add(task)
+            task.add_done_callback(self._probes.discard)
+
+    async def calibrate(
+        self, *, rounds: int = 5, servers: Collection[str] | None = None
+    ) -> list[ToolInfo]:
+        """Synthetic probes: call every safe tool ``rounds`` times to measure its latency.
+
+        Only tools declared idempotent or read-only are probed (never one with side effects),
+        and only those callable without arguments. Returns the probed tools, freshly measured.
+        """
+        probed: list[ToolInfo] = []
+        for entry in list(self.registry.ordered):
+            if servers is not None and entry.server not in servers:
+                continue
+            if not entry.healthy or not (entry.latency.idempotent or entry.latency.read_only):
+                continue
+            if not self._executor.accepts_no_arguments(entry):
+                continue
+            for _ in range(rounds):
+                await self._executor.probe(entry)
+            if entry.info is not None:
+                probed.append(entry.info)
+        self.save_calibration()
+        return probed
 
     # -- registry views --------------------------------------------------------------------
 
@@ -270,6 +320,8 @@ class ToolHost:
     def _rebuild(self) -> None:
         servers: list[ServerTools] = []
         for builtin in self._builtins:
+            if builtin.name in self._builtin_errors:
+                continue
             specs = [
                 ToolSpecLite(
                     original=t.name,
