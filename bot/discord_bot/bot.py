@@ -1,0 +1,76 @@
+"""The discord.py bot: loads the cog, syncs commands to the configured guilds, closes cleanly."""
+
+from __future__ import annotations
+
+import logging
+
+import discord
+from discord.ext import commands
+
+from bot.config import GlyphoxaConfig
+from bot.discord_bot.runtime import RuntimeFactory
+from campaigns.errors import GlyphoxaError
+
+__all__ = ["GlyphoxaBot"]
+
+log = logging.getLogger(__name__)
+
+
+class GlyphoxaBot(commands.Bot):
+    """``commands.Bot`` with the table cog; slash commands only (no message content intent)."""
+
+    def __init__(self, config: GlyphoxaConfig, runtime_factory: RuntimeFactory) -> None:
+        intents = discord.Intents.default()
+        intents.voice_states = True
+        intents.members = False
+        super().__init__(command_prefix=commands.when_mentioned, intents=intents, help_command=None)
+        self.config = config
+        self.runtime_factory = runtime_factory
+        self._campaign = None
+
+    async def setup_hook(self) -> None:
+        from bot.discord_bot.cog import TableCog
+
+        await self.add_cog(TableCog(self))
+        for guild_id in self.config.discord.guild_ids:
+            guild = discord.Object(id=guild_id)
+            self.tree.copy_global_to(guild=guild)
+            synced = await self.tree.sync(guild=guild)
+            log.info("synced %d commands to guild %s", len(synced), guild_id)
+        if not self.config.discord.guild_ids:
+            await self.tree.sync()
+            log.info("synced commands globally (may take up to an hour to appear)")
+
+    async def close(self) -> None:
+        cog = self.get_cog("TableCog")
+        if cog is not None:
+            await cog.stop_all()  # type: ignore[attr-defined]
+        await super().close()
+
+    def transcript_channel(self, guild: discord.Guild | None) -> discord.abc.Messageable | None:
+        channel_id = self.config.discord.transcript_channel_id
+        if guild is None or channel_id is None:
+            return None
+        channel = guild.get_channel(channel_id)
+        return channel if isinstance(channel, discord.TextChannel) else None
+
+    async def default_campaign(self):  # -> npcs.campaign.Campaign
+        """The configured campaign, loaded once (for /npc list and autocomplete)."""
+        if self._campaign is None:
+            from npcs.campaign import load_campaign
+
+            self._campaign = load_campaign(self.config.campaign.path)
+        return self._campaign
+
+    async def recap(self, sessions: int) -> str:
+        """Recap from campaign memory when no session is running."""
+        from campaigns.memory import MemoryStore
+
+        try:
+            store = await MemoryStore.open(self.config.memory.url)
+        except Exception as error:
+            raise GlyphoxaError(f"campaign memory is not reachable: {error}") from None
+        try:
+            return await store.recap(sessions)
+        finally:
+            await store.close()

@@ -1,0 +1,289 @@
+"""Slash commands for the table. Thin: each command checks, calls the session, replies.
+
+DM-only commands carry :func:`~bot.discord_bot.permissions.dm_only`; ``/roll`` is for anyone.
+Every error becomes a private (ephemeral) reply; a player using a DM command is refused
+politely and nothing changes.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any, Literal
+
+import discord
+from discord import app_commands
+from discord.ext import commands
+
+from bot.discord_bot.permissions import NotDungeonMaster, dm_only
+from bot.discord_bot.runtime import TableRuntime
+from campaigns.errors import GlyphoxaError
+from tools.builtin.dice_engine import roll_expression
+from tools.tiers import Tier
+
+if TYPE_CHECKING:
+    from bot.discord_bot.bot import GlyphoxaBot
+
+__all__ = ["TableCog"]
+
+log = logging.getLogger(__name__)
+
+TierChoice = Literal["fast", "standard", "deep", "auto"]
+
+
+class TableCog(commands.Cog):
+    """Runs one table session per guild and lets the DM steer it."""
+
+    session_group = app_commands.Group(name="session", description="Start, stop or inspect")
+    npc_group = app_commands.Group(name="npc", description="Steer the NPCs (DM only)")
+
+    def __init__(self, bot: GlyphoxaBot) -> None:
+        self.bot = bot
+        self.tables: dict[int, TableRuntime] = {}
+
+    async def cog_unload(self) -> None:
+        await self.stop_all()
+
+    async def stop_all(self) -> None:
+        for guild_id in list(self.tables):
+            await self.tables.pop(guild_id).stop()
+
+    def _table(self, interaction: discord.Interaction) -> TableRuntime:
+        table = self.tables.get(interaction.guild_id or 0)
+        if table is None:
+            raise GlyphoxaError("No session is running here. Start one with `/session start`.")
+        return table
+
+    # -- /session ----------------------------------------------------------------------------
+
+    @session_group.command(name="start")
+    @app_commands.describe(campaign="campaign folder (default: the configured one)")
+    @dm_only()
+    async def session_start(
+        self, interaction: discord.Interaction, campaign: str | None = None
+    ) -> None:
+        """Join your voice channel and start the table session."""
+        if interaction.guild_id in self.tables:
+            raise GlyphoxaError("A session is already running; `/session stop` it first.")
+        voice = getattr(interaction.user, "voice", None)
+        channel = voice.channel if voice is not None else None
+        if channel is None:
+            raise GlyphoxaError("Join a voice channel first, then run `/session start` again.")
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        parts = await self.bot.runtime_factory(campaign)
+        table = TableRuntime(parts, self.bot.transcript_channel(interaction.guild))
+        try:
+            await table.start(channel)
+        except Exception:
+            await table.stop()
+            raise
+        self.tables[interaction.guild_id or 0] = table
+        npcs = ", ".join(sorted(parts.session.campaign.npcs)) or "none"
+        await interaction.followup.send(f"Session started in {channel.mention}. NPCs: {npcs}.")
+        if self.bot.config.discord.transcription_notice and interaction.channel is not None:
+            await interaction.channel.send(
+                "This voice session is transcribed so the NPCs can answer you."
+            )
+
+    @session_group.command(name="stop")
+    @dm_only()
+    async def session_stop(self, interaction: discord.Interaction) -> None:
+        """Leave voice and end the session (the transcript is kept)."""
+        table = self._table(interaction)
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        del self.tables[interaction.guild_id or 0]
+        await table.stop()
+        await interaction.followup.send("Session stopped.")
+
+    @session_group.command(name="status")
+    @dm_only()
+    async def session_status(self, interaction: discord.Interaction) -> None:
+        """NPCs, tier overrides, recent latency and receive health."""
+        table = self._table(interaction)
+        status = table.session.status()
+        lines = [f"Campaign **{status['campaign']}**, {status['turns']} turns"]
+        for name, npc in status["npcs"].items():
+            flags = [f"budget {npc['budget_tier']}"]
+            if npc["override"]:
+                flags.append(f"override {npc['override']}")
+            if npc["muted"]:
+                flags.append("muted")
+            if npc["speaking"]:
+                flags.append("speaking")
+            lines.append(f"- {name}: {', '.join(flags)}")
+        recent = status.get("recent_voice_to_voice_ms") or []
+        if recent:
+            lines.append(f"Voice-to-voice (last {len(recent)}): {_ms_summary(recent)}")
+        if table.voice is not None:
+            counters = table.voice.receiver.snapshot()
+            lines.append(
+                f"Receive: {counters.received} packets, {counters.decoded} decoded, "
+                f"{sum(counters.dropped.values())} dropped"
+            )
+        await _reply(interaction, "\n".join(lines))
+
+    # -- /tier, /npc ---------------------------------------------------------------------------
+
+    @app_commands.command(name="tier")
+    @app_commands.describe(
+        level="fast, standard, deep, or auto to clear the override",
+        npc="only this NPC (default: all)",
+        duration="minutes the override lasts (default: until changed)",
+    )
+    @dm_only()
+    async def tier(
+        self,
+        interaction: discord.Interaction,
+        level: TierChoice,
+        npc: str | None = None,
+        duration: app_commands.Range[float, 0.1, 600.0] | None = None,
+    ) -> None:
+        """Force how long NPCs may think (which tools they may use)."""
+        table = self._table(interaction)
+        value = None if level == "auto" else Tier[level.upper()]
+        table.session.set_tier_override(value, npc=npc, duration_s=duration and duration * 60)
+        scope = npc or "all NPCs"
+        until = f" for {duration:g} min" if duration else ""
+        await _reply(interaction, f"Tier {level} for {scope}{until}.")
+
+    @npc_group.command(name="list")
+    @dm_only()
+    async def npc_list(self, interaction: discord.Interaction) -> None:
+        """List the campaign's NPCs."""
+        table = self.tables.get(interaction.guild_id or 0)
+        campaign = table.session.campaign if table else await self.bot.default_campaign()
+        lines = [
+            f"- **{npc.name}** ({npc.engine.value}, budget {npc.budget_tier.label})"
+            + (" (muted)" if table and table.session.is_muted(npc.name) else "")
+            for npc in campaign.npcs.values()
+        ]
+        await _reply(interaction, "\n".join(lines) or "This campaign has no NPCs.")
+
+    @npc_group.command(name="mute")
+    @app_commands.describe(name="NPC name, or all")
+    @dm_only()
+    async def npc_mute(self, interaction: discord.Interaction, name: str) -> None:
+        """Silence an NPC (or all): cuts what it is saying."""
+        self._table(interaction).session.mute(None if name.lower() == "all" else name)
+        await _reply(interaction, f"Muted {name}.")
+
+    @npc_group.command(name="unmute")
+    @app_commands.describe(name="NPC name, or all")
+    @dm_only()
+    async def npc_unmute(self, interaction: discord.Interaction, name: str) -> None:
+        """Let an NPC (or all) speak again."""
+        self._table(interaction).session.unmute(None if name.lower() == "all" else name)
+        await _reply(interaction, f"Unmuted {name}.")
+
+    @npc_group.command(name="say")
+    @app_commands.describe(name="NPC name", text="what the NPC says, verbatim")
+    @dm_only()
+    async def npc_say(self, interaction: discord.Interaction, name: str, text: str) -> None:
+        """Speak a line in an NPC's voice."""
+        self._table(interaction).session.say(name, text)
+        await _reply(interaction, f"{name} will say it.")
+
+    @npc_group.command(name="reload")
+    @dm_only()
+    async def npc_reload(self, interaction: discord.Interaction) -> None:
+        """Re-read the NPC files now."""
+        changes = await self._table(interaction).session.reload_npcs()
+        await _reply(interaction, "Reloaded: " + (", ".join(changes) or "no changes"))
+
+    @npc_mute.autocomplete("name")
+    @npc_unmute.autocomplete("name")
+    @npc_say.autocomplete("name")
+    @tier.autocomplete("npc")
+    async def _npc_names(
+        self, interaction: discord.Interaction, current: str
+    ) -> list[app_commands.Choice[str]]:
+        table = self.tables.get(interaction.guild_id or 0)
+        try:
+            campaign = table.session.campaign if table else await self.bot.default_campaign()
+        except GlyphoxaError:
+            return []
+        names = sorted(campaign.npcs)
+        if interaction.command is not None and interaction.command.name in ("mute", "unmute"):
+            names.append("all")
+        wanted = current.lower()
+        return [app_commands.Choice(name=n, value=n) for n in names if wanted in n.lower()][:25]
+
+    # -- /tools, /recap, /roll --------------------------------------------------------------------
+
+    @app_commands.command(name="tools")
+    @app_commands.describe(npc="only the tools this NPC may use")
+    @dm_only()
+    async def tools(self, interaction: discord.Interaction, npc: str | None = None) -> None:
+        """Visible tools per tier, with health."""
+        table = self._table(interaction)
+        host = table.parts.tools
+        if host is None:
+            raise GlyphoxaError("This session runs without a tool host.")
+        whitelist: list[str] = ["*"]
+        if npc:
+            found = table.session.campaign.find_npc(npc)
+            if found is None:
+                raise GlyphoxaError(f"No NPC named {npc!r}.")
+            whitelist = list(found.tools)
+        lines = []
+        for tier in Tier:
+            infos = host.visible_tools(whitelist, tier)
+            names = ", ".join(f"{t.name}{'' if t.healthy else ' (unhealthy)'}" for t in infos)
+            lines.append(f"**{tier.label}**: {names or 'none'}")
+        await _reply(interaction, "\n".join(lines))
+
+    @app_commands.command(name="recap")
+    @app_commands.describe(sessions="how many past sessions (default 1)")
+    @dm_only()
+    async def recap(
+        self, interaction: discord.Interaction, sessions: app_commands.Range[int, 1, 10] = 1
+    ) -> None:
+        """'Previously on...': summaries of recent sessions."""
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        table = self.tables.get(interaction.guild_id or 0)
+        memory = table.parts.memory if table else None
+        if memory is not None:
+            text = await memory.recap(sessions)
+        else:
+            text = await self.bot.recap(sessions)
+        await interaction.followup.send((text or "Nothing recorded yet.")[:1900], ephemeral=True)
+
+    @app_commands.command(name="roll")
+    @app_commands.describe(expr="dice expression, e.g. 2d20kh1+5")
+    async def roll(self, interaction: discord.Interaction, expr: str) -> None:
+        """Roll dice for everyone to see."""
+        result = roll_expression(expr)
+        await interaction.response.send_message(
+            f"{interaction.user.display_name} rolls `{result.expression}`: {result.breakdown}"
+        )
+
+    # -- errors ------------------------------------------------------------------------------------
+
+    async def cog_app_command_error(
+        self, interaction: discord.Interaction, error: app_commands.AppCommandError
+    ) -> None:
+        original: BaseException = error
+        if isinstance(error, app_commands.CommandInvokeError):
+            original = error.original
+        if isinstance(original, NotDungeonMaster):
+            message = str(original)
+        elif isinstance(original, GlyphoxaError | ValueError):
+            message = str(original)
+        elif isinstance(original, app_commands.CheckFailure):
+            message = "You can't use that command here."
+        else:
+            log.error("command %s failed", interaction.command, exc_info=original)
+            message = "Something went wrong; the DM can find the details in the bot's log."
+        await _reply(interaction, message)
+
+
+async def _reply(interaction: discord.Interaction, text: str, **kwargs: Any) -> None:
+    """Private answer whether or not the interaction was already deferred."""
+    if interaction.response.is_done():
+        await interaction.followup.send(text, ephemeral=True, **kwargs)
+    else:
+        await interaction.response.send_message(text, ephemeral=True, **kwargs)
+
+
+def _ms_summary(samples: list[float]) -> str:
+    ordered = sorted(samples)
+    return f"p50 {ordered[len(ordered) // 2]:.0f} ms, max {ordered[-1]:.0f} ms"
