@@ -3,17 +3,30 @@
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator, Callable
 
 import pytest
 from conftest import WebSite, result_text, stdio_session
 
 from tools.builtin.web import create_server
 from tools.builtin.web_fetch import html_to_text
-from tools.spec import ToolContext, ToolError
+from tools.spec import BuiltinServer, ToolContext, ToolError
 
 
-def _tools(**settings: object) -> dict:
-    return {t.name: t for t in create_server(ToolContext(settings=dict(settings))).tools}
+@pytest.fixture
+async def make_tools() -> AsyncIterator[Callable[..., dict]]:
+    """Build web servers from settings; their HTTP clients are closed after the test."""
+    servers: list[BuiltinServer] = []
+
+    def build(**settings: object) -> dict:
+        server = create_server(ToolContext(settings=dict(settings)))
+        servers.append(server)
+        return {t.name: t for t in server.tools}
+
+    yield build
+    for server in servers:
+        assert server.shutdown is not None
+        await server.shutdown()
 
 
 async def test_searxng_search(website: WebSite) -> None:
@@ -34,24 +47,26 @@ async def test_searxng_search(website: WebSite) -> None:
     assert website.searches[-1] == {"q": "owlbear", "format": "json"}
 
 
-async def test_brave_search_sends_token(website: WebSite) -> None:
-    tools = _tools(
+async def test_brave_search_sends_token(website: WebSite, make_tools: Callable[..., dict]) -> None:
+    tools = make_tools(
         web_search_backend="brave", web_search_url=website.url, web_search_api_key="brave-key"
     )
     found = await tools["web_search"].handler(query="owlbear")
     assert found["results"][0]["title"] == "Brave hit"
     assert website.searches[-1]["count"] == "5"
-    wrong_key = _tools(
+    wrong_key = make_tools(
         web_search_backend="brave", web_search_url=website.url, web_search_api_key="x"
     )
     with pytest.raises(ToolError, match="check the API key"):
         await wrong_key["web_search"].handler(query="owlbear")
     with pytest.raises(ToolError, match="not configured"):
-        await _tools()["web_search"].handler(query="owlbear")
+        await make_tools()["web_search"].handler(query="owlbear")
 
 
-async def test_fetch_page_allow_listed_local_site(website: WebSite) -> None:
-    tools = _tools(fetch_allow_hosts=["127.0.0.1"])
+async def test_fetch_page_allow_listed_local_site(
+    website: WebSite, make_tools: Callable[..., dict]
+) -> None:
+    tools = make_tools(fetch_allow_hosts=["127.0.0.1"])
     page = await tools["fetch_page"].handler(url=f"{website.url}/redirect-inside")
     assert page["title"] == "The Owlbear"
     assert page["url"].endswith("/page")
@@ -65,8 +80,8 @@ async def test_fetch_page_allow_listed_local_site(website: WebSite) -> None:
         await tools["fetch_page"].handler(url=f"{website.url}/missing")
 
 
-async def test_fetch_page_time_cap(website: WebSite) -> None:
-    tools = _tools(fetch_allow_hosts=["127.0.0.1"], fetch_timeout_s=0.3)
+async def test_fetch_page_time_cap(website: WebSite, make_tools: Callable[..., dict]) -> None:
+    tools = make_tools(fetch_allow_hosts=["127.0.0.1"], fetch_timeout_s=0.3)
     with pytest.raises(ToolError, match=r"took longer than 0\.3 s"):
         await tools["fetch_page"].handler(url=f"{website.url}/slow")
 
@@ -88,15 +103,19 @@ async def test_fetch_page_time_cap(website: WebSite) -> None:
         ("http://user:pw@example.org/", "credentials"),
     ],
 )
-async def test_ssrf_refused(website: WebSite, url: str, message: str) -> None:
-    tools = _tools()
+async def test_ssrf_refused(
+    website: WebSite, url: str, message: str, make_tools: Callable[..., dict]
+) -> None:
+    tools = make_tools()
     with pytest.raises(ToolError, match=message):
         await tools["fetch_page"].handler(url=url.format(port=website.port))
     assert website.hits == []
 
 
-async def test_redirect_to_private_address_refused(website: WebSite) -> None:
-    tools = _tools(fetch_allow_hosts=["127.0.0.1"])
+async def test_redirect_to_private_address_refused(
+    website: WebSite, make_tools: Callable[..., dict]
+) -> None:
+    tools = make_tools(fetch_allow_hosts=["127.0.0.1"])
     with pytest.raises(ToolError, match="private, loopback or link-local"):
         await tools["fetch_page"].handler(url=f"{website.url}/redirect-private")
     assert website.hits == ["/redirect-private"]

@@ -120,7 +120,7 @@ async def check_url(url: str, allow_hosts: Iterable[str]) -> None:
         infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except socket.gaierror:
         raise ToolError(f"cannot resolve host {host!r}") from None
-    addresses = {info[4][0] for info in infos}
+    addresses = {str(info[4][0]) for info in infos}
     if not addresses or any(_blocked(a) for a in addresses):
         raise ToolError(
             f"refusing to fetch {host!r}: it resolves to a private, loopback or link-local address"
