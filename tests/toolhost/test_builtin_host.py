@@ -251,3 +251,34 @@ def test_safe_names():
     long_a, long_b = "a" * 70 + "x", "a" * 70 + "y"
     assert len(safe_name(long_a)) == 64 and safe_name(long_a) != safe_name(long_b)
     assert safe_name("ok-name_1") == "ok-name_1"
+
+
+async def test_invocations_and_calibration_persist_in_the_memory_store(
+    tmp_path: Path, new_builtins: Builtins
+):
+    from campaigns.memory import MemoryStore
+    from tools.host.persistence import (
+        load_calibration_from_store,
+        save_calibration_to_store,
+        store_invocation_logger,
+    )
+
+    store = await MemoryStore.open(f"sqlite+aiosqlite:///{tmp_path / 'memory.db'}")
+    try:
+        session = await store.start_session("example", "tools")
+        logger = store_invocation_logger(store, session_id=lambda: session)
+        async with ToolHost(builtins=new_builtins(), on_invocation=logger) as host:
+            await host.call("roll", {"dice": "1d6"}, whitelist=ALL, tier=Tier.FAST, npc="Bartok")
+            await host.call("boom", {}, whitelist=["roll"], tier=Tier.FAST, npc="Whisper")
+            assert await save_calibration_to_store(host, store) == 1
+        calls = await store.tool_calls()
+        assert [(c["npc"], c["tool"], c["status"]) for c in calls] == [
+            ("Whisper", "boom", "refused"),
+            ("Bartok", "roll", "ok"),
+        ]
+        async with ToolHost(builtins=new_builtins()) as fresh:
+            assert fresh.get_tool("roll").samples == 0
+            assert await load_calibration_from_store(fresh, store) == 1
+            assert fresh.get_tool("roll").samples == 1
+    finally:
+        await store.close()

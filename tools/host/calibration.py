@@ -78,6 +78,14 @@ class ToolStats:
     def samples(self) -> list[tuple[float, bool]]:
         return list(self._samples)
 
+    def replace(self, samples: Iterable[tuple[float, bool]]) -> None:
+        """Swap the window's content in place (registry entries keep this object)."""
+        self._samples.clear()
+        self._errors = 0
+        for duration_ms, ok in samples:
+            self.record(float(duration_ms), bool(ok))
+        self._p50 = self._p99 = None
+
     def _percentiles(self) -> None:
         ordered = sorted(duration for duration, _ in self._samples)
         last = len(ordered) - 1
@@ -144,7 +152,7 @@ class Calibration:
     def restore(self, data: Mapping[str, Iterable[tuple[float, bool]]]) -> None:
         """Adopt windows from elsewhere (e.g. the campaign memory store)."""
         for key, samples in data.items():
-            self._stats[key] = ToolStats(samples)
+            self.stats(key).replace(samples)
 
     def _load(self, path: Path) -> None:
         if not path.exists():

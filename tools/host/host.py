@@ -131,6 +131,11 @@ class ToolHost:
     def save_calibration(self) -> None:
         self.calibration.save()
 
+    def restore_calibration(self, data: dict[str, list[tuple[float, bool]]]) -> None:
+        """Adopt measured windows (``server/tool`` keys), e.g. from the campaign store."""
+        self.calibration.restore(data)
+        self._rebuild()
+
     async def add_server(self, config: McpServerConfig, *, wait: bool = True) -> list[ToolInfo]:
         """Connect a new MCP server at runtime; its tools join the registry when it is up.
 

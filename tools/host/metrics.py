@@ -7,6 +7,7 @@ them); by default each host gets its own, so several hosts in one process never 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
@@ -51,7 +52,8 @@ class ToolMetrics:
         self._counters: dict[tuple[str, str], Any] = {}
         self._histograms: dict[str, Any] = {}
         self._on_invocation = on_invocation
-        self._pending: set[asyncio.Task[None]] = set()
+        self._queue: asyncio.Queue[Awaitable[None]] = asyncio.Queue()
+        self._writer: asyncio.Task[None] | None = None
 
     def observe(self, invocation: Invocation) -> None:
         key = (invocation.tool, invocation.status)
@@ -73,14 +75,20 @@ class ToolMetrics:
             log.exception("on_invocation callback failed")
             return
         if inspect.isawaitable(outcome):
-            task = asyncio.ensure_future(outcome)
-            self._pending.add(task)
-            task.add_done_callback(self._finished)
+            # One writer task keeps the log in call order and off the caller's latency.
+            self._queue.put_nowait(outcome)
+            if self._writer is None or self._writer.done():
+                self._writer = asyncio.create_task(self._write_log(), name="tool-invocation-log")
 
-    def _finished(self, task: asyncio.Task[None]) -> None:
-        self._pending.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            log.error("on_invocation callback failed: %s", task.exception())
+    async def _write_log(self) -> None:
+        while True:
+            outcome = await self._queue.get()
+            try:
+                await outcome
+            except Exception as error:
+                log.error("on_invocation callback failed: %s", error)
+            finally:
+                self._queue.task_done()
 
     def count(self, tool: str, status: str) -> float:
         """Calls of ``tool`` that ended with ``status`` (for tests and the CLI)."""
@@ -90,8 +98,19 @@ class ToolMetrics:
         return value or 0.0
 
     async def drain(self, timeout_s: float = 5.0) -> None:
-        """Wait for async invocation callbacks still running (called on host close)."""
-        if self._pending:
-            _, still = await asyncio.wait(set(self._pending), timeout=timeout_s)
-            for task in still:
-                task.cancel()
+        """Let the invocation log catch up, then stop its writer (called on host close)."""
+        if self._writer is None:
+            return
+        try:
+            async with asyncio.timeout(timeout_s):
+                await self._queue.join()
+        except TimeoutError:
+            log.warning("invocation log: %d entries not written", self._queue.qsize())
+        self._writer.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._writer
+        self._writer = None
+        while not self._queue.empty():  # close never-run coroutines so they do not warn
+            outcome = self._queue.get_nowait()
+            if inspect.iscoroutine(outcome):
+                outcome.close()
