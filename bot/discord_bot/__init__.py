@@ -4,6 +4,6 @@ from __future__ import annotations
 
 from bot.discord_bot.bot import GlyphoxaBot
 from bot.discord_bot.cog import TableCog
-from bot.discord_bot.runtime import RuntimeFactory, TableRuntime
+from bot.discord_bot.runtime import RuntimeFactory, TableParts, TableRuntime
 
-__all__ = ["GlyphoxaBot", "RuntimeFactory", "TableCog", "TableRuntime"]
+__all__ = ["GlyphoxaBot", "RuntimeFactory", "TableCog", "TableParts", "TableRuntime"]

@@ -1,0 +1,137 @@
+"""A local HTTP server standing in for discord.com's REST API (only the routes the bot uses).
+
+discord.py's real ``HTTPClient`` talks to it after ``discord.http.Route.BASE`` is pointed here,
+so interaction responses, follow-ups and messages go through the library's own code and arrive
+as the JSON Discord would receive.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aiohttp import web
+
+APP_ID = 4000
+CHANNEL_FOR_CALLBACKS = 7001
+BOT_ID = 4001
+
+
+def user(user_id: int, name: str, *, bot: bool = False) -> dict[str, Any]:
+    return {
+        "id": str(user_id),
+        "username": name,
+        "global_name": name,
+        "discriminator": "0",
+        "avatar": None,
+        "bot": bot,
+    }
+
+
+def message(channel_id: str, content: str, message_id: int = 9000) -> dict[str, Any]:
+    return {
+        "id": str(message_id),
+        "channel_id": channel_id,
+        "author": user(BOT_ID, "Glyphoxa", bot=True),
+        "content": content,
+        "timestamp": "2026-01-01T00:00:00+00:00",
+        "edited_timestamp": None,
+        "tts": False,
+        "mention_everyone": False,
+        "mentions": [],
+        "mention_roles": [],
+        "attachments": [],
+        "embeds": [],
+        "pinned": False,
+        "type": 0,
+    }
+
+
+def _json(data: Any, status: int = 200) -> web.Response:
+    # discord.py parses a body as JSON only for exactly ``application/json`` (no charset).
+    return web.Response(
+        body=json.dumps(data).encode(), status=status, headers={"Content-Type": "application/json"}
+    )
+
+
+class FakeDiscordApi:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str, Any]] = []
+        app = web.Application()
+        app.router.add_route("*", "/api/v10/{tail:.*}", self._handle)
+        self._runner = web.AppRunner(app)
+        self.base = ""
+
+    async def start(self) -> None:
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self.base = f"http://127.0.0.1:{port}/api/v10"
+
+    async def close(self) -> None:
+        await self._runner.cleanup()
+
+    def responses(self) -> list[dict[str, Any]]:
+        """Interaction callbacks and follow-ups, in order: ``{"type", "content", "flags"}``."""
+        out = []
+        for method, path, body in self.calls:
+            if path.startswith("interactions/") and path.endswith("/callback"):
+                data = body.get("data") or {}
+                out.append({"type": body["type"], **data})
+            elif path.startswith(f"webhooks/{APP_ID}/") and method == "POST":
+                out.append({"type": "followup", **body})
+        return out
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        path = request.match_info["tail"]
+        body: Any = None
+        if request.can_read_body:
+            if request.content_type == "application/json":
+                body = await request.json()
+            else:  # multipart: discord.py sends JSON in the payload_json part
+                reader = await request.multipart()
+                async for part in reader:
+                    if part.name == "payload_json":  # type: ignore[union-attr]
+                        body = await part.json()  # type: ignore[union-attr]
+        self.calls.append((request.method, path, body))
+        if path == "users/@me":
+            return _json(user(BOT_ID, "Glyphoxa", bot=True))
+        if path == "oauth2/applications/@me":
+            return _json(
+                {
+                    "id": str(APP_ID),
+                    "name": "Glyphoxa",
+                    "icon": None,
+                    "description": "",
+                    "bot_public": False,
+                    "bot_require_code_grant": False,
+                    "owner": user(1, "owner"),
+                    "verify_key": "00",
+                    "flags": 0,
+                    "summary": "",
+                }
+            )
+        if path.startswith(f"applications/{APP_ID}/") and path.endswith("/commands"):
+            return _json([])
+        if path.endswith("/callback"):
+            interaction_id = path.split("/")[1]
+            data = (body or {}).get("data") or {}
+            resource: dict[str, Any] = {"type": (body or {}).get("type")}
+            if "content" in data:
+                resource["message"] = message(str(CHANNEL_FOR_CALLBACKS), data["content"])
+            return _json(
+                {
+                    "interaction": {
+                        "id": interaction_id,
+                        "type": 2,
+                        "response_message_ephemeral": bool(data.get("flags", 0) & 64),
+                        "response_message_loading": (body or {}).get("type") == 5,
+                    },
+                    "resource": resource,
+                }
+            )
+        if path.startswith("webhooks/") or path.startswith("channels/"):
+            channel = path.split("/")[1]
+            return _json(message(channel, (body or {}).get("content") or ""))
+        return _json({"message": f"unhandled {path}", "code": 0}, status=404)

@@ -1,0 +1,241 @@
+"""Slash commands through real ``discord.Interaction`` objects built from gateway payloads.
+
+The bot is the real GlyphoxaBot (real HTTPClient, command tree and cog); only discord.com is
+replaced by a local server. Commands that need a table get a real TableSession on the example
+campaign (no voice connection: the cog's table is created without joining a channel).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import discord
+import discord.http
+import pytest
+from discord_api import APP_ID, FakeDiscordApi, user
+
+from bot.config import GlyphoxaConfig
+from bot.discord_bot import GlyphoxaBot, TableParts, TableRuntime
+
+GUILD = 7000
+CHANNEL = 7001
+DM_ROLE = 7002
+DM_USER = 501
+PLAYER = 502
+EXAMPLE = Path(__file__).resolve().parents[2] / "campaigns" / "example"
+_ids = itertools.count(80_000)
+
+
+def guild_payload() -> dict[str, Any]:
+    role = {"id": str(GUILD), "name": "@everyone", "permissions": "0", "position": 0}
+    dm = {"id": str(DM_ROLE), "name": "Dungeon Master", "permissions": "0", "position": 1}
+    for r in (role, dm):
+        r.update(color=0, hoist=False, managed=False, mentionable=False, flags=0)
+    return {
+        "id": str(GUILD),
+        "name": "Table",
+        "owner_id": "1",
+        "roles": [role, dm],
+        "emojis": [],
+        "features": [],
+        "channels": [{"id": str(CHANNEL), "type": 0, "name": "table-talk", "position": 0}],
+        "members": [],
+        "voice_states": [],
+        "member_count": 2,
+    }
+
+
+def interaction(
+    name: str,
+    options: list[dict[str, Any]] | None = None,
+    *,
+    member: int = DM_USER,
+    roles: tuple[int, ...] = (),
+    permissions: int = 0,
+    kind: int = 2,
+) -> dict[str, Any]:
+    return {
+        "id": str(next(_ids)),
+        "application_id": str(APP_ID),
+        "type": kind,
+        "token": f"token-{next(_ids)}",
+        "version": 1,
+        "guild_id": str(GUILD),
+        "channel_id": str(CHANNEL),
+        "member": {
+            "user": user(member, "dm" if member == DM_USER else "player"),
+            "roles": [str(r) for r in roles],
+            "joined_at": "2026-01-01T00:00:00+00:00",
+            "deaf": False,
+            "mute": False,
+            "permissions": str(permissions),
+            "flags": 0,
+        },
+        "app_permissions": "0",
+        "attachment_size_limit": 10_485_760,
+        "locale": "en-US",
+        "guild_locale": "en-US",
+        "entitlements": [],
+        "authorizing_integration_owners": {},
+        "context": 0,
+        "data": {"id": "1", "name": name, "type": 1, "options": options or []},
+    }
+
+
+def sub(name: str, *options: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{"name": name, "type": 1, "options": list(options)}]
+
+
+def opt(name: str, value: Any, kind: int = 3, **extra: Any) -> dict[str, Any]:
+    return {"name": name, "type": kind, "value": value, **extra}
+
+
+class Harness:
+    def __init__(self, bot: GlyphoxaBot, api: FakeDiscordApi) -> None:
+        self.bot = bot
+        self.api = api
+
+    async def run(self, payload: dict[str, Any]) -> dict[str, Any]:
+        before = len(self.api.responses())
+        await self.bot.tree._call(discord.Interaction(data=payload, state=self.bot._connection))
+        replies = self.api.responses()[before:]
+        assert replies, "the command sent no response"
+        return replies[-1]
+
+    @property
+    def cog(self) -> Any:
+        return self.bot.get_cog("TableCog")
+
+
+@pytest.fixture
+async def harness(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Harness]:
+    api = FakeDiscordApi()
+    await api.start()
+    # The REST edge only: discord.py's own HTTPClient now talks to the local server.
+    monkeypatch.setattr(discord.http.Route, "BASE", api.base)
+    config = GlyphoxaConfig.model_validate(
+        {
+            "discord": {"guild_ids": [GUILD], "dm_role": "Dungeon Master"},
+            "campaign": {"path": str(EXAMPLE)},
+            "memory": {"url": "sqlite+aiosqlite:///:memory:"},
+        }
+    )
+
+    async def no_voice_factory(campaign: str | None) -> TableParts:
+        raise AssertionError("not used: these tests do not join voice")
+
+    bot = GlyphoxaBot(config, no_voice_factory)
+    await bot.login("test-token")
+    bot._connection._add_guild_from_data(guild_payload())  # what GUILD_CREATE would do
+    yield Harness(bot, api)
+    await bot.close()
+    await api.close()
+
+
+@pytest.fixture(scope="session")
+def table_session() -> Any:
+    """A real TableSession on the example campaign (no voice: frames are never pushed)."""
+    from bot.session.session import TableSession
+    from bot.speech import EspeakTts, FasterWhisperStt
+    from npcs.campaign import load_campaign
+
+    return TableSession(
+        config=GlyphoxaConfig(),
+        campaign=load_campaign(EXAMPLE),
+        stt=FasterWhisperStt(),
+        tts=EspeakTts(),
+        engines=lambda npc: None,
+    )
+
+
+async def test_setup_synced_commands_to_the_guild(harness: Harness) -> None:
+    puts = [c for c in harness.api.calls if c[0] == "PUT"]
+    assert puts and puts[0][1] == f"applications/{APP_ID}/guilds/{GUILD}/commands"
+    names = {c["name"] for c in puts[0][2]}
+    assert {"session", "npc", "tier", "tools", "recap", "roll"} <= names
+
+
+async def test_roll_is_for_everyone(harness: Harness) -> None:
+    reply = await harness.run(interaction("roll", [opt("expr", "2d6+3")], member=PLAYER))
+    assert reply["type"] == 4  # CHANNEL_MESSAGE_WITH_SOURCE
+    assert "rolls `2d6+3`" in reply["content"]
+    assert not reply.get("flags")  # public
+
+
+async def test_bad_dice_expression_is_a_private_error(harness: Harness) -> None:
+    reply = await harness.run(interaction("roll", [opt("expr", "2d")], member=PLAYER))
+    assert reply["flags"] & 64  # EPHEMERAL
+    assert "2d" in reply["content"]
+
+
+async def test_player_is_refused_politely_and_nothing_changes(
+    harness: Harness, table_session: Any
+) -> None:
+    harness.cog.tables[GUILD] = TableRuntime(TableParts(table_session), None)
+    try:
+        reply = await harness.run(
+            interaction("tier", [opt("level", "deep")], member=PLAYER, permissions=0)
+        )
+        assert reply["flags"] & 64
+        assert "only the Dungeon Master" in reply["content"]
+        assert table_session.tiers.override_for("Bartok", 0.0) is None
+        # Manage Server alone does not help when a DM role is configured.
+        reply = await harness.run(
+            interaction("npc", sub("mute", opt("name", "Bartok")), member=PLAYER, permissions=32)
+        )
+        assert "only the Dungeon Master" in reply["content"]
+        assert not table_session.is_muted("Bartok")
+    finally:
+        harness.cog.tables.clear()
+
+
+async def test_dm_steers_the_table(harness: Harness, table_session: Any) -> None:
+    harness.cog.tables[GUILD] = TableRuntime(TableParts(table_session), None)
+    dm = {"roles": (DM_ROLE,)}
+    try:
+        reply = await harness.run(
+            interaction("tier", [opt("level", "deep"), opt("npc", "Bartok")], **dm)
+        )
+        assert reply["content"] == "Tier deep for Bartok."
+        assert table_session.tiers.override_for("Bartok", 0.0) is not None
+        reply = await harness.run(interaction("npc", sub("mute", opt("name", "Bartok")), **dm))
+        assert table_session.is_muted("Bartok") and reply["flags"] & 64
+        await harness.run(interaction("npc", sub("unmute", opt("name", "all")), **dm))
+        assert not table_session.is_muted("Bartok")
+        reply = await harness.run(interaction("npc", sub("mute", opt("name", "Nobody")), **dm))
+        assert "no NPC named 'Nobody'" in reply["content"]
+        reply = await harness.run(interaction("session", sub("status"), **dm))
+        assert "Bartok" in reply["content"] and "Greymantle" in reply["content"]
+        reply = await harness.run(interaction("npc", sub("list"), **dm))
+        assert "**Bartok**" in reply["content"]
+    finally:
+        harness.cog.tables.clear()
+
+
+async def test_commands_without_a_session_explain_how_to_start(harness: Harness) -> None:
+    reply = await harness.run(interaction("session", sub("status"), roles=(DM_ROLE,)))
+    assert reply["flags"] & 64 and "/session start" in reply["content"]
+
+
+async def test_session_start_requires_a_voice_channel(harness: Harness) -> None:
+    reply = await harness.run(interaction("session", sub("start"), roles=(DM_ROLE,)))
+    assert "Join a voice channel first" in reply["content"]
+    assert not harness.cog.tables
+
+
+async def test_npc_name_autocomplete(harness: Harness) -> None:
+    payload = interaction(
+        "npc", sub("mute", opt("name", "ba", focused=True)), roles=(DM_ROLE,), kind=4
+    )
+    reply = await harness.run(payload)
+    assert reply["type"] == 8  # APPLICATION_COMMAND_AUTOCOMPLETE_RESULT
+    assert [c["name"] for c in reply["choices"]] == ["Bartok"]
+
+
+async def test_recap_reads_campaign_memory(harness: Harness) -> None:
+    reply = await harness.run(interaction("recap", [opt("sessions", 1, kind=4)], roles=(DM_ROLE,)))
+    assert reply["type"] == "followup"
+    assert reply["flags"] & 64
