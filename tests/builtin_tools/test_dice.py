@@ -166,8 +166,9 @@ def test_unknown_table_lists_available(campaign_dir: Path) -> None:
 
 def test_broken_campaign_table_names_the_file(campaign_dir: Path) -> None:
     (campaign_dir / "tables" / "bad.yaml").write_text("name: Bad Name\nentries: []\n")
-    with pytest.raises(ToolError, match=r"bad\.yaml"):
-        roll_on_table("wild_magic", campaign_dir)
+    assert roll_on_table("wild_magic", campaign_dir)["table"] == "wild_magic"
+    with pytest.raises(ToolError, match=r"could not be read: .*bad\.yaml:1:7: name"):
+        roll_on_table("bad_name", campaign_dir)
 
 
 async def test_tools_in_process(campaign_dir: Path) -> None:
@@ -210,3 +211,16 @@ async def test_tools_over_stdio(campaign_dir: Path) -> None:
         assert wrong.is_error and "missing argument" in result_text(wrong)
         unknown = await session.call_tool("nope", {})
         assert unknown.is_error and "unknown tool" in result_text(unknown)
+
+
+@settings(max_examples=150, deadline=None)
+@given(count=st.integers(1, 100), sides=st.integers(2, 20), rng=st.randoms(use_true_random=False))
+def test_exploding_totals_and_cap(count: int, sides: int, rng: random.Random) -> None:
+    term = roll_expression(f"{count}d{sides}!", rng).terms[0]
+    extra = sum(len(chain) - 1 for chain in term.rolls)
+    assert extra <= MAX_EXPLOSIONS_PER_TERM
+    assert term.subtotal >= count
+    assert term.subtotal <= (count + extra) * sides
+    for chain in term.rolls:
+        assert all(r == sides for r in chain[:-1])
+        assert chain[-1] != sides or term.explosion_capped

@@ -1,5 +1,7 @@
 """Random tables for ``roll_table``: the campaign's ``tables/*.yaml`` plus three built-ins.
 
+One table per file, loaded with ``campaigns.yamlio`` so a broken file is named with its line.
+
 A campaign table with the same name as a built-in replaces it. Files are re-read when they change
 so a DM editing a table mid-session sees the new entries on the next roll.
 """
@@ -11,10 +13,9 @@ import random
 from pathlib import Path
 from typing import Any
 
-import yaml
-from pydantic import ValidationError
-
 from campaigns.content import RandomTable
+from campaigns.errors import GlyphoxaError
+from campaigns.yamlio import load_model
 from tools.builtin.dice_engine import roll_expression
 from tools.spec import ToolError
 
@@ -36,25 +37,18 @@ def _read_table_file(path: Path) -> list[RandomTable]:
     if cached is not None and cached[0] == mtime:
         return cached[1]
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
-        raise ToolError(f"table file {path} is not valid YAML: {error}") from None
-    items = data if isinstance(data, list) else [data]
-    tables: list[RandomTable] = []
-    for item in items:
-        try:
-            tables.append(RandomTable.model_validate(item))
-        except ValidationError as error:
-            first = error.errors()[0]
-            where = ".".join(str(p) for p in first["loc"])
-            raise ToolError(f"table file {path}: {where}: {first['msg']}") from None
+        tables = [load_model(path, RandomTable).unwrap()]
+    except GlyphoxaError as error:
+        raise ToolError(str(error).replace("\n", "; ")) from None
     _cache[path] = (mtime, tables)
     return tables
 
 
-def load_tables(campaign_dir: Path | None) -> dict[str, RandomTable]:
-    """Built-in tables overlaid with the campaign's ``tables/*.yaml`` (by table name)."""
+def load_tables(campaign_dir: Path | None) -> tuple[dict[str, RandomTable], list[str]]:
+    """Built-in tables overlaid with the campaign's ``tables/*.yaml`` (by table name), and the
+    problems of files that could not be loaded (a broken file does not hide the others)."""
     tables: dict[str, RandomTable] = {}
+    problems: list[str] = []
     folders = [BUILTIN_TABLES_DIR]
     if campaign_dir is not None:
         folders.append(Path(campaign_dir) / "tables")
@@ -62,13 +56,18 @@ def load_tables(campaign_dir: Path | None) -> dict[str, RandomTable]:
         if not folder.is_dir():
             continue
         for path in sorted(folder.glob("*.y*ml")):
-            for table in _read_table_file(path):
+            try:
+                loaded = _read_table_file(path)
+            except ToolError as error:
+                problems.append(str(error))
+                continue
+            for table in loaded:
                 tables[table.name] = table
-    return tables
+    return tables, problems
 
 
 def available_tables(campaign_dir: Path | None) -> list[str]:
-    return sorted(load_tables(campaign_dir))
+    return sorted(load_tables(campaign_dir)[0])
 
 
 def _pick_ranged(table: RandomTable, rng: random.Random) -> tuple[int, Any]:
@@ -87,11 +86,14 @@ def roll_on_table(
     name: str, campaign_dir: Path | None, rng: random.Random | None = None
 ) -> dict[str, Any]:
     """Roll on the named table; an unknown name lists the available tables."""
-    tables = load_tables(campaign_dir)
+    tables, problems = load_tables(campaign_dir)
     key = name.strip().lower().replace(" ", "_").replace("-", "_")
     table = tables.get(key)
     if table is None:
-        raise ToolError(f"no table named {name!r}; available tables: {', '.join(sorted(tables))}")
+        broken = f"; some table files could not be read: {' | '.join(problems)}" if problems else ""
+        raise ToolError(
+            f"no table named {name!r}; available tables: {', '.join(sorted(tables))}{broken}"
+        )
     source = rng if rng is not None else random.SystemRandom()
     result: dict[str, Any] = {"table": table.name}
     if table.entries[0].range is not None:
