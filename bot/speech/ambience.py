@@ -28,7 +28,7 @@ def decode_audio_file(path: str | Path) -> np.ndarray:
     """Any audio file -> (frames, 2) int16 at 48 kHz. Raises GlyphoxaError if unreadable."""
     path = Path(path)
     if not path.is_file():
-        raise GlyphoxaError(f"ambience file not found: {path}")
+        raise GlyphoxaError(f"audio file not found: {path}")
     try:
         if path.suffix.lower() == ".wav":
             return _decode_wav(path)

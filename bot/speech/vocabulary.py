@@ -11,6 +11,10 @@ import logging
 import re
 from collections.abc import Iterable
 from difflib import SequenceMatcher
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from npcs.campaign import Campaign
 
 __all__ = ["Vocabulary", "phonetic_key"]
 
@@ -19,6 +23,9 @@ log = logging.getLogger(__name__)
 _STOPWORDS = frozenset(
     {"the", "a", "an", "to", "of", "and", "or", "in", "on", "at", "for", "about", "with", "is"}
 )
+_ARTICLE = re.compile(r"^(the|a|an)\s+", re.IGNORECASE)
+_MIN_CORRECTED = 5
+"""Shorter names ("Bart", "Grey") go into the prompt only: too many words sound like them."""
 _TOKEN = re.compile(r"\S+")
 _LETTERS = re.compile(r"[^a-z]")
 _SOUND_RULES = (
@@ -43,11 +50,27 @@ class Vocabulary:
         unique: dict[str, str] = {}
         for term in terms:
             term = term.strip()
-            if len(_LETTERS.sub("", term.lower())) >= 4:
+            # Only proper names: "the barkeep" or "the sage" would turn "the page" into a name.
+            if any(c.isupper() for c in term) and len(_LETTERS.sub("", term.lower())) >= 4:
                 unique.setdefault(term.lower(), term)
         self.terms = list(unique.values())
         self.threshold = threshold
-        self._glued = [(t, _LETTERS.sub("", t.lower()), phonetic_key(t)) for t in self.terms]
+        self._glued: list[tuple[str, str, str]] = []
+        for term in self.terms:
+            bare = _ARTICLE.sub("", term)  # "The Rusty Flagon" is matched as "Rusty Flagon"
+            glued = _LETTERS.sub("", bare.lower())
+            if len(glued) >= _MIN_CORRECTED:
+                self._glued.append((bare, glued, phonetic_key(bare)))
+
+    @classmethod
+    def from_campaign(cls, campaign: Campaign) -> Vocabulary:
+        """NPC names and aliases, then entity names and aliases (places, factions, items)."""
+        terms: list[str] = []
+        for npc in campaign.npcs.values():
+            terms += npc.names()
+        for entity in campaign.entities.entities:
+            terms += [entity.name, *entity.aliases]
+        return cls(terms)
 
     def __bool__(self) -> bool:
         return bool(self.terms)
@@ -98,8 +121,8 @@ class Vocabulary:
                 continue
             sound = phonetic_key(glued)
             for term, term_glued, term_sound in self._glued:
-                if glued == term_glued and span == 1 and words[0].strip(".,;:!?'\"") == term:
-                    continue
+                if span == 1 and glued in (term_glued, term_glued + "s"):
+                    continue  # already spelled right, or an ordinary word ("whispers")
                 if abs(len(glued) - len(term_glued)) > 2:
                     continue
                 score = max(
