@@ -146,3 +146,22 @@ async def test_tools_over_stdio(tmp_path: Path) -> None:
         assert bad.is_error and "no rule with id" in result_text(bad)
         wrong = await session.call_tool("search_rules", {"query": 5})
         assert wrong.is_error and "query" in result_text(wrong)
+
+
+def test_stale_cache_is_rebuilt_from_its_srd_folder(tmp_path: Path) -> None:
+    db = tmp_path / "rules.db"
+    import_srd(SRD_PATH, db)
+    stale = RulesIndex.load(db)
+    stale.set_meta("summary_hash", "old")
+    stale.save(db)
+    stale.close()
+    index = open_index(None, db)
+    try:
+        assert index.count("srd5.1") > 1300 and index.get_meta("summary_hash") != "old"
+    finally:
+        index.close()
+    again = RulesIndex.load(db)
+    try:
+        assert again.get_meta("summary_hash") != "old"  # the rebuilt cache was written back
+    finally:
+        again.close()

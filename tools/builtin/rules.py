@@ -8,6 +8,7 @@ PATH`` writes ``.glyphoxa/rules.db``) or ``tools.srd_path`` in the config, it al
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ from typing import Any
 from campaigns.errors import GlyphoxaError
 from tools.builtin._common import define_tool, object_schema, standard
 from tools.builtin.rules_index import SCHEMA_VERSION, RulesIndex
-from tools.builtin.rules_sources import load_srd, load_summary
+from tools.builtin.rules_sources import SUMMARY_PATH, load_srd, load_summary
 from tools.spec import BuiltinServer, ToolContext, ToolError
 
 __all__ = [
@@ -53,6 +54,10 @@ _SYSTEM_ALIASES = {
 }
 
 
+def _summary_hash() -> str:
+    return hashlib.sha256(SUMMARY_PATH.read_bytes()).hexdigest()[:16]
+
+
 def build_index(srd_path: str | Path | None) -> RulesIndex:
     """A fresh in-memory index of the summary plus, if given, the SRD folder."""
     index = RulesIndex.in_memory()
@@ -62,6 +67,7 @@ def build_index(srd_path: str | Path | None) -> RulesIndex:
         index.set_meta("srd_path", str(Path(srd_path).expanduser().resolve()))
         log.info("indexed %d SRD entries from %s", count, srd_path)
     index.set_meta("schema_version", SCHEMA_VERSION)
+    index.set_meta("summary_hash", _summary_hash())
     return index
 
 
@@ -83,8 +89,7 @@ def import_srd(srd_path: str | Path, db_path: str | Path = DEFAULT_RULES_DB) -> 
 def _cache_usable(index: RulesIndex, srd_path: str | None) -> bool:
     if index.get_meta("schema_version") != SCHEMA_VERSION:
         return False
-    summary_ids = {doc.id for doc in load_summary()}
-    if sum(1 for doc_id in summary_ids if index.get(doc_id) is not None) != len(summary_ids):
+    if index.get_meta("summary_hash") != _summary_hash():
         return False
     if srd_path is None:
         return True
@@ -94,7 +99,8 @@ def _cache_usable(index: RulesIndex, srd_path: str | None) -> bool:
 def open_index(srd_path: str | None, db_path: Path) -> RulesIndex:
     """The cached index at ``db_path`` if it matches, else a fresh build (cached when possible).
 
-    Without an SRD path and without a cache, the index holds only the summary.
+    A stale cache (older schema or summary) is rebuilt from the SRD folder it was imported from
+    when that folder still exists. Without any SRD the index holds only the summary.
     """
     if db_path.is_file():
         try:
@@ -104,7 +110,10 @@ def open_index(srd_path: str | None, db_path: Path) -> RulesIndex:
         else:
             if _cache_usable(index, srd_path):
                 return index
+            previous = index.get_meta("srd_path")
             index.close()
+            if srd_path is None and previous and Path(previous).is_dir():
+                srd_path = previous
     index = build_index(srd_path)
     if srd_path is not None:
         try:
