@@ -14,6 +14,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from campaigns.errors import GlyphoxaError
 
 __all__ = ["register"]
