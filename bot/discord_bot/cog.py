@@ -215,7 +215,7 @@ class TableCog(commands.Cog):
     async def tools(self, interaction: discord.Interaction, npc: str | None = None) -> None:
         """Visible tools per tier, with health."""
         table = self._table(interaction)
-        host = table.parts.tools
+        host = table.parts.tools or getattr(table.session, "tools", None)
         if host is None:
             raise GlyphoxaError("This session runs without a tool host.")
         whitelist: list[str] = ["*"]
