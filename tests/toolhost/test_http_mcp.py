@@ -144,3 +144,44 @@ async def test_add_remote_server_at_runtime(
         await host.add_server(http_config("late-lore", bearer_server.url, None))
     await host.remove_server("late-lore")
     assert host.get_tool("lookup") is None
+
+
+async def test_http_server_outage_hides_tools_and_reconnects(make_host: Callable[..., ToolHost]):
+    server = BearerMcpServer(TOKEN)
+    server.start()
+    port = server.port
+    host = make_host(http_config("flaky-http", server.url, {"type": "bearer", "token": TOKEN}))
+    await host.start()
+    assert await host.wait_for_server("flaky-http", 5)
+    server.stop()
+    failed = await host.call("lookup", {"key": "a"}, whitelist=ALL, tier=Tier.FAST, npc="n")
+    assert (failed.status, failed.is_error) == ("error", True)
+    # The failure triggers a liveness check; the server is gone, so its tools are hidden.
+    assert await host.wait_for(lambda h: not h.get_tool("lookup").healthy, 10)
+    assert host.visible_tools(ALL, Tier.DEEP) == []
+    again = BearerMcpServer(TOKEN, port=port)
+    again.start()
+    try:
+        assert await host.wait_for(lambda h: h.server_states()["flaky-http"]["state"] == "up", 10)
+        result = await host.call("lookup", {"key": "b"}, whitelist=ALL, tier=Tier.FAST, npc="n")
+        assert result.status == "ok"
+    finally:
+        again.stop()
+
+
+async def test_restart_server_after_giving_up(
+    make_host: Callable[..., ToolHost], bearer_server: BearerMcpServer
+):
+    from tools.host import RestartPolicy
+
+    policy = RestartPolicy(initial_backoff_s=0.01, max_backoff_s=0.01, max_restarts=1)
+    wrong = http_config("gives-up", bearer_server.url, {"type": "bearer", "token": "wrong"})
+    host = make_host(wrong, restart_policy=policy)
+    await host.start()
+    assert await host.wait_for(lambda h: h.server_states()["gives-up"]["state"] == "failed", 5)
+    bearer_server.token, old = "wrong", bearer_server.token
+    try:
+        await host.restart_server("gives-up")
+        assert await host.wait_for_server("gives-up", 5)
+    finally:
+        bearer_server.token = old

@@ -134,9 +134,9 @@ class Executor:
             entry.validator = validator
         if validator is _NO_VALIDATOR or validator.is_valid(arguments):
             return None
-        error = best_match(validator.iter_errors(arguments))
-        where = "/".join(str(p) for p in error.absolute_path)
-        return f"{error.message}" + (f" (at {where})" if where else "")
+        problem = best_match(validator.iter_errors(arguments))
+        where = "/".join(str(p) for p in problem.absolute_path)
+        return f"{problem.message}" + (f" (at {where})" if where else "")
 
     async def _dispatch(
         self,

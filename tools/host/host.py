@@ -69,7 +69,7 @@ class ToolHost:
         self._started_builtins: list[BuiltinServer] = []
         self._view_cache: dict[tuple[Any, Tier, bool], list[Any]] = {}
         self._builtin_errors: dict[str, str] = {}
-        self._probes: set[asyncio.Task[None]] = set()
+        self._probes: set[asyncio.Task[Any]] = set()
         self._started = False
         self._change = asyncio.Event()
 
@@ -163,6 +163,15 @@ class ToolHost:
         await connection.stop()
         kept = [s for s in self._mcp_config.servers if s.name != name]
         self._mcp_config = McpConfig(servers=kept)
+        self._rebuild()
+
+    async def restart_server(self, name: str) -> None:
+        """Reconnect an MCP server now, e.g. one that gave up after its restart limit."""
+        connection = self._connections.get(name)
+        if connection is None:
+            raise GlyphoxaError(f"no MCP server named {name!r}")
+        await connection.stop()
+        self._open(connection.config)
         self._rebuild()
 
     async def wait_for_server(self, name: str, timeout_s: float = 10.0) -> bool:

@@ -51,10 +51,10 @@ def build_mcp_app() -> Any:
 
 
 class _ThreadedServer:
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: Any, port: int = 0) -> None:
         self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self._sock.bind(("127.0.0.1", 0))
+        self._sock.bind(("127.0.0.1", port))
         self.port = self._sock.getsockname()[1]
         config = uvicorn.Config(app, log_level="warning", lifespan="on")
         self._server = uvicorn.Server(config)
@@ -78,6 +78,7 @@ class _ThreadedServer:
 
     def stop(self) -> None:
         self._server.should_exit = True
+        self._server.force_exit = True  # do not wait for open SSE streams
         self._thread.join(10)
         self._sock.close()
 
@@ -85,7 +86,7 @@ class _ThreadedServer:
 class BearerMcpServer(_ThreadedServer):
     """MCP over streamable HTTP that answers 401 without ``Authorization: Bearer <token>``."""
 
-    def __init__(self, token: str) -> None:
+    def __init__(self, token: str, port: int = 0) -> None:
         self.token = token
         self.rejected = 0
         inner = build_mcp_app()
@@ -101,7 +102,7 @@ class BearerMcpServer(_ThreadedServer):
                     return
             await inner(scope, receive, send)
 
-        super().__init__(app)
+        super().__init__(app, port)
 
 
 class OAuthMcpServer(_ThreadedServer):
