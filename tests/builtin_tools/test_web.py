@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Callable
 
+import httpx
 import pytest
 from conftest import WebSite, result_text, stdio_session
 
 from tools.builtin.web import create_server
-from tools.builtin.web_fetch import html_to_text
+from tools.builtin.web_fetch import GuardedTransport, html_to_text
 from tools.spec import BuiltinServer, ToolContext, ToolError
 
 
@@ -143,3 +144,16 @@ async def test_over_stdio(website: WebSite) -> None:
         assert refused.is_error and "link-local" in result_text(refused)
         bad = await session.call_tool("fetch_page", {"url": "nope"})
         assert bad.is_error and "url" in result_text(bad)
+
+
+async def test_connect_time_guard_blocks_what_the_url_check_would_miss(website: WebSite) -> None:
+    """The transport re-checks at connect time, so even a request that skipped check_url (as a
+    DNS-rebinding answer would) cannot open a connection to a loopback address."""
+    async with httpx.AsyncClient(transport=GuardedTransport([])) as guarded:
+        with pytest.raises(ToolError, match="private, loopback or link-local"):
+            await guarded.get(f"{website.url}/page")
+    assert website.hits == []
+    async with httpx.AsyncClient(transport=GuardedTransport(["127.0.0.1"])) as allowed:
+        response = await allowed.get(f"{website.url}/page")
+        assert response.status_code == 200
+    assert website.hits == ["/page"]

@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 
 from tools.builtin._common import deep, define_tool, object_schema
-from tools.builtin.web_fetch import fetch_readable
+from tools.builtin.web_fetch import GuardedTransport, fetch_readable
 from tools.spec import BuiltinServer, ToolContext, ToolError
 
 __all__ = ["BRAVE_DEFAULT_URL", "create_server"]
@@ -54,19 +54,33 @@ def _results_brave(data: Any) -> list[dict[str, str]]:
 def create_server(ctx: ToolContext) -> BuiltinServer:
     """Web search and page fetching through one shared HTTP client."""
     state: dict[str, httpx.AsyncClient] = {}
+    timeout = httpx.Timeout(float(ctx.settings.get("web_timeout_s", 3.5)))
 
     def client() -> httpx.AsyncClient:
-        if "client" not in state:
-            state["client"] = httpx.AsyncClient(
-                headers={"User-Agent": _USER_AGENT},
-                timeout=httpx.Timeout(float(ctx.settings.get("web_timeout_s", 3.5))),
+        """For the configured search backend (which may well be a local SearXNG)."""
+        if "search" not in state:
+            state["search"] = httpx.AsyncClient(
+                headers={"User-Agent": _USER_AGENT}, timeout=timeout
             )
-        return state["client"]
+        return state["search"]
+
+    def fetch_client() -> httpx.AsyncClient:
+        """For arbitrary URLs: every connection is SSRF-checked where it is opened."""
+        if "fetch" not in state:
+            allow = ctx.settings.get("fetch_allow_hosts") or []
+            state["fetch"] = httpx.AsyncClient(
+                headers={"User-Agent": _USER_AGENT},
+                timeout=timeout,
+                transport=GuardedTransport(allow),
+                trust_env=False,
+            )
+        return state["fetch"]
 
     async def shutdown() -> None:
-        current = state.pop("client", None)
-        if current is not None:
-            await current.aclose()
+        for key in ("search", "fetch"):
+            current = state.pop(key, None)
+            if current is not None:
+                await current.aclose()
 
     async def web_search(query: str, limit: int = 5) -> dict[str, Any]:
         backend = str(ctx.settings.get("web_search_backend") or "searxng")
@@ -107,7 +121,7 @@ def create_server(ctx: ToolContext) -> BuiltinServer:
     async def fetch_page(url: str) -> dict[str, Any]:
         allow = ctx.settings.get("fetch_allow_hosts") or []
         timeout = float(ctx.settings.get("fetch_timeout_s", 3.5))
-        return await fetch_readable(client(), url, allow, timeout)
+        return await fetch_readable(fetch_client(), url, allow, timeout)
 
     return BuiltinServer(
         name="web",

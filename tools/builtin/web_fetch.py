@@ -1,8 +1,10 @@
 """Safe page fetching for ``fetch_page``: SSRF checks, size/time caps, HTML to readable text.
 
 Only http(s). Every address a host resolves to must be public unless the host is allow-listed;
-redirects are followed by hand (at most 5) and each hop is checked again. The remaining gap is
-DNS rebinding between our check and the connection; the caps bound what such a request can do.
+redirects are followed by hand (at most 5) and each hop is checked again. The check is repeated
+where the socket is opened (``GuardedTransport``): the connection goes to the very address that
+was checked, so DNS rebinding between check and connect cannot reach a private address, and
+environment proxies are ignored because they would connect on our behalf.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from html.parser import HTMLParser
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
+import httpcore
 import httpx
 
 from tools.spec import ToolError
@@ -24,6 +27,7 @@ from tools.spec import ToolError
 __all__ = [
     "MAX_PAGE_BYTES",
     "MAX_TEXT_CHARS",
+    "GuardedTransport",
     "check_url",
     "fetch_readable",
     "html_to_text",
@@ -100,6 +104,68 @@ def _blocked(address: str) -> bool:
     )
 
 
+async def _public_addresses(host: str, port: int) -> list[str]:
+    try:
+        infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror:
+        raise ToolError(f"cannot resolve host {host!r}") from None
+    addresses = list(dict.fromkeys(str(info[4][0]) for info in infos))
+    if not addresses or any(_blocked(a) for a in addresses):
+        raise ToolError(
+            f"refusing to fetch {host!r}: it resolves to a private, loopback or link-local address"
+        )
+    return addresses
+
+
+class _GuardedBackend(httpcore.AsyncNetworkBackend):
+    """Opens TCP connections only to checked public addresses (or allow-listed hosts)."""
+
+    def __init__(self, allow_hosts: Iterable[str]) -> None:
+        self._allow = {h.lower() for h in allow_hosts}
+        self._inner = httpcore.AnyIOBackend()
+
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,  # noqa: ASYNC109 (httpcore interface)
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        target = host
+        if host.lower().strip("[]") not in self._allow:
+            target = (await _public_addresses(host.strip("[]"), port))[0]
+        return await self._inner.connect_tcp(
+            target,
+            port,
+            timeout=timeout,
+            local_address=local_address,
+            socket_options=socket_options,
+        )
+
+    async def connect_unix_socket(
+        self,
+        path: str,
+        timeout: float | None = None,  # noqa: ASYNC109 (httpcore interface)
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        raise ToolError("unix sockets are not fetched")
+
+    async def sleep(self, seconds: float) -> None:
+        await self._inner.sleep(seconds)
+
+
+class GuardedTransport(httpx.AsyncHTTPTransport):
+    """An httpx transport whose every connection passes the SSRF check at connect time."""
+
+    def __init__(self, allow_hosts: Iterable[str]) -> None:
+        super().__init__(trust_env=False)
+        self._pool = httpcore.AsyncConnectionPool(
+            ssl_context=httpx.create_ssl_context(trust_env=False),
+            network_backend=_GuardedBackend(allow_hosts),
+        )
+
+
 async def check_url(url: str, allow_hosts: Iterable[str]) -> None:
     """Refuse non-http(s) URLs and hosts resolving to private/loopback/link-local addresses."""
     parts = urlsplit(url)
@@ -116,15 +182,7 @@ async def check_url(url: str, allow_hosts: Iterable[str]) -> None:
         port = parts.port or (443 if parts.scheme == "https" else 80)
     except ValueError:
         raise ToolError(f"{url!r} has an invalid port") from None
-    try:
-        infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except socket.gaierror:
-        raise ToolError(f"cannot resolve host {host!r}") from None
-    addresses = {str(info[4][0]) for info in infos}
-    if not addresses or any(_blocked(a) for a in addresses):
-        raise ToolError(
-            f"refusing to fetch {host!r}: it resolves to a private, loopback or link-local address"
-        )
+    await _public_addresses(host, port)
 
 
 async def _read_capped(response: httpx.Response) -> tuple[bytes, bool]:
