@@ -7,22 +7,26 @@ writes "Bartock" for "Bartok"), so an NPC's tool call finds the entity the playe
 from __future__ import annotations
 
 import difflib
+import math
 import time
 from typing import Any
 
-from sqlalchemy import insert, or_, select, update
+from sqlalchemy import func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from campaigns.content import ENTITY_TYPES, EntitiesFile
 from campaigns.errors import GlyphoxaError
 from campaigns.memory.models import Entity, ProposedFact, Relation
 
-__all__ = ["entity_summary", "find_entities", "search_names", "seed"]
+__all__ = ["NameIndex", "entity_summary", "find_entities", "search_names", "seed"]
 
 ENTITIES = Entity.__table__
 RELATIONS = Relation.__table__
 FACTS = ProposedFact.__table__
 _FUZZY_CUTOFF = 0.75
+#: Dice coefficient of character bigrams a form needs before the exact (slower) ratio runs.
+_BIGRAM_CUTOFF = 0.4
+_REVALIDATE_S = 1.0
 
 
 def search_names(name: str, aliases: list[str]) -> str:
@@ -94,68 +98,130 @@ def _public(row: Any) -> dict[str, Any]:
     }
 
 
+class NameIndex:
+    """In-memory names and aliases of every entity, for sub-millisecond fuzzy lookup.
+
+    Reloaded when the entity count or newest ``updated_at`` changes; that cheap check runs at
+    most every ``_REVALIDATE_S`` seconds (this process's own writes invalidate at once), so a
+    lookup needs no database round trip and another process's entities appear within a second.
+    """
+
+    def __init__(self) -> None:
+        self._version: tuple[Any, ...] | None = None
+        self._checked_at = -math.inf
+        self.rows: dict[str, dict[str, Any]] = {}
+        """Public form of every entity by id, in name order."""
+        self._entries: list[tuple[str, str, list[str], str]] = []
+        """``(id, type, names, joined search_names)`` in name order."""
+        self._forms: list[tuple[int, str, int]] = []
+        """``(entry, form, number of bigrams)`` for every name, alias and word of one."""
+        self._postings: dict[str, list[int]] = {}
+
+    def invalidate(self) -> None:
+        """Reload on the next lookup (this process changed entities)."""
+        self._checked_at = -math.inf
+
+    async def refresh(self, connection: AsyncConnection) -> None:
+        now = time.monotonic()
+        if now - self._checked_at < _REVALIDATE_S:
+            return
+        self._checked_at = now
+        version = tuple(
+            (await connection.execute(select(func.count(), func.max(ENTITIES.c.updated_at)))).one()
+        )
+        if version == self._version:
+            return
+        rows = (await connection.execute(select(ENTITIES).order_by(ENTITIES.c.name))).all()
+        self.rows = {row.id: _public(row) for row in rows}
+        self._entries = [
+            (r.id, r.type, r.search_names.strip("|").split("|"), r.search_names) for r in rows
+        ]
+        self._forms = []
+        self._postings = {}
+        for entry, (_, _, names, _) in enumerate(self._entries):
+            for name in names:
+                for form in dict.fromkeys((name, *name.split())):
+                    grams = _bigrams(form)
+                    for gram in grams:
+                        self._postings.setdefault(gram, []).append(len(self._forms))
+                    self._forms.append((entry, form, len(grams)))
+        self._version = version
+
+    def match(self, wanted: str, type_: str | None, limit: int) -> list[str]:
+        """Entity ids: exact name/alias/id, then prefix, then substring, else close spellings."""
+        ranked: list[tuple[int, str, str]] = []
+        for entity_id, entity_type, names, joined in self._entries:
+            if (type_ is not None and entity_type != type_) or (
+                wanted not in joined and wanted != entity_id
+            ):
+                continue
+            if wanted == entity_id or wanted in names:
+                ranked.append((0, names[0], entity_id))
+            elif any(name.startswith(wanted) for name in names):
+                ranked.append((1, names[0], entity_id))
+            elif any(wanted in name for name in names):
+                ranked.append((2, names[0], entity_id))
+        if ranked:
+            return [entity_id for _, _, entity_id in sorted(ranked)[:limit]]
+        return self._fuzzy(wanted, type_, limit)
+
+    def _fuzzy(self, wanted: str, type_: str | None, limit: int) -> list[str]:
+        grams = _bigrams(wanted)
+        shared: dict[int, int] = {}
+        for gram in grams:
+            for form_index in self._postings.get(gram, ()):
+                shared[form_index] = shared.get(form_index, 0) + 1
+        matcher = difflib.SequenceMatcher(autojunk=False)
+        matcher.set_seq2(wanted)
+        scores: dict[str, float] = {}
+        for form_index, count in shared.items():
+            entry, form, size = self._forms[form_index]
+            if 2 * count / (len(grams) + size) < _BIGRAM_CUTOFF:
+                continue
+            entity_id, entity_type, _, _ = self._entries[entry]
+            if type_ is not None and entity_type != type_:
+                continue
+            matcher.set_seq1(form)
+            ratio = matcher.ratio()
+            if ratio >= _FUZZY_CUTOFF and ratio > scores.get(entity_id, 0.0):
+                scores[entity_id] = ratio
+        return sorted(scores, key=lambda i: (-scores[i], i))[:limit]
+
+
+def _bigrams(form: str) -> set[str]:
+    padded = f" {form} "
+    return {padded[i : i + 2] for i in range(len(padded) - 1)}
+
+
 async def find_entities(
-    connection: AsyncConnection, name: str | None, type_: str | None, limit: int = 20
+    connection: AsyncConnection,
+    index: NameIndex,
+    name: str | None,
+    type_: str | None,
+    limit: int = 20,
 ) -> list[dict[str, Any]]:
-    """Entities matching ``name`` (exact, substring, then fuzzy) and/or ``type``, best first."""
+    """Entities matching ``name`` (exact, prefix, substring, then fuzzy) and/or ``type``."""
     if type_ is not None and type_ not in ENTITY_TYPES:
         raise GlyphoxaError(f"unknown entity type {type_!r}; choose from {', '.join(ENTITY_TYPES)}")
-    names = ("id", "name", "type", "description", "aliases", "attributes")
-    columns = [ENTITIES.c[c] for c in names]
-    base = select(*columns)
-    if type_ is not None:
-        base = base.where(ENTITIES.c.type == type_)
+    await index.refresh(connection)
     wanted = (name or "").strip().lower()
-    if not wanted:
-        rows = (await connection.execute(base.order_by(ENTITIES.c.name).limit(limit))).all()
-        return [_public(r) for r in rows]
-    pattern = "%" + wanted.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-    rows = (
-        await connection.execute(
-            base.add_columns(ENTITIES.c.search_names)
-            .where(or_(ENTITIES.c.search_names.like(pattern, escape="\\"), ENTITIES.c.id == wanted))
-            .limit(limit * 5)
-        )
-    ).all()
-    if rows:
+    if wanted:
+        found = [index.rows[i] for i in index.match(wanted, type_, limit)]
+    else:
+        found = [r for r in index.rows.values() if type_ is None or r["type"] == type_][:limit]
+    return [_copy(item) for item in found]
 
-        def rank(row: Any) -> tuple[int, str]:
-            names = row.search_names.strip("|").split("|")
-            if wanted in names or row.id == wanted:
-                return (0, row.name)
-            if any(n.startswith(wanted) for n in names):
-                return (1, row.name)
-            return (2, row.name)
 
-        return [_public(r) for r in sorted(rows, key=rank)[:limit]]
-    # Close spellings: compare against each name/alias and each of their words.
-    candidates = (
-        await connection.execute(
-            select(ENTITIES.c.id, ENTITIES.c.search_names).where(
-                ENTITIES.c.type == type_ if type_ is not None else ENTITIES.c.id.is_not(None)
-            )
-        )
-    ).all()
-    scores: dict[str, float] = {}
-    for entity_id, names in candidates:
-        for candidate in names.strip("|").split("|"):
-            for form in (candidate, *candidate.split()):
-                ratio = difflib.SequenceMatcher(None, wanted, form).ratio()
-                if ratio >= _FUZZY_CUTOFF and ratio > scores.get(entity_id, 0.0):
-                    scores[entity_id] = ratio
-    if not scores:
-        return []
-    best = sorted(scores, key=lambda i: -scores[i])[:limit]
-    rows = (await connection.execute(base.where(ENTITIES.c.id.in_(best)))).all()
-    by_id = {r.id: r for r in rows}
-    return [_public(by_id[i]) for i in best if i in by_id]
+def _copy(item: dict[str, Any]) -> dict[str, Any]:
+    """A caller may change what it gets; the cache must not change with it."""
+    return {**item, "aliases": list(item["aliases"]), "attributes": dict(item["attributes"])}
 
 
 async def entity_summary(connection: AsyncConnection, entity_id: str) -> dict[str, Any]:
     """Identity snapshot of an entity with its neighbours and DM-approved facts."""
     row = (await connection.execute(select(ENTITIES).where(ENTITIES.c.id == entity_id))).first()
     if row is None:
-        matches = await find_entities(connection, entity_id, None, limit=3)
+        matches = await find_entities(connection, NameIndex(), entity_id, None, limit=3)
         exact = [m for m in matches if m["name"].lower() == entity_id.strip().lower()]
         if len(exact) == 1:
             return await entity_summary(connection, exact[0]["id"])

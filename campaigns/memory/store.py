@@ -57,6 +57,7 @@ class MemoryStore(records.RecordsMixin):
         self._chunk_size = chunk_utterances
         self._pending: dict[str, int] = {}
         self._vectors = VectorIndex()
+        self._names = graph.NameIndex()
         self._tasks: set[asyncio.Task[None]] = set()
         self._closed = False
 
@@ -316,14 +317,17 @@ class MemoryStore(records.RecordsMixin):
     # ---------------------------------------------------------------------- knowledge graph
     async def seed_entities(self, entities: EntitiesFile) -> tuple[int, int]:
         """Insert/update entities and add missing relations from an ``entities.yaml`` model."""
-        async with self._write() as conn:
-            return await graph.seed(conn, entities)
+        try:
+            async with self._write() as conn:
+                return await graph.seed(conn, entities)
+        finally:
+            self._names.invalidate()
 
     async def query_entities(
         self, name: str | None = None, type: str | None = None
     ) -> list[dict[str, Any]]:
         async with self._read() as conn:
-            return await graph.find_entities(conn, name, type)
+            return await graph.find_entities(conn, self._names, name, type)
 
     async def get_summary(self, entity_id: str) -> dict[str, Any]:
         async with self._read() as conn:
@@ -338,6 +342,7 @@ class MemoryStore(records.RecordsMixin):
         """Merge a JSON backup in one transaction; a bad file raises and changes nothing."""
         report = await backup.import_memory(self._engine, Path(path))
         self._pending.clear()
+        self._names.invalidate()
         if self._embeddings is not None:
             self._spawn(self.backfill_embeddings(), "memory-embed-backfill")
         return report
