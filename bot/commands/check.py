@@ -18,6 +18,7 @@ from bot.config_loader import check_config
 from campaigns.yamlio import Issue
 from npcs.campaign import Campaign, scan_campaign
 from npcs.campaign_checks import tool_issues
+from npcs.schema import EngineKind
 
 __all__ = ["CheckReport", "register", "run_check"]
 
@@ -30,6 +31,8 @@ class CheckReport:
     config: GlyphoxaConfig | None
     campaign: Campaign | None
     issues: list[Issue] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    """Things that work but may surprise (a fallback will be used); they do not fail the check."""
 
     @property
     def ok(self) -> bool:
@@ -50,7 +53,19 @@ def run_check(
     servers = config.mcp.servers if config is not None else []
     issues += tool_issues(scan.campaign, scan.documents, mcp_servers=servers)
     config_file = loaded.path if loaded.document is not None or loaded.issues else None
-    return CheckReport(config_file, config, scan.campaign, issues)
+    notes = _notes(config, scan.campaign)
+    return CheckReport(config_file, config, scan.campaign, issues, notes)
+
+
+def _notes(config: GlyphoxaConfig | None, campaign: Campaign) -> list[str]:
+    if config is None or config.providers.realtime is not None:
+        return []
+    return [
+        f"{campaign.npc_files[name]}: note: {name} uses engine realtime but "
+        "providers.realtime is not configured (glyphoxa.yaml); offline it cannot use speech-to-speech"
+        for name, npc in campaign.npcs.items()
+        if npc.engine == EngineKind.REALTIME and name in campaign.npc_files
+    ]
 
 
 def register(sub: Any) -> None:
@@ -74,6 +89,8 @@ def _run(args: argparse.Namespace) -> int:
     report = run_check(args.campaign_dir, config_path=args.config)
     for issue in report.issues:
         print(issue)
+    for note in report.notes:
+        print(note, file=sys.stderr)
     if report.issues:
         count = len(report.issues)
         print(f"{count} problem{'s' if count != 1 else ''} found", file=sys.stderr)
