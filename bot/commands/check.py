@@ -62,7 +62,7 @@ def _notes(config: GlyphoxaConfig | None, campaign: Campaign) -> list[str]:
         return []
     return [
         f"{campaign.npc_files[name]}: note: {name} uses engine realtime but "
-        "providers.realtime is not configured (glyphoxa.yaml); offline it cannot use speech-to-speech"
+        "providers.realtime is not configured in glyphoxa.yaml"
         for name, npc in campaign.npcs.items()
         if npc.engine == EngineKind.REALTIME and name in campaign.npc_files
     ]

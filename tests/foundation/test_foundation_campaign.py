@@ -26,6 +26,12 @@ def test_example_passes_check(capsys: pytest.CaptureFixture[str]) -> None:
     assert "campaign 'The Shadowfell Conspiracy'" in out and "NPCs" in out
 
 
+def test_realtime_npc_without_provider_is_a_note_not_a_failure() -> None:
+    report = run_check(EXAMPLE, config_path=CONFIG)
+    assert report.ok
+    assert [n for n in report.notes if "Whisper uses engine realtime" in n]
+
+
 def test_example_covers_engines_tiers_and_content() -> None:
     campaign = load_campaign(EXAMPLE)
     assert campaign.meta.name and campaign.meta.system == "dnd5e"
