@@ -63,6 +63,7 @@ class PlaybackKeeper:
         self._loop = asyncio.get_running_loop()
         self._task: asyncio.Task[None] | None = None
         self._stopped = True
+        self._ended = False
         self.restarts = 0
 
     def start(self) -> None:
@@ -87,6 +88,11 @@ class PlaybackKeeper:
 
     async def _play_when_connected(self) -> None:
         while not self._stopped:
+            if self._ended:
+                # discord.py's player can give up during a reconnect without marking itself
+                # stopped (``is_playing()`` stays True); clear it so ``play`` starts a new one.
+                self._ended = False
+                self._vc.stop()
             if self._vc.is_connected() and not self._vc.is_playing():
                 try:
                     self._vc.play(self._source, after=self._after, signal_type="voice")
@@ -103,6 +109,7 @@ class PlaybackKeeper:
             log.warning("playback ended with %r; restarting", error)
         if self._stopped:
             return
+        self._ended = True
         self.restarts += 1
         try:
             self._loop.call_soon_threadsafe(self._ensure_task)

@@ -25,8 +25,10 @@ from discord.voice_state import ConnectionFlowState
 from discord_api import BOT_ID, FakeDiscordApi
 
 from bot.voice.client import ListeningVoiceClient
+from bot.voice.dave import DaveReceiver
 from bot.voice.loopback import LocalDaveGroup, LoopbackSpeaker
-from bot.voice.receiver import VoiceFrame
+from bot.voice.playback import MixerSource, PlaybackKeeper
+from bot.voice.receiver import VoiceFrame, VoiceReceiver
 from bot.voice.transport_crypto import make_cipher
 
 GUILD, VOICE_CHANNEL = 8000, 8001
@@ -61,12 +63,17 @@ class UdpVoiceServer(asyncio.DatagramProtocol):
     def __init__(self) -> None:
         self.transport: asyncio.DatagramTransport | None = None
         self.client: tuple[str, int] | None = None
+        self.on_datagram: Any = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
 
     def datagram_received(self, data: bytes, addr: tuple[str, int]) -> None:
-        if len(data) == 74 and data[1] == 1:  # IP discovery request
+        if len(data) != 74 or data[1] != 1:
+            if self.on_datagram is not None:  # RTP from the bot
+                self.on_datagram(data)
+            return
+        if True:  # IP discovery request
             self.client = addr
             reply = bytearray(74)
             struct.pack_into(">HHI", reply, 0, 2, 70, struct.unpack_from(">I", data, 4)[0])
@@ -118,25 +125,30 @@ async def _binary(ws: DiscordVoiceWebSocket, op: int, payload: bytes, seq: int) 
     await ws.received_binary_message(struct.pack(">HB", seq, op) + payload)
 
 
-async def test_dave_handshake_then_speech_is_heard(client: discord.Client) -> None:
-    loop = asyncio.get_running_loop()
-    channel = client.get_channel(VOICE_CHANNEL)
-    vc = ListeningVoiceClient(client, channel)  # type: ignore[arg-type]
-    state = vc._connection
-    heard: list[VoiceFrame] = []
-    enough = asyncio.Event()
+class VoiceRig:
+    """The bot's ListeningVoiceClient after discord.py's handshake with our local Discord."""
 
-    def sink(frames: Any) -> None:
-        heard.extend(frames)
-        if len(heard) >= 20:
-            enough.set()
+    def __init__(self, client: discord.Client) -> None:
+        self.client = client
+        self.heard: list[VoiceFrame] = []
+        self.enough = asyncio.Event()
+        self.want = 20
 
-    vc.listen(sink)
-    transport, server = await loop.create_datagram_endpoint(
-        UdpVoiceServer, local_addr=("127.0.0.1", 0)
-    )
-    host, port = transport.get_extra_info("sockname")
-    try:
+    def _sink(self, frames: Any) -> None:
+        self.heard.extend(frames)
+        if len(self.heard) >= self.want:
+            self.enough.set()
+
+    async def connect(self) -> None:
+        loop = asyncio.get_running_loop()
+        channel = self.client.get_channel(VOICE_CHANNEL)
+        self.vc = vc = ListeningVoiceClient(self.client, channel)  # type: ignore[arg-type]
+        self.state = state = vc._connection
+        vc.listen(self._sink)
+        self.transport, self.server = await loop.create_datagram_endpoint(
+            UdpVoiceServer, local_addr=("127.0.0.1", 0)
+        )
+        host, port = self.transport.get_extra_info("sockname")
         # Main-gateway events as discord.py receives them: the bot's UDP socket is created.
         state.state = ConnectionFlowState.set_guild_voice_state
         await state.voice_server_update(
@@ -145,8 +157,8 @@ async def test_dave_handshake_then_speech_is_heard(client: discord.Client) -> No
         await state.voice_state_update(
             {"channel_id": str(VOICE_CHANNEL), "session_id": "s1", "user_id": str(BOT_ID)}  # type: ignore[typeddict-item]
         )
-        fake = FakeVoiceSocket()
-        ws = DiscordVoiceWebSocket(fake, loop, hook=state.hook)  # type: ignore[arg-type]
+        self.fake = fake = FakeVoiceSocket()
+        self.ws = ws = DiscordVoiceWebSocket(fake, loop, hook=state.hook)  # type: ignore[arg-type]
         ws._connection = state
         state.ws = ws
 
@@ -157,7 +169,7 @@ async def test_dave_handshake_then_speech_is_heard(client: discord.Client) -> No
         )
         select = next(m for m in fake.json if m["op"] == 1)
         assert select["d"]["data"]["mode"] == MODE
-        # op 4 SESSION_DESCRIPTION with DAVE: discord.py creates the session, sends its key package.
+        # op 4 SESSION_DESCRIPTION with DAVE: discord.py creates the session, sends a key package.
         secret = {"mode": MODE, "secret_key": list(KEY), "dave_protocol_version": 1}
         await ws.received_message({"op": 4, "d": secret})
         assert fake.binary and fake.binary[-1][0] == DiscordVoiceWebSocket.MLS_KEY_PACKAGE
@@ -165,8 +177,8 @@ async def test_dave_handshake_then_speech_is_heard(client: discord.Client) -> No
         assert state.dave_session is not None and not state.dave_session.ready
 
         # The voice server's MLS role: external sender, a remote member, Add + Welcome.
-        group = LocalDaveGroup(VOICE_CHANNEL)
-        remote = group.new_session(SPEAKER)
+        self.group = group = LocalDaveGroup(VOICE_CHANNEL)
+        self.remote = remote = group.new_session(SPEAKER)
         group.join([remote])
         await _binary(ws, DiscordVoiceWebSocket.MLS_EXTERNAL_SENDER, group.external_sender, 1)
         proposals = group.add_proposals([bot_key_package], remote.epoch or 0)
@@ -174,38 +186,100 @@ async def test_dave_handshake_then_speech_is_heard(client: discord.Client) -> No
         assert result is not None and result.welcome is not None
         remote.process_commit(result.commit)
         transition = 7
-        await _binary(
-            ws, DiscordVoiceWebSocket.MLS_WELCOME, struct.pack(">H", transition) + result.welcome, 2
-        )
+        welcome = struct.pack(">H", transition) + result.welcome
+        await _binary(ws, DiscordVoiceWebSocket.MLS_WELCOME, welcome, 2)
         ready = [m for m in fake.json if m["op"] == DiscordVoiceWebSocket.DAVE_TRANSITION_READY]
         assert ready and ready[-1]["d"]["transition_id"] == transition
         await ws.received_message({"op": 22, "d": {"transition_id": transition}})
         assert state.dave_session.ready and state.can_encrypt
         assert vc.voice_privacy_code  # both sides agree on a group
+        state.state = ConnectionFlowState.connected  # what discord.py's handshake ends with
 
+    def close(self) -> None:
+        self.vc.receiver.close()
+        self.vc.stop()
+        self.state._socket_reader.stop()
+        if self.state.socket:
+            self.state.socket.close()
+        self.transport.close()
+
+
+async def test_dave_handshake_then_speech_is_heard(client: discord.Client) -> None:
+    rig = VoiceRig(client)
+    try:
+        await rig.connect()
         # Our hook sees SPEAKING; the socket listener hears the remote speaker over UDP.
-        await ws.received_message(
+        await rig.ws.received_message(
             {"op": 5, "d": {"user_id": str(SPEAKER), "ssrc": SPEAKER_SSRC, "speaking": 1}}
         )
-        vc.start_listening()
-        speaker = LoopbackSpeaker(SPEAKER_SSRC, make_cipher(MODE, KEY), remote)
+        rig.vc.start_listening()
+        speaker = LoopbackSpeaker(SPEAKER_SSRC, make_cipher(MODE, KEY), rig.remote)
         opus = [speaker.encode(pcm) for pcm in tone(25)]
         for frame in opus:
-            server.send(speaker.packet(frame))
-        await asyncio.wait_for(enough.wait(), timeout=10)
-        assert {f.user_id for f in heard} == {SPEAKER}
+            rig.server.send(speaker.packet(frame))
+        await asyncio.wait_for(rig.enough.wait(), timeout=10)
+        assert {f.user_id for f in rig.heard} == {SPEAKER}
         expected = reference_decode(opus)
-        assert [f.pcm for f in heard] == expected[: len(heard)]
-        counters = vc.receiver.snapshot()
+        assert [f.pcm for f in rig.heard] == expected[: len(rig.heard)]
+        counters = rig.vc.receiver.snapshot()
         assert counters.dropped["dave_failed"] == 0 and counters.decoded >= 20
-        assert vc.receiver.dave is not None and vc.receiver.dave.stats.decrypted >= 20
+        assert rig.vc.receiver.dave is not None and rig.vc.receiver.dave.stats.decrypted >= 20
 
         # op 13: the speaker leaves; their packets are no longer attributed to anyone.
-        await ws.received_message({"op": 13, "d": {"user_id": str(SPEAKER)}})
-        assert vc.receiver.user_for(SPEAKER_SSRC) is None
+        await rig.ws.received_message({"op": 13, "d": {"user_id": str(SPEAKER)}})
+        assert rig.vc.receiver.user_for(SPEAKER_SSRC) is None
     finally:
-        vc.receiver.close()
-        state._socket_reader.stop()
-        if state.socket:
-            state.socket.close()
-        transport.close()
+        rig.close()
+
+
+async def test_playback_is_heard_by_the_remote_member_and_survives_a_reconnect(
+    client: discord.Client,
+) -> None:
+    """The mixer's frames go out through discord.py (Opus, DAVE, transport) and come back
+    through our receive path on the remote member's side; a reconnect restarts playback."""
+    rig = VoiceRig(client)
+    try:
+        await rig.connect()
+        loop = asyncio.get_running_loop()
+        remote_heard: list[VoiceFrame] = []
+        got = asyncio.Event()
+
+        def remote_sink(frames: Any) -> None:
+            remote_heard.extend(frames)
+            if len(remote_heard) >= 10:
+                got.set()
+
+        # The remote member's ears: our receiver with the remote's DAVE session.
+        remote_ears = VoiceReceiver(
+            loop, remote_sink, dave=DaveReceiver(lambda: (rig.remote, 1))
+        )
+        remote_ears.set_transport(MODE, KEY)
+        remote_ears.map_ssrc(BOT_SSRC, BOT_ID)
+        rig.server.on_datagram = remote_ears.on_datagram
+        frames = iter(tone(2_000, freq=330.0))
+        source = MixerSource(lambda: next(frames))
+        keeper = PlaybackKeeper(rig.vc, source, retry_s=0.02)
+        keeper.start()
+        await asyncio.wait_for(got.wait(), timeout=10)
+        assert {f.user_id for f in remote_heard} == {BOT_ID}
+        assert remote_ears.snapshot().dropped["dave_failed"] == 0
+        assert any(any(f.pcm) for f in remote_heard)  # real audio, not just silence
+
+        # A voice reconnect longer than discord.py waits: the player gives up, we restart it.
+        rig.state.timeout = 0.05
+        rig.state.state = ConnectionFlowState.disconnected
+        await _until(lambda: keeper.restarts >= 1)
+        rig.state.state = ConnectionFlowState.connected
+        before = len(remote_heard)
+        await _until(lambda: len(remote_heard) >= before + 10)
+        assert rig.vc.is_playing()
+        await keeper.stop()
+        assert not rig.vc.is_playing()
+    finally:
+        rig.close()
+
+
+async def _until(condition: Any, timeout: float = 10.0) -> None:
+    async with asyncio.timeout(timeout):
+        while not condition():
+            await asyncio.sleep(0.01)
