@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from campaigns.errors import GlyphoxaError
 from tools.config import BuiltinToolsConfig
 from tools.spec import BuiltinServer, ToolContext
 
@@ -56,8 +57,6 @@ BUILTIN_TOOL_NAMES: frozenset[str] = frozenset(
 def create_server(name: str, ctx: ToolContext) -> BuiltinServer:
     """Build one built-in server by name; an unknown name lists the choices."""
     if name not in SERVER_TOOLS:
-        from campaigns.errors import GlyphoxaError
-
         raise GlyphoxaError(
             f"unknown built-in tool server {name!r}; choose from {', '.join(SERVER_NAMES)}"
         )
