@@ -129,7 +129,7 @@ class RulesIndex:
     @classmethod
     def load(cls, path: Path) -> RulesIndex:
         """Copy a cache file into memory (queries then never touch the disk)."""
-        source = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        source = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True)
         try:
             memory = sqlite3.connect(":memory:", check_same_thread=False)
             source.backup(memory)
