@@ -6,7 +6,7 @@ this module only says what a valid configuration is.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
@@ -107,10 +107,15 @@ class SpeechConfig(_Strict):
     """Ambience gain multiplier while an NPC speaks."""
 
 
+TierLabel = Literal["fast", "standard", "deep"]
+
+
+def _default_ceilings() -> dict[TierLabel, int]:
+    return {cast(TierLabel, tier.label): ms for tier, ms in DEFAULT_CEILINGS_MS.items()}
+
+
 class TiersConfig(_Strict):
-    ceilings_ms: dict[Literal["fast", "standard", "deep"], int] = Field(
-        default_factory=lambda: {t.label: ms for t, ms in DEFAULT_CEILINGS_MS.items()}
-    )
+    ceilings_ms: dict[TierLabel, int] = Field(default_factory=_default_ceilings)
     deep_phrases: list[str] | None = None
     """Phrases that ask for DEEP thought; empty means the built-in list."""
     standard_phrases: list[str] | None = None
