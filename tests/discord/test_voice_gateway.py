@@ -243,16 +243,15 @@ async def test_playback_is_heard_by_the_remote_member_and_survives_a_reconnect(
         loop = asyncio.get_running_loop()
         remote_heard: list[VoiceFrame] = []
         got = asyncio.Event()
+        target = [10]
 
         def remote_sink(frames: Any) -> None:
             remote_heard.extend(frames)
-            if len(remote_heard) >= 10:
+            if len(remote_heard) >= target[0]:
                 got.set()
 
         # The remote member's ears: our receiver with the remote's DAVE session.
-        remote_ears = VoiceReceiver(
-            loop, remote_sink, dave=DaveReceiver(lambda: (rig.remote, 1))
-        )
+        remote_ears = VoiceReceiver(loop, remote_sink, dave=DaveReceiver(lambda: (rig.remote, 1)))
         remote_ears.set_transport(MODE, KEY)
         remote_ears.map_ssrc(BOT_SSRC, BOT_ID)
         rig.server.on_datagram = remote_ears.on_datagram
@@ -267,19 +266,17 @@ async def test_playback_is_heard_by_the_remote_member_and_survives_a_reconnect(
 
         # A voice reconnect longer than discord.py waits: the player gives up, we restart it.
         rig.state.timeout = 0.05
+        player = rig.vc._player
+        assert player is not None
         rig.state.state = ConnectionFlowState.disconnected
-        await _until(lambda: keeper.restarts >= 1)
+        await asyncio.to_thread(player.join, 10)
+        assert not player.is_alive() and keeper.restarts == 1
+        got.clear()
+        target[0] = len(remote_heard) + 10
         rig.state.state = ConnectionFlowState.connected
-        before = len(remote_heard)
-        await _until(lambda: len(remote_heard) >= before + 10)
-        assert rig.vc.is_playing()
+        await asyncio.wait_for(got.wait(), timeout=10)
+        assert rig.vc.is_playing() and rig.vc._player is not player
         await keeper.stop()
         assert not rig.vc.is_playing()
     finally:
         rig.close()
-
-
-async def _until(condition: Any, timeout: float = 10.0) -> None:
-    async with asyncio.timeout(timeout):
-        while not condition():
-            await asyncio.sleep(0.01)
