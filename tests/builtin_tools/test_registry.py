@@ -121,3 +121,25 @@ async def test_glyphoxa_serve_tool_and_module_entry(tmp_path: Path, campaign_dir
     async with stdio_session("tools.builtin", "files", "--sandbox", str(tmp_path / "s")) as session:
         names = {t.name for t in (await session.list_tools()).tools}
         assert names == {"read_file", "write_file", "list_files"}
+
+
+def test_glyphoxa_tools_list_shows_builtins_in_their_tiers(
+    tmp_path: Path, campaign_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from bot.cli import main
+
+    config = tmp_path / "glyphoxa.yaml"
+    config.write_text(
+        f"campaign:\n  path: {campaign_dir}\n"
+        f"memory:\n  url: sqlite+aiosqlite:///{tmp_path / 'memory.db'}\n"
+        f"tools:\n  sandbox_dir: {tmp_path / 'files'}\n"
+        f"  calibration_path: {tmp_path / 'calibration.json'}\n",
+        encoding="utf-8",
+    )
+    assert main(["--config", str(config), "tools", "list", "--json"]) == 0
+    listed = {t["name"]: t for t in json.loads(capsys.readouterr().out)["tools"]}
+    assert set(listed) == CONTRACT_TOOLS
+    for tier, names in EXPECTED_TIERS.items():
+        assert {n for n, t in listed.items() if t["tier"] == tier.label} == names
+    assert all(t["healthy"] for t in listed.values())
+    assert listed["roll"]["idempotent"] is False and listed["get_rule"]["idempotent"] is True
