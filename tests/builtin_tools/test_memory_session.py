@@ -126,3 +126,11 @@ async def test_memory_and_session_over_stdio(seeded: SeededStore) -> None:
         assert seeded.session_id in result_text(history)
         wrong = await session.call_tool("search_history", {"query": ""})
         assert wrong.is_error and "query" in result_text(wrong)
+
+
+async def test_null_optional_arguments_mean_left_out(seeded: SeededStore) -> None:
+    tools = {t.name: t for t in create_server("memory", ToolContext(memory=seeded.store)).tools}
+    said = await tools["search_sessions"].handler(query="cider", session_id=None, limit=None)
+    assert said["results"]
+    with pytest.raises(ToolError, match="missing argument"):
+        await tools["search_sessions"].handler(query=None)

@@ -88,6 +88,8 @@ def define_tool(
 
     @functools.wraps(handler)
     async def validated(**arguments: Any) -> Any:
+        # Small LLMs often send ``null`` for an optional argument they mean to leave out.
+        arguments = {key: value for key, value in arguments.items() if value is not None}
         errors = sorted(validator.iter_errors(arguments), key=lambda e: list(e.path))
         if errors:
             raise ToolError(_describe_error(name, errors[0]))
