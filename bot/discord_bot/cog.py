@@ -79,8 +79,11 @@ class TableCog(commands.Cog):
         self.tables[interaction.guild_id or 0] = table
         npcs = ", ".join(sorted(parts.session.campaign.npcs)) or "none"
         await interaction.followup.send(f"Session started in {channel.mention}. NPCs: {npcs}.")
-        if self.bot.config.discord.transcription_notice and interaction.channel is not None:
-            await interaction.channel.send(
+        notice_channel = interaction.channel
+        if self.bot.config.discord.transcription_notice and isinstance(
+            notice_channel, discord.abc.Messageable
+        ):
+            await notice_channel.send(
                 "This voice session is transcribed so the NPCs can answer you."
             )
 

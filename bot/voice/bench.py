@@ -88,7 +88,12 @@ async def _handoff_us(scenario: _Scenario) -> tuple[float, int]:
 
     receiver = scenario.receiver(loop, sink)
     started = time.perf_counter()
-    thread = threading.Thread(target=lambda: [receiver.on_datagram(d) for d in scenario.datagrams])
+
+    def feed() -> None:
+        for datagram in scenario.datagrams:
+            receiver.on_datagram(datagram)
+
+    thread = threading.Thread(target=feed, name="bench-socket-reader")
     thread.start()
     await asyncio.wait_for(done.wait(), timeout=60)
     elapsed = time.perf_counter() - started
