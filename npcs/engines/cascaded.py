@@ -298,7 +298,7 @@ def _merge_tool_delta(slots: dict[int, dict[str, str]], delta: Any) -> None:
 def _assistant_tool_message(content: str, calls: Sequence[ToolCall]) -> dict[str, Any]:
     return {
         "role": "assistant",
-        "content": content or None,
+        "content": content,  # a string even when empty: llama.cpp rejects null
         "tool_calls": [
             {
                 "id": call.id,

@@ -92,3 +92,14 @@ def sage() -> NpcDefinition:
         filler_lines=["Let me consult my notes..."],
         secret_knowledge=["He was in the Black Candle society."],
     )
+
+
+@pytest.fixture(scope="session")
+async def local_llm() -> AsyncIterator[Any]:
+    """One real llama.cpp server with SmolLM2 for the whole test session."""
+    from npcs.llm_server import LocalLlmServer, llama_cpp_available
+
+    if not llama_cpp_available():
+        pytest.skip("llama-cpp-python[server] is not installed (pip install llama-cpp-python)")
+    async with LocalLlmServer(n_ctx=2048, n_threads=1) as server:
+        yield server
