@@ -62,6 +62,16 @@ def test_spoken_queries_find_the_entry_first(
     assert srd_index.search(query, limit=3)[0].id == expected
 
 
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [("magik missle", "spell:magic-missile"), ("owlbaer", "monster:owlbear")],
+)
+def test_misheard_names_fall_back_to_spelling(
+    srd_index: RulesIndex, query: str, expected: str
+) -> None:
+    assert srd_index.search(query, limit=3)[0].id == expected
+
+
 def test_grapple_finds_the_grappled_condition(srd_index: RulesIndex) -> None:
     ids = [h.id for h in srd_index.search("grapple", limit=5)]
     assert "condition:grappled" in ids and "summary:grappled" in ids[:2]

@@ -41,6 +41,8 @@ SRD_ATTRIBUTION = (
     "https://creativecommons.org/licenses/by/4.0/legalcode."
 )
 
+_SHORT_ATTRIBUTION = "SRD 5.1 by Wizards of the Coast LLC, CC-BY-4.0"
+
 _SYSTEM_ALIASES = {
     "5e": "dnd5e",
     "dnd5e": "dnd5e",
@@ -171,6 +173,8 @@ def create_server(ctx: ToolContext) -> BuiltinServer:
             )
         hits = rules.search(query, limit=limit, system=resolved, category=category)
         result: dict[str, Any] = {"query": query, "results": [h.as_dict() for h in hits]}
+        if any(h.source == "srd5.1" for h in hits):
+            result["attribution"] = _SHORT_ATTRIBUTION
         if not hits:
             result["note"] = "no matching rules; try other words or a broader term"
         return result
@@ -195,7 +199,7 @@ def create_server(ctx: ToolContext) -> BuiltinServer:
         if len(text) > MAX_RULE_CHARS:
             body["truncated"] = True
         if doc.source == "srd5.1":
-            body["attribution"] = "SRD 5.1 by Wizards of the Coast LLC, CC-BY-4.0"
+            body["attribution"] = _SHORT_ATTRIBUTION
         return body
 
     latency = standard(estimated=600, maximum=1500, read_only=True, idempotent=True)

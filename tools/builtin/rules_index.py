@@ -8,6 +8,7 @@ terms (porter-stemmed, so "grapple" reaches "grappled") plus adjacent words join
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import logging
 import os
@@ -120,6 +121,7 @@ class RulesIndex:
     def __init__(self, connection: sqlite3.Connection) -> None:
         self._db = connection
         self._lock = threading.Lock()
+        self._names: dict[str, list[int]] | None = None
         self._db.executescript(_SCHEMA)
 
     @classmethod
@@ -171,6 +173,7 @@ class RulesIndex:
     def add(self, docs: Iterable[RuleDoc]) -> int:
         """Insert or replace entries; returns how many were written."""
         count = 0
+        self._names = None
         with self._lock, self._db:
             for doc in docs:
                 row = self._db.execute("SELECT rowid FROM docs WHERE id = ?", (doc.id,)).fetchone()
@@ -260,6 +263,8 @@ class RulesIndex:
         with self._lock:
             rows = self._db.execute(sql, params).fetchall()
         query_compact = "".join(words)
+        if not rows:
+            return self._fuzzy(query_compact, limit, system, category)
         ranked = []
         for rowid, doc_id, name, cat, source, aliases, score in rows:
             names = [name, *(a for a in aliases.split("\n") if a)]
@@ -274,6 +279,32 @@ class RulesIndex:
         return [
             RuleHit(d[0], d[1], d[2], d[3], snippets.get(rowid, ""), d[4]) for _, rowid, d in top
         ]
+
+    def _fuzzy(
+        self, query_compact: str, limit: int, system: str | None, category: str | None
+    ) -> list[RuleHit]:
+        """Names spelt like the query, for misheard words ("fireboll"); only when FTS found
+        nothing, so the common path stays fast."""
+        if len(query_compact) < 4:
+            return []
+        if self._names is None:
+            self._names = {}
+            for rowid, name in self._db.execute("SELECT rowid, name FROM docs"):
+                self._names.setdefault(compact(name), []).append(rowid)
+        close = difflib.get_close_matches(query_compact, list(self._names), n=limit * 2, cutoff=0.8)
+        rowids = [rowid for key in close for rowid in self._names[key]]
+        hits: list[RuleHit] = []
+        for rowid in rowids:
+            row = self._db.execute(
+                "SELECT id, name, category, system, source, substr(text, 1, 160) FROM docs "
+                "WHERE rowid = ?",
+                (rowid,),
+            ).fetchone()
+            if row is None or (system and row[3] != system) or (category and row[2] != category):
+                continue
+            ratio = difflib.SequenceMatcher(None, query_compact, compact(row[1])).ratio()
+            hits.append(RuleHit(row[0], row[1], row[2], row[4], row[5], ratio))
+        return hits[:limit]
 
     def _snippets(self, match: str, rowids: list[int]) -> dict[int, str]:
         """Snippets only for the hits returned (snippet() is the costly part of a query)."""
