@@ -159,3 +159,35 @@ async def test_restarts_stop_at_the_limit(make_host: Callable[..., ToolHost]):
     await host.start()
     assert await host.wait_for(lambda h: h.server_states()["gone"]["state"] == "failed", 5)
     assert ServerState.FAILED.value == "failed"
+
+
+async def test_stderr_is_rate_limited(
+    make_host: Callable[..., ToolHost],
+    new_stdio_config: ConfigFactory,
+    caplog: pytest.LogCaptureFixture,
+):
+    host = make_host(new_stdio_config("noisy"))
+    with caplog.at_level(logging.INFO, logger="glyphoxa.mcp.noisy"):
+        await host.start()
+        result = await host.call("spam", {"lines": 200}, whitelist=ALL, tier=Tier.FAST, npc="n")
+        assert result.status == "ok"
+        await host.close()
+    messages = [r.getMessage() for r in caplog.records if r.name == "glyphoxa.mcp.noisy"]
+    shown = [m for m in messages if "suppressed" not in m]
+    assert len(shown) == 20  # the burst allowance of one 10 s window
+    summary = [m for m in messages if "suppressed" in m]
+    assert len(summary) == 1 and "spam line 199" not in shown
+
+
+async def test_probe_at_connect_only_touches_safe_tools(
+    make_host: Callable[..., ToolHost], new_stdio_config: ConfigFactory
+):
+    host = make_host(new_stdio_config("probed", probe=True))
+    await host.start()
+    assert await host.wait_for(lambda h: h.get_tool("count") is not None, 10)
+    assert await host.wait_for(lambda h: h.get_tool("count").samples == 5, 10)
+    # count is idempotent and takes no arguments; nothing with side effects was called.
+    assert host.get_tool("crash").healthy and host.get_tool("add_tool").samples == 0
+    assert host.get_tool("late") is None
+    calls = await host.call("count", {}, whitelist=ALL, tier=Tier.FAST, npc="n")
+    assert calls.structured == {"result": 0}  # probes of count itself do not count calls

@@ -131,6 +131,8 @@ class _StderrPump:
                 else:
                     dropped += 1
         finally:
+            if dropped:
+                self._log.warning("(%d stderr lines suppressed)", dropped)
             transport.close()
 
     async def stop(self) -> None:
@@ -246,8 +248,7 @@ class McpConnection:
                     connected_at = time.monotonic()
                     self.session, self.tools, self.last_error = session, tools, None
                     log.info("MCP server %s up with %d tools", self.name, len(tools))
-                    self._set_state(ServerState.UP)
-                    self._on_change(self)
+                    self._set_state(ServerState.UP)  # also publishes the new tools
                     self._attempted.set()
                     await self._serve(session)
                     self.last_error = self.last_error or "connection closed (server exited?)"

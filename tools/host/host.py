@@ -70,6 +70,7 @@ class ToolHost:
         self._view_cache: dict[tuple[Any, Tier, bool], list[Any]] = {}
         self._builtin_errors: dict[str, str] = {}
         self._probes: set[asyncio.Task[Any]] = set()
+        self._last_state: dict[str, ServerState] = {}
         self._started = False
         self._change = asyncio.Event()
 
@@ -219,7 +220,11 @@ class ToolHost:
         if self._connections.get(connection.name) is not connection:
             return
         self._rebuild()
-        if connection.config.probe and connection.state is ServerState.UP:
+        came_up = connection.state is ServerState.UP and self._last_state.get(connection.name) != (
+            ServerState.UP
+        )
+        self._last_state[connection.name] = connection.state
+        if connection.config.probe and came_up:
             task = asyncio.create_task(
                 self.calibrate(servers=[connection.name]), name=f"probe:{connection.name}"
             )
@@ -247,6 +252,7 @@ class ToolHost:
             if entry.info is not None:
                 probed.append(entry.info)
         self.save_calibration()
+        self._notify_change()
         return probed
 
     # -- registry views --------------------------------------------------------------------
@@ -330,6 +336,7 @@ class ToolHost:
     def _retiered(self) -> None:
         self.registry.reorder()
         self._view_cache.clear()
+        self._notify_change()
 
     def _rebuild(self) -> None:
         servers: list[ServerTools] = []
@@ -366,6 +373,10 @@ class ToolHost:
             )
         self.registry.rebuild(servers)
         self._view_cache.clear()
+        self._notify_change()
+
+    def _notify_change(self) -> None:
+        """Wake ``wait_for`` callers: the registry, a tier or the measurements changed."""
         self._change.set()
         self._change = asyncio.Event()
 

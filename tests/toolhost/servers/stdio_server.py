@@ -94,6 +94,15 @@ async def weird() -> str:
     return "weird"
 
 
+@server.tool(meta=latency(5, 1000))
+async def spam(lines: int) -> str:
+    """Write many lines to stderr."""
+    for i in range(lines):
+        sys.stderr.write(f"spam line {i}\n")
+    sys.stderr.flush()
+    return "spammed"
+
+
 async def late(word: str) -> str:
     """Added at runtime."""
     return word.upper()
