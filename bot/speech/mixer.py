@@ -62,7 +62,8 @@ class Mixer:
                     handle.cancel()
 
     def add_listener(self, callback: Callable[[], None]) -> None:
-        """Called (from any thread) whenever a handle gets audio or changes state."""
+        """Called (from any thread, maybe with the mixer lock held: keep it short and do not
+        block) whenever a handle gets audio, finishes feeding, is cancelled or takes the floor."""
         self._listeners.append(callback)
 
     # --- queries -------------------------------------------------------------------------------
@@ -152,6 +153,7 @@ class Mixer:
     def _take_floor(self, handle: SpeechHandle) -> None:
         self._current = handle
         handle.state = HandleState.PLAYING
+        self._changed()  # listeners learn when a queued NPC gets the floor (any thread)
 
     def _changed(self) -> None:
         for callback in self._listeners:
