@@ -91,8 +91,13 @@ async def test_first_sentence_plays_while_the_llm_still_writes(
 ) -> None:  # type: ignore[no-untyped-def]
     mixer = Mixer()
     first_audio = asyncio.Event()
-    mixer.add_listener(lambda: first_audio.set())
     handle = mixer.speak("Bartok")
+
+    def audio_arrived() -> None:  # loop thread here: feed() runs on it
+        if handle.buffered_samples or handle.playback_started_at:
+            first_audio.set()
+
+    mixer.add_listener(audio_arrived)
     timer = TurnTimer("t1", "alice", npc="Bartok")
 
     async def llm() -> AsyncIterator[str]:
