@@ -73,11 +73,16 @@ class TableRuntime:
         self.voice.listen(self.speakers)
         self.playback = PlaybackKeeper(self.voice, MixerSource(self.session.mixer.next_frame))
         self.playback.start()
-        if self._transcript is not None:
-            self.session.listeners.append(self._on_event)
-            self._poster = asyncio.get_running_loop().create_task(
-                self._post_transcript(), name="transcript-poster"
-            )
+        self.start_transcript()
+
+    def start_transcript(self) -> None:
+        """Post what players and NPCs say to the transcript channel, if one is configured."""
+        if self._transcript is None or self._poster is not None:
+            return
+        self.session.listeners.append(self._on_event)
+        self._poster = asyncio.get_running_loop().create_task(
+            self._post_transcript(), name="transcript-poster"
+        )
 
     async def stop(self) -> None:
         """Leave voice and stop everything; safe to call twice."""

@@ -7,7 +7,9 @@ as the JSON Discord would receive.
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import Callable
 from typing import Any
 
 from aiohttp import web
@@ -61,6 +63,8 @@ class FakeDiscordApi:
         app.router.add_route("*", "/api/v10/{tail:.*}", self._handle)
         self._runner = web.AppRunner(app)
         self.base = ""
+        self.reject_token = False
+        self._called = asyncio.Event()
 
     async def start(self) -> None:
         await self._runner.setup()
@@ -71,6 +75,18 @@ class FakeDiscordApi:
 
     async def close(self) -> None:
         await self._runner.cleanup()
+
+    async def wait_for_call(
+        self, predicate: Callable[[tuple[str, str, Any]], bool], timeout_s: float = 10.0
+    ) -> tuple[str, str, Any]:
+        """The first recorded call matching ``predicate``, waiting for it if needed."""
+        async with asyncio.timeout(timeout_s):
+            while True:
+                self._called.clear()
+                for call in self.calls:
+                    if predicate(call):
+                        return call
+                await self._called.wait()
 
     def responses(self) -> list[dict[str, Any]]:
         """Interaction callbacks and follow-ups, in order: ``{"type", "content", "flags"}``."""
@@ -95,6 +111,9 @@ class FakeDiscordApi:
                     if part.name == "payload_json":  # type: ignore[union-attr]
                         body = await part.json()  # type: ignore[union-attr]
         self.calls.append((request.method, path, body))
+        self._called.set()
+        if path == "users/@me" and self.reject_token:
+            return _json({"message": "401: Unauthorized", "code": 0}, status=401)
         if path == "users/@me":
             return _json(user(BOT_ID, "Glyphoxa", bot=True))
         if path == "oauth2/applications/@me":

@@ -7,6 +7,7 @@ campaign (no voice connection: the cog's table is created without joining a chan
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -239,3 +240,37 @@ async def test_recap_reads_campaign_memory(harness: Harness) -> None:
     reply = await harness.run(interaction("recap", [opt("sessions", 1, kind=4)], roles=(DM_ROLE,)))
     assert reply["type"] == "followup"
     assert reply["flags"] & 64
+
+
+async def test_live_transcript_is_posted_to_the_channel(
+    harness: Harness, table_session: Any
+) -> None:
+    from bot.session.events import PlayerSpoke
+
+    channel = harness.bot.get_channel(CHANNEL)
+    runtime = TableRuntime(TableParts(table_session), channel)  # type: ignore[arg-type]
+    runtime.start_transcript()
+    try:
+        for listener in table_session.listeners:
+            listener(PlayerSpoke("Aria", "Bartok, what's on tap?", None, None, 0.0))
+        _, _, body = await harness.api.wait_for_call(
+            lambda c: c[1] == f"channels/{CHANNEL}/messages"
+        )
+        assert body["content"] == "**Aria:** Bartok, what's on tap?"
+    finally:
+        table_session.listeners.remove(runtime._on_event)
+        if runtime._poster is not None:
+            runtime._poster.cancel()
+
+
+async def test_glyphoxa_run_reports_a_rejected_token_cleanly(
+    harness: Harness, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from bot.cli import main
+
+    config = tmp_path / "glyphoxa.yaml"
+    config.write_text("discord:\n  token: not-a-valid-token\n")
+    harness.api.reject_token = True
+    code = await asyncio.to_thread(main, ["--config", str(config), "run"])
+    assert code == 2
+    assert "Discord rejected the bot token" in capsys.readouterr().err
