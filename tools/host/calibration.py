@@ -167,6 +167,10 @@ class Calibration:
 
     def save(self) -> None:
         """Write this environment's windows atomically, keeping other environments."""
+        self.write(self.snapshot())
+
+    def write(self, snapshot: Mapping[str, list[tuple[float, bool]]]) -> None:
+        """Write a ``snapshot()`` taken earlier; safe to run in a worker thread."""
         if self.path is None:
             return
         path = self.path
@@ -179,8 +183,7 @@ class Calibration:
             except (OSError, ValueError, AttributeError):
                 log.warning("calibration file %s unreadable; rewriting it", path)
         data["environments"][self.environment] = {
-            key: [[round(d, 3), ok] for d, ok in samples]
-            for key, samples in self.snapshot().items()
+            key: [[round(d, 3), ok] for d, ok in samples] for key, samples in snapshot.items()
         }
         try:
             path.parent.mkdir(parents=True, exist_ok=True)

@@ -53,6 +53,8 @@ class Executor:
         self._on_retier = on_retier
         self.max_result_chars = max_result_chars
         self._cache: dict[tuple[str, str], tuple[float, ToolResult]] = {}
+        self.recorded = 0
+        """Calls recorded into calibration so far (autosave watches it)."""
 
     async def call(
         self,
@@ -180,6 +182,7 @@ class Executor:
 
     def _record(self, entry: ToolEntry, duration_ms: float, ok: bool) -> None:
         entry.stats.record(duration_ms, ok)
+        self.recorded += 1
         if entry.retier(self._registry.ceilings):
             log.info("tool %s now %s (demoted=%s)", entry.name, entry.tier.label, entry.demoted)
             self._on_retier()

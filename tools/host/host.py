@@ -20,7 +20,7 @@ from tools.config import McpConfig, McpServerConfig
 from tools.host.calibration import Calibration
 from tools.host.connections import McpConnection, RestartPolicy, ServerState, describe_error
 from tools.host.executor import DEFAULT_MAX_RESULT_CHARS, Executor
-from tools.host.latency import clean_input_schema, parse_latency
+from tools.host.latency import clean_input_schema
 from tools.host.metrics import InvocationCallback, ToolMetrics
 from tools.host.registry import NameCollision, Registry, ServerTools, ToolSpecLite
 from tools.host.types import ToolCall, ToolInfo, ToolResult, TurnToolReport
@@ -54,6 +54,7 @@ class ToolHost:
         max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
         builtin_timeout_s: float = 4.0,
         environment: str | None = None,
+        autosave_s: float = 60.0,
     ) -> None:
         self._mcp_config = mcp_config or McpConfig()
         self._builtins = list(builtins)
@@ -71,6 +72,8 @@ class ToolHost:
         self._builtin_errors: dict[str, str] = {}
         self._probes: set[asyncio.Task[Any]] = set()
         self._last_state: dict[str, ServerState] = {}
+        self._autosave_s = autosave_s
+        self._autosave: asyncio.Task[None] | None = None
         self._started = False
         self._change = asyncio.Event()
 
@@ -109,9 +112,15 @@ class ToolHost:
         await asyncio.gather(
             *(self._connections[s.name].wait_attempted(s.connect_timeout_s) for s in servers)
         )
+        if self.calibration.path is not None and self._autosave_s > 0:
+            self._autosave = asyncio.create_task(self._autosave_loop(), name="tool-calibration")
 
     async def close(self) -> None:
         """Stop every connection, shut built-ins down, save calibration."""
+        if self._autosave is not None:
+            self._autosave.cancel()
+            await asyncio.gather(self._autosave, return_exceptions=True)
+            self._autosave = None
         for probe in list(self._probes):
             probe.cancel()
         await asyncio.gather(*self._probes, return_exceptions=True)
@@ -131,6 +140,20 @@ class ToolHost:
 
     def save_calibration(self) -> None:
         self.calibration.save()
+
+    async def _autosave_loop(self) -> None:
+        """Save measurements now and then, so a crash of the bot loses little."""
+        saved = self._executor.recorded
+        while True:
+            await asyncio.sleep(self._autosave_s)
+            if self._executor.recorded == saved:
+                continue
+            saved = self._executor.recorded
+            snapshot = self.calibration.snapshot()  # on the loop: the windows live here
+            try:
+                await asyncio.to_thread(self.calibration.write, snapshot)
+            except GlyphoxaError as error:
+                log.warning("%s", error)
 
     def restore_calibration(self, data: dict[str, list[tuple[float, bool]]]) -> None:
         """Adopt measured windows (``server/tool`` keys), e.g. from the campaign store."""
@@ -291,7 +314,7 @@ class ToolHost:
             if not (everything or entry.name in wanted):
                 continue
             if entry.healthy and entry.within_budget and entry.tier <= tier:
-                view.append(_openai_tool(entry.info) if openai else entry.info)
+                view.append(entry.info.as_openai() if openai else entry.info)  # type: ignore[union-attr]
         if len(self._view_cache) >= _VIEW_CACHE_LIMIT:
             self._view_cache.clear()
         self._view_cache[key] = view
@@ -359,7 +382,7 @@ class ToolHost:
             connection = self._connections.get(config.name)
             if connection is None:
                 continue
-            specs = [_mcp_spec(tool, config.name) for tool in connection.tools]
+            specs = [ToolSpecLite.from_mcp(tool, config.name) for tool in connection.tools]
             servers.append(
                 ServerTools(
                     config.name,
@@ -379,27 +402,3 @@ class ToolHost:
         """Wake ``wait_for`` callers: the registry, a tier or the measurements changed."""
         self._change.set()
         self._change = asyncio.Event()
-
-
-def _mcp_spec(tool: Any, server: str) -> ToolSpecLite:
-    read_only = tool.annotations.read_only_hint if tool.annotations is not None else None
-    return ToolSpecLite(
-        original=tool.name,
-        description=tool.description or "",
-        input_schema=clean_input_schema(tool.input_schema),
-        latency=parse_latency(
-            tool.meta, tool.input_schema, read_only_hint=read_only, tool=f"{server}/{tool.name}"
-        ),
-    )
-
-
-def _openai_tool(info: ToolInfo | None) -> dict[str, Any]:
-    assert info is not None
-    return {
-        "type": "function",
-        "function": {
-            "name": info.name,
-            "description": info.description,
-            "parameters": info.input_schema,
-        },
-    }

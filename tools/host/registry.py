@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from tools.host.calibration import Calibration, ToolStats
-from tools.host.latency import tier_for
+from tools.host.latency import clean_input_schema, parse_latency, tier_for
 from tools.host.types import ToolInfo
 from tools.spec import LatencyMeta, ToolHandler
 from tools.tiers import Tier
@@ -57,6 +57,19 @@ class ToolSpecLite:
     input_schema: dict[str, Any]
     latency: LatencyMeta
     handler: ToolHandler | None = None
+
+    @classmethod
+    def from_mcp(cls, tool: Any, server: str) -> ToolSpecLite:
+        """From an ``mcp.types.Tool`` as listed by the server."""
+        read_only = tool.annotations.read_only_hint if tool.annotations is not None else None
+        return cls(
+            original=tool.name,
+            description=tool.description or "",
+            input_schema=clean_input_schema(tool.input_schema),
+            latency=parse_latency(
+                tool.meta, tool.input_schema, read_only_hint=read_only, tool=f"{server}/{tool.name}"
+            ),
+        )
 
 
 @dataclass(slots=True)

@@ -99,6 +99,17 @@ class ToolInfo:
     def samples(self) -> int:
         return len(self.stats) if self.stats is not None else 0
 
+    def as_openai(self) -> dict[str, Any]:
+        """The Chat Completions ``tools=`` entry for this tool."""
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.input_schema,
+            },
+        }
+
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready summary (for ``glyphoxa tools list --json``)."""
         return {
