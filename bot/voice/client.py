@@ -42,6 +42,7 @@ class ListeningVoiceClient(discord.VoiceClient):
     def __init__(self, client: discord.Client, channel: discord.abc.Connectable) -> None:
         self._sink: FrameSink = _discard
         self._recovery: asyncio.Task[None] | None = None
+        self._ticker: asyncio.Task[None] | None = None
         super().__init__(client, channel)
         self.receiver = VoiceReceiver(
             self.loop,
@@ -66,14 +67,21 @@ class ListeningVoiceClient(discord.VoiceClient):
         if not self._listening:
             self._listening = True
             self._connection.add_socket_listener(self.receiver.on_datagram)
+            self._ticker = self.loop.create_task(self._tick(), name="voice-receive-ticker")
+
+    async def _tick(self) -> None:
+        while True:
+            await asyncio.sleep(0.1)
+            self.receiver.tick()
 
     async def disconnect(self, *, force: bool = False) -> None:
         self.receiver.close()
         if self._listening:
             self._listening = False
             self._connection.remove_socket_listener(self.receiver.on_datagram)
-        if self._recovery is not None:
-            self._recovery.cancel()
+        for task in (self._recovery, self._ticker):
+            if task is not None:
+                task.cancel()
         await super().disconnect(force=force)
 
     # -- hooks -------------------------------------------------------------------------------

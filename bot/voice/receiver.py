@@ -219,7 +219,19 @@ class VoiceReceiver:
 
     def on_datagram(self, data: bytes) -> None:
         """socket listener: process one datagram and hand frames to the loop. Never raises."""
-        frames = self.process(data)
+        self._hand_off(self.process(data))
+
+    def tick(self) -> None:
+        """Release frames held for speakers who went quiet (call every ~100 ms, any thread).
+
+        Without it, a reorder buffer waiting out a gap at the end of an utterance would only
+        be flushed when the next datagram arrives.
+        """
+        with self._lock:
+            frames = self._flush_idle(time.monotonic())
+        self._hand_off(frames)
+
+    def _hand_off(self, frames: list[VoiceFrame]) -> None:
         if not frames or self._closed:
             return
         pending = self._pending

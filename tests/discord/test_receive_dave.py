@@ -181,3 +181,16 @@ async def test_socket_thread_hands_frames_to_per_speaker_queues(rig: Rig) -> Non
     assert rig.receiver.snapshot().delivered == 30
     assert queues.speakers() == [SPEAKER_USER]
     await queues.aclose()
+
+
+async def test_tick_releases_a_held_tail_without_further_packets(rig: Rig) -> None:
+    opus = _opus(rig, 8)
+    packets = [rig.speaker.packet(p) for p in opus]
+    out = rig.feed(packets[:5] + packets[6:], flush=False)  # seq 5 lost near the end
+    assert [f.sequence for f in out] == [0, 1, 2, 3, 4]
+    assert rig.receiver.buffered() == 2
+    rig.receiver._idle_flush = 0.0  # the speaker counts as quiet at once
+    rig.receiver.tick()  # (on the loop thread here; the client calls it every 100 ms)
+    await asyncio.sleep(0)  # let the coalesced hand-off run
+    assert [f.sequence for f in rig.frames] == [5, 6, 7]
+    assert rig.frames[0].concealed
