@@ -282,3 +282,16 @@ async def test_invocations_and_calibration_persist_in_the_memory_store(
             assert fresh.get_tool("roll").samples == 1
     finally:
         await store.close()
+
+
+async def test_calibration_autosaves_while_running(tmp_path: Path, new_builtins: Builtins):
+    path = tmp_path / "cal.json"
+    host = ToolHost(builtins=new_builtins(), calibration_path=path, autosave_s=0.02)
+    async with host:
+        assert not path.exists()
+        await host.call("roll", {"dice": "1d6"}, whitelist=ALL, tier=Tier.FAST, npc="n")
+        async with asyncio.timeout(5):
+            while not path.exists():  # noqa: ASYNC110 - a file appearing has no event to await
+                await asyncio.sleep(0.01)
+        saved = json.loads(path.read_text())["environments"][host.calibration.environment]
+        assert len(saved["dice/roll"]) == 1
