@@ -274,3 +274,15 @@ async def test_glyphoxa_run_reports_a_rejected_token_cleanly(
     code = await asyncio.to_thread(main, ["--config", str(config), "run"])
     assert code == 2
     assert "Discord rejected the bot token" in capsys.readouterr().err
+
+
+async def test_without_a_dm_role_manage_server_decides(harness: Harness) -> None:
+    discord_config = harness.bot.config.discord.model_copy(update={"dm_role": None})
+    harness.bot.config = harness.bot.config.model_copy(update={"discord": discord_config})
+    manage_guild = 1 << 5
+    reply = await harness.run(interaction("npc", sub("list"), member=PLAYER, permissions=0))
+    assert "only the Dungeon Master" in reply["content"]
+    reply = await harness.run(
+        interaction("npc", sub("list"), member=PLAYER, permissions=manage_guild)
+    )
+    assert "**Bartok**" in reply["content"]
