@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from npcs.schema import NpcDefinition
@@ -35,6 +35,18 @@ _REFERENCE_BEFORE = frozenset(
 _REFERENCE_AFTER = frozenset(
     "is was isn wasn has had hasn said says thinks thought knows knew seems looks will would "
     "won doesn didn does did can could might must should".split()
+)
+# Everyday words never start a misheard name: approximate matching skips n-grams that begin or
+# end with one (exact lookups still run), which keeps a final under 100 us with 20 NPCs.
+_COMMON_WORDS = frozenset(
+    """a about after again all also am an and another any are around as at back be because
+    been before being but by can could did do does doing don down each even every first for
+    from get go going gonna good got had has have he her here him his how i if in into is it
+    its just know let like look looks make maybe me more most much my need no not now of off
+    okay ok on one only or other our out over please really right said say see she should so
+    some still take tell than thank thanks that the their them then there these they thing
+    think this those through time to too two up us very want was way we well were what when
+    where which while who why will with would yeah yes yet you your""".split()
 )
 _PUPPET_PREFIX = re.compile(
     r"^\s*(?:\(?in character\)?\s*)?(?:as|playing|voicing)\s+(?P<name>[^,:]{1,40}?)\s*[,:]\s*"
@@ -66,25 +78,43 @@ _PHONETIC_RULES = (
 _VOWELS = str.maketrans("", "", "aeiouyhw")
 
 
+def _sound_parts(word: str) -> tuple[str, str]:
+    """(head, tail) of one word's sound skeleton; see ``phonetic_key``."""
+    text = word
+    for old, new in _PHONETIC_RULES:
+        if old in text:
+            text = text.replace(old, new)
+    if not text:
+        return "", ""
+    head = "a" if text[0] in "aeiouyhw" else text[0]
+    out = head
+    for char in text[1:].translate(_VOWELS):
+        if char != out[-1]:
+            out += char
+    return head, out[1:]
+
+
+def _join_sounds(parts: Sequence[tuple[str, str]]) -> str:
+    """Key of several words spoken as one name: later words lose their vowel heads."""
+    key = parts[0][0] + parts[0][1]
+    for head, tail in parts[1:]:
+        piece = tail if head == "a" else head + tail
+        if piece and key and piece[0] == key[-1]:
+            piece = piece[1:]
+        key += piece
+    return key
+
+
 def phonetic_key(word: str) -> str:
     """A coarse sound skeleton: first letter class, then consonant classes without repeats.
 
     "Greymantle", "gray mantle" and "Grey Mantel" all give "krmntl"; "Bartok" and "Bartock"
     give "prtk".
     """
-    text = word.lower()
-    for old, new in _PHONETIC_RULES:
-        if old in text:
-            text = text.replace(old, new)
-    if not text:
+    words = _WORD.findall(word.lower())
+    if not words:
         return ""
-    head = "a" if text[0] in "aeiouyhw" else text[0]
-    tail = text[1:].translate(_VOWELS)
-    out = [head]
-    for char in tail:
-        if char != out[-1]:
-            out.append(char)
-    return "".join(out)
+    return _join_sounds([_sound_parts(w) for w in words])
 
 
 def _deletions(word: str) -> list[str]:
@@ -134,18 +164,21 @@ class _Form:
 class _NameIndex:
     """Every name/alias form of every NPC, indexed three ways for O(1) lookups per word."""
 
-    __slots__ = ("exact", "first_chars", "fuzzy", "lengths", "phonetic")
+    __slots__ = ("common", "exact", "first_chars", "fuzzy", "lengths", "name_words", "phonetic")
 
     def __init__(self, npcs: Iterable[NpcDefinition]) -> None:
         self.exact: dict[str, _Form] = {}
         self.phonetic: dict[str, _Form] = {}
         self.fuzzy: dict[str, _Form] = {}
         self.first_chars: set[str] = set()
+        self.name_words: set[str] = set()
         self.lengths: set[int] = set()
         for npc in npcs:
             for name in npc.names():
                 for words in _name_variants(name):
+                    self.name_words.update(words)
                     self._add(_Form(npc.name, "".join(words), len(words)))
+        self.common = _COMMON_WORDS.difference(self.name_words)
 
     def _add(self, form: _Form) -> None:
         if not form.joined:
@@ -169,12 +202,13 @@ class _NameIndex:
             return form, "exact"
         return self.lookup_approximate(candidate)
 
-    def lookup_approximate(self, candidate: str) -> tuple[_Form, str] | None:
+    def lookup_approximate(
+        self, candidate: str, key: str | None = None
+    ) -> tuple[_Form, str] | None:
         """Phonetic, then one-edit fuzzy match (only for words long enough to be safe)."""
         if len(candidate) < _FUZZY_MIN_LEN - 1:
             return None
-        key = phonetic_key(candidate)
-        form = self.phonetic.get(key)
+        form = self.phonetic.get(phonetic_key(candidate) if key is None else key)
         if form is not None and abs(len(form.joined) - len(candidate)) <= 2:
             return form, "phonetic"
         if candidate[0] not in self.first_chars or len(candidate) not in self.lengths:
@@ -249,6 +283,9 @@ class AddressDetector:
             for m in _TOKEN.finditer(lowered)
         ]
         words = [span[0] for span in spans]
+        sounds = [_sound_parts(word) for word in words]
+        common = self._index.common
+        plain = [word in common for word in words]
         found: list[NameMention] = []
         seen: set[str] = set()
         index = self._index
@@ -268,9 +305,13 @@ class AddressDetector:
                 if form is not None:
                     hit = (form, "exact", longest - offset)
                     break
-            if hit is None:
+            if hit is None and not plain[i]:
                 for offset, candidate in enumerate(candidates):
-                    result = index.lookup_approximate(candidate)
+                    n = longest - offset
+                    if plain[i + n - 1]:
+                        continue
+                    key = sounds[i][0] + sounds[i][1] if n == 1 else _join_sounds(sounds[i : i + n])
+                    result = index.lookup_approximate(candidate, key)
                     if result is not None:
                         hit = (result[0], result[1], longest - offset)
                         break
