@@ -113,7 +113,9 @@ class ToolHost:
             *(self._connections[s.name].wait_attempted(s.connect_timeout_s) for s in servers)
         )
         if self.calibration.path is not None and self._autosave_s > 0:
-            self._autosave = asyncio.create_task(self._autosave_loop(), name="tool-calibration")
+            baseline = self._executor.recorded
+            loop = self._autosave_loop(baseline)
+            self._autosave = asyncio.create_task(loop, name="tool-calibration")
 
     async def close(self) -> None:
         """Stop every connection, shut built-ins down, save calibration."""
@@ -141,9 +143,8 @@ class ToolHost:
     def save_calibration(self) -> None:
         self.calibration.save()
 
-    async def _autosave_loop(self) -> None:
+    async def _autosave_loop(self, saved: int) -> None:
         """Save measurements now and then, so a crash of the bot loses little."""
-        saved = self._executor.recorded
         while True:
             await asyncio.sleep(self._autosave_s)
             if self._executor.recorded == saved:
