@@ -49,12 +49,17 @@ def make_servers(log: ToolLog) -> list[BuiltinServer]:
         await asyncio.wait_for(log.archive_release.wait(), 3)
         return f"The archive says {topic} began in the year 812."
 
+    async def deep_lore(**_: Any) -> str:
+        log.calls.append("deep_lore")
+        return "ancient lore"
+
     async def open_vault(**_: Any) -> str:
         log.calls.append("open_vault")
         return "the vault is open"
 
     fast = LatencyMeta(estimated_duration_ms=20, max_duration_ms=3500)
     slow = LatencyMeta(estimated_duration_ms=1200, max_duration_ms=3500)
+    deep = LatencyMeta(estimated_duration_ms=3000, max_duration_ms=3900)
     topic = {"type": "object", "properties": {"topic": {"type": "string"}}}
     return [
         BuiltinServer(
@@ -65,6 +70,7 @@ def make_servers(log: ToolLog) -> list[BuiltinServer]:
                 ToolDef("gate_b", "Open gate B.", _OBJECT, gate_b, fast),
                 ToolDef("consult_archive", "Search the archive.", topic, consult_archive, slow),
                 ToolDef("open_vault", "Open the vault.", _OBJECT, open_vault, fast),
+                ToolDef("deep_lore", "Study ancient lore.", _OBJECT, deep_lore, deep),
             ],
         )
     ]

@@ -1,0 +1,176 @@
+"""Realtime engine against a local websocket server speaking the Realtime GA events."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+from typing import Any
+
+import pytest
+from npcs_fake_openai import FakeOpenAI, Step
+from npcs_fake_realtime import FakeRealtime, Reply
+from openai import AsyncOpenAI
+
+from npcs.context import SceneLine
+from npcs.engines import AudioChunk, CascadedEngine, FirstToken, ToolsUsed, TurnDone, TurnRequest
+from npcs.engines.realtime import RealtimeEngine
+from npcs.schema import NpcDefinition
+from tools.tiers import Tier
+
+ORACLE = NpcDefinition(
+    name="Oracle",
+    personality="A cryptic oracle.",
+    budget_tier="deep",
+    voice={"provider": "openai", "voice": "sage"},
+    tools=["roll_die", "consult_archive", "deep_lore"],
+)
+
+
+def engine_for(server: FakeRealtime, host, fallback=None) -> RealtimeEngine:
+    client = AsyncOpenAI(base_url=server.base_url, api_key="test-key", max_retries=0)
+    return RealtimeEngine(client, model="gpt-realtime", host=host, fallback=fallback)
+
+
+async def run(engine: RealtimeEngine, request: TurnRequest) -> list[Any]:
+    async with contextlib.aclosing(engine.respond(request)) as events:
+        return await asyncio.wait_for(_all(events), 10)
+
+
+async def _all(events) -> list[Any]:
+    return [event async for event in events]
+
+
+def function_outputs(received: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    items = [m["item"] for m in received if m["type"] == "conversation.item.create"]
+    return [item for item in items if item["type"] == "function_call_output"]
+
+
+async def test_tool_round_trip(host, tool_log) -> None:
+    def script(received: list[dict[str, Any]]) -> Reply:
+        if function_outputs(received):
+            return Reply(transcript="You rolled a four.", audio_chunks=3)
+        return Reply(function_call=("roll_die", {"sides": 6}))
+
+    async with FakeRealtime(script) as server:
+        engine = engine_for(server, host)
+        try:
+            events = await run(engine, TurnRequest(ORACLE, "Alice", "Roll for me.", Tier.FAST))
+        finally:
+            await engine.aclose()
+
+    assert server.paths[0] == "/v1/realtime?model=gpt-realtime"
+    assert server.headers[0]["authorization"] == "Bearer test-key"
+    first_update = server.of_type("session.update")[0]["session"]
+    assert first_update["audio"]["input"]["format"] == {"type": "audio/pcm", "rate": 24000}
+    assert first_update["audio"]["output"]["voice"] == "sage"
+    assert first_update["audio"]["input"]["turn_detection"] is None
+    assert tool_log.calls == ["roll_die"]
+    (output,) = function_outputs(server.received)
+    assert output["call_id"] == server.call_ids[0]
+    assert output["output"] == '{"value": 4}'
+    # function_call_output is followed by response.create
+    kinds = [m["type"] for m in server.received]
+    at = kinds.index("conversation.item.create", kinds.index("response.create"))
+    assert kinds[at + 1] == "response.create"
+    assert isinstance(events[0], ToolsUsed)
+    assert isinstance(events[1], FirstToken)
+    audio = [e for e in events if isinstance(e, AudioChunk)]
+    assert len(audio) == 3 and all(a.sample_rate == 24000 and len(a.pcm) == 4800 for a in audio)
+    assert events[-1] == TurnDone("You rolled a four.", engine="realtime")
+
+
+async def test_tier_change_redeclares_tools(host) -> None:
+    async with FakeRealtime(lambda _: Reply(transcript="Hm.", audio_chunks=1)) as server:
+        engine = engine_for(server, host)
+        try:
+            await run(engine, TurnRequest(ORACLE, "Alice", "Hello.", Tier.FAST))
+            await run(engine, TurnRequest(ORACLE, "Alice", "Roll.", Tier.FAST))
+            await run(engine, TurnRequest(ORACLE, "Alice", "Who is he?", Tier.STANDARD))
+        finally:
+            await engine.aclose()
+    declared = [
+        [t["name"] for t in m["session"]["tools"]]
+        for m in server.of_type("session.update")
+        if "tools" in m["session"]
+    ]
+    # FAST once (the second FAST turn re-uses it), then STANDARD adds the archive.
+    assert declared == [["roll_die"], ["roll_die", "consult_archive"]]
+    assert len(server.paths) == 1  # one connection for the NPC across turns
+
+
+async def test_slow_tools_route_the_whole_turn_through_cascaded(host) -> None:
+    async with (
+        FakeRealtime(lambda _: Reply(transcript="unused")) as realtime,
+        FakeOpenAI([Step(content="Let me tell you of the old days.")]) as chat,
+    ):
+        client = AsyncOpenAI(base_url=chat.base_url, api_key="k", max_retries=0)
+        cascaded = CascadedEngine(client, model="strong", host=host)
+        engine = engine_for(realtime, host, fallback=cascaded)
+        request = TurnRequest(ORACLE, "Alice", "Tell me everything.", Tier.DEEP)
+        assert engine.needs_cascade(request)
+        events = await run(engine, request)
+        await engine.aclose()
+    assert events[-1] == TurnDone("Let me tell you of the old days.", engine="cascaded")
+    assert realtime.received == []  # realtime never opened a turn
+    assert "deep_lore" in {t["function"]["name"] for t in chat.requests[0]["tools"]}
+
+
+async def test_barge_in_cancels_and_truncates_to_the_audio_played(host) -> None:
+    async with FakeRealtime(
+        lambda _: Reply(transcript="A long story", audio_chunks=5, hold=True)
+    ) as server:
+        engine = engine_for(server, host)
+        played = {"ms": 0.0}
+        request = TurnRequest(
+            ORACLE,
+            "Alice",
+            "Tell me a story.",
+            Tier.FAST,
+            scene=[SceneLine("Bob", "I like stories.", at=1.0)],
+            played_ms=lambda: played["ms"],
+        )
+        chunks: list[AudioChunk] = []
+
+        async def consume() -> None:
+            async with contextlib.aclosing(engine.respond(request)) as events:
+                async for event in events:
+                    if isinstance(event, AudioChunk):
+                        chunks.append(event)
+                        if len(chunks) == 2:
+                            played["ms"] = 150.0
+                            ready.set()
+
+        ready = asyncio.Event()
+        task = asyncio.create_task(consume())
+        await asyncio.wait_for(ready.wait(), 10)
+        await asyncio.sleep(0.05)  # the engine waits for more events
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await asyncio.wait_for(server.truncated.wait(), 5)
+        await engine.aclose()
+
+    (cancel,) = server.of_type("response.cancel")
+    (truncate,) = server.of_type("conversation.item.truncate")
+    created = [m for m in server.received if m["type"] == "conversation.item.create"]
+    assert created[0]["item"]["role"] == "system"
+    assert "Bob: I like stories." in created[0]["item"]["content"][0]["text"]
+    assert cancel["response_id"].startswith("resp_")
+    assert truncate["audio_end_ms"] == 150
+    assert truncate["content_index"] == 0
+    assert truncate["item_id"].startswith("item_")
+
+
+async def test_audio_input_is_appended_and_committed(host) -> None:
+    async with FakeRealtime(lambda _: Reply(transcript="Yes.", audio_chunks=1)) as server:
+        engine = engine_for(server, host)
+        audio = b"\x01\x00" * 36000  # 1.5 s of 24 kHz s16le
+        request = TurnRequest(ORACLE, "Alice", "", Tier.FAST, audio=audio)
+        await run(engine, request)
+        await engine.aclose()
+    appended = b"".join(
+        base64.b64decode(m["audio"]) for m in server.of_type("input_audio_buffer.append")
+    )
+    assert appended == audio
+    assert len(server.of_type("input_audio_buffer.commit")) == 1
