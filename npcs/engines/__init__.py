@@ -16,17 +16,25 @@ from npcs.engines.events import (
     TurnDone,
     TurnRequest,
 )
+from npcs.engines.factory import EngineSet, build_engines, make_openai_client
+from npcs.engines.realtime import RealtimeEngine
+from npcs.engines.sentence_cascade import SentenceCascadeEngine
 
 __all__ = [
     "AudioChunk",
     "CascadedEngine",
     "Engine",
     "EngineEvent",
+    "EngineSet",
     "Filler",
     "FirstToken",
+    "RealtimeEngine",
     "SceneLine",
     "Sentence",
+    "SentenceCascadeEngine",
     "ToolsUsed",
     "TurnDone",
     "TurnRequest",
+    "build_engines",
+    "make_openai_client",
 ]

@@ -180,3 +180,35 @@ async def test_barge_in_speaks_nothing_more_and_stops_the_turn(host, sage, tool_
         await asyncio.sleep(0.05)
     assert [type(e).__name__ for e in seen] == ["FirstToken", "Filler"]
     assert len(server.requests) == 1  # no follow-up request after the barge-in
+
+
+async def test_sentence_cascade_opener_then_strong_continuation(host, sage, tool_log) -> None:
+    from npcs.engines.sentence_cascade import SentenceCascadeEngine
+
+    def script(body: dict) -> Step:
+        if body["model"] == "fast":
+            return Step(content="Ah, the Shadowfell. This part must never be spoken.")
+        if any(m["role"] == "tool" for m in body["messages"]):
+            return Step(content="It is a plane of shadow.")
+        return Step(tool_calls=[("roll_die", {})])
+
+    async with FakeOpenAI(script) as server:
+        client = AsyncOpenAI(base_url=server.base_url, api_key="k", max_retries=0)
+        strong = CascadedEngine(client, model="strong", host=host)
+        engine = SentenceCascadeEngine(client, fast_model="fast", strong=strong)
+        request = TurnRequest(sage, "Alice", "What is the Shadowfell?", Tier.STANDARD)
+        events = await asyncio.wait_for(collect(engine, request), 10)
+
+    kinds = [type(e).__name__ for e in events]
+    assert kinds == ["FirstToken", "Sentence", "ToolsUsed", "Sentence", "TurnDone"]
+    assert events[1] == Sentence("Ah, the Shadowfell.")
+    assert events[-1] == TurnDone(
+        "Ah, the Shadowfell. It is a plane of shadow.", engine="sentence_cascade"
+    )
+    fast_request, strong_request = server.requests[0], server.requests[1]
+    assert fast_request["model"] == "fast" and "tools" not in fast_request
+    assert strong_request["model"] == "strong" and strong_request["tools"]
+    prefix = strong_request["messages"][-2:]
+    assert prefix[0] == {"role": "assistant", "content": "Ah, the Shadowfell."}
+    assert prefix[1]["role"] == "system" and "Continue" in prefix[1]["content"]
+    assert tool_log.calls == ["roll_die"]

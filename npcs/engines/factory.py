@@ -1,0 +1,92 @@
+"""Builds the engines a table needs from provider settings, and picks one per NPC."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from campaigns.errors import GlyphoxaError
+from npcs.engines.cascaded import CascadedEngine
+from npcs.engines.events import Engine
+from npcs.engines.realtime import RealtimeEngine
+from npcs.engines.sentence_cascade import SentenceCascadeEngine
+from npcs.schema import EngineKind, NpcDefinition
+
+if TYPE_CHECKING:
+    from tools.host import ToolHost
+
+__all__ = ["EngineSet", "build_engines", "make_openai_client"]
+
+log = logging.getLogger(__name__)
+
+
+def make_openai_client(provider: Any, *, base_url: str | None = None) -> Any:
+    """An ``AsyncOpenAI`` for a provider section of glyphoxa.yaml (``name``, ``model``,
+    ``base_url``, ``api_key`` as SecretStr). ``base_url`` overrides (the local server's)."""
+    from openai import AsyncOpenAI
+
+    key = getattr(provider, "api_key", None)
+    api_key = key.get_secret_value() if key is not None else None
+    url = base_url or getattr(provider, "base_url", None)
+    if api_key is None:
+        if url is None:
+            raise GlyphoxaError(
+                f"provider {provider.name!r} needs an api_key "
+                "(write ${OPENAI_API_KEY}) or a base_url"
+            )
+        api_key = "not-needed"  # local OpenAI-compatible servers ignore the key
+    return AsyncOpenAI(api_key=api_key, base_url=url, max_retries=1)
+
+
+@dataclass
+class EngineSet:
+    """One engine of each kind available at the table."""
+
+    cascaded: CascadedEngine
+    realtime: RealtimeEngine | None = None
+    sentence_cascade: SentenceCascadeEngine | None = None
+
+    def for_npc(self, npc: NpcDefinition) -> Engine:
+        """The NPC's configured engine, or cascaded when that kind is not configured."""
+        if npc.engine is EngineKind.REALTIME:
+            if self.realtime is not None:
+                return self.realtime
+            log.warning("%s wants the realtime engine but providers.realtime is empty", npc.name)
+        if npc.engine is EngineKind.SENTENCE_CASCADE and self.sentence_cascade is not None:
+            return self.sentence_cascade
+        return self.cascaded
+
+    async def aclose(self) -> None:
+        if self.realtime is not None:
+            with contextlib.suppress(Exception):
+                await self.realtime.aclose()
+
+
+def build_engines(
+    llm_client: Any,
+    llm_model: str,
+    *,
+    host: ToolHost | None,
+    realtime_client: Any = None,
+    realtime_model: str | None = None,
+    fast_model: str | None = None,
+    stream_tool_rounds: bool = True,
+    max_depth: int = 4,
+) -> EngineSet:
+    """Engines sharing one tool host. ``stream_tool_rounds=False`` for llama.cpp's server."""
+    cascaded = CascadedEngine(
+        llm_client,
+        model=llm_model,
+        host=host,
+        max_depth=max_depth,
+        stream_tool_rounds=stream_tool_rounds,
+    )
+    realtime = None
+    if realtime_client is not None:
+        realtime = RealtimeEngine(
+            realtime_client, model=realtime_model or "gpt-realtime", host=host, fallback=cascaded
+        )
+    cascade = SentenceCascadeEngine(llm_client, fast_model=fast_model or llm_model, strong=cascaded)
+    return EngineSet(cascaded=cascaded, realtime=realtime, sentence_cascade=cascade)

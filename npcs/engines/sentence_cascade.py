@@ -1,0 +1,113 @@
+"""Sentence cascade: a fast model speaks a brief opener at once; a strong model continues it.
+
+The opener ("Ah, the Shadowfell... a dark subject.") covers the strong model's first-token time
+and any slow tools. The strong model gets the opener as words already spoken (an assistant
+message plus an instruction to continue without repeating), and only it sees tools.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
+
+from npcs.context import build_messages
+from npcs.engines.cascaded import CascadedEngine
+from npcs.engines.events import EngineEvent, FirstToken, Sentence, TurnDone, TurnRequest
+from npcs.sentences import SentenceSplitter
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
+
+__all__ = ["SentenceCascadeEngine"]
+
+log = logging.getLogger(__name__)
+
+
+class SentenceCascadeEngine:
+    """Fast opener, strong continuation with tools.
+
+    Args:
+        fast_client: client for the fast model (may be the same as the strong one's).
+        fast_model: default fast model; an NPC's ``cascade.fast_model`` overrides it.
+        strong: the cascaded engine running the strong model and the tool loop; an NPC's
+            ``cascade.strong_model`` overrides its model.
+        opener_max_tokens: cap on the opener's length.
+    """
+
+    name = "sentence_cascade"
+
+    def __init__(
+        self,
+        fast_client: AsyncOpenAI,
+        *,
+        fast_model: str,
+        strong: CascadedEngine,
+        opener_max_tokens: int = 40,
+    ) -> None:
+        self.fast_client = fast_client
+        self.fast_model = fast_model
+        self.strong = strong
+        self.opener_max_tokens = opener_max_tokens
+
+    def respond(self, request: TurnRequest) -> AsyncIterator[EngineEvent]:
+        return self._respond(request)
+
+    async def _respond(self, request: TurnRequest) -> AsyncIterator[EngineEvent]:
+        npc = request.npc
+        opener = ""
+        async for event in self._opener(request):
+            if isinstance(event, Sentence):
+                opener = event.text
+            yield event
+        strong_model = npc.cascade.strong_model
+        continuation = self.strong.run_turn(
+            request, prefix=opener or None, allow_filler=not opener, model=strong_model
+        )
+        async with contextlib.aclosing(continuation) as events:
+            async for event in events:
+                if isinstance(event, FirstToken) and opener:
+                    continue
+                if isinstance(event, TurnDone):
+                    event = TurnDone(event.text, engine=self.name)
+                yield event
+
+    async def _opener(self, request: TurnRequest) -> AsyncIterator[EngineEvent]:
+        """Stream the fast model only until its first sentence is complete."""
+        npc = request.npc
+        messages = build_messages(
+            npc,
+            request.speaker,
+            request.text,
+            scene=request.scene,
+            entity_snapshot=request.entity_snapshot,
+        )
+        messages.append({"role": "system", "content": npc.cascade.opener_instruction})
+        stream = await self.fast_client.chat.completions.create(
+            model=npc.cascade.fast_model or self.fast_model,
+            messages=messages,
+            max_tokens=self.opener_max_tokens,
+            stream=True,
+        )
+        splitter = SentenceSplitter()
+        first = True
+        sentence: str | None = None
+        try:
+            async for chunk in stream:
+                if not chunk.choices or not chunk.choices[0].delta.content:
+                    continue
+                if first:
+                    first = False
+                    yield FirstToken()
+                done = splitter.push(chunk.choices[0].delta.content)
+                if done:
+                    sentence = done[0]
+                    break  # the rest of the fast model's text is not needed
+        finally:
+            await stream.close()
+        sentence = sentence or splitter.flush()
+        if sentence:
+            yield Sentence(sentence)
+        else:
+            log.debug("%s: the fast model gave no opener", npc.name)
