@@ -69,20 +69,21 @@ class OpenAiStt:
             return ""
         import openai
 
-        extra: dict[str, object] = {}
-        if vocabulary:
-            extra["prompt"] = vocabulary.prompt()
-        if self.language:
-            extra["language"] = self.language
+        prompt = vocabulary.prompt() if vocabulary else openai.omit
+        language = self.language or openai.omit
         upload = ("speech.wav", wav_bytes(audio), "audio/wav")
         try:
             if not self.stream:
                 result = await self._client.audio.transcriptions.create(
-                    file=upload, model=self.model, response_format="json", **extra
+                    file=upload,
+                    model=self.model,
+                    response_format="json",
+                    prompt=prompt,
+                    language=language,
                 )
                 return " ".join(result.text.split())
             stream = await self._client.audio.transcriptions.create(
-                file=upload, model=self.model, stream=True, **extra
+                file=upload, model=self.model, stream=True, prompt=prompt, language=language
             )
             pieces: list[str] = []
             final: str | None = None

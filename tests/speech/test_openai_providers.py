@@ -54,7 +54,7 @@ async def test_openai_transcription(
 
 
 async def test_openai_tts_streams_24khz_pcm(whisper: FasterWhisperStt, piper: PiperTts) -> None:
-    text = "The gates close at sundown."
+    text = "The gates close when the sun goes down."
     async with LocalOpenAiAudio(whisper, piper) as server:
         tts = OpenAiTts(base_url=server.base_url, api_key="sk-x")
         chunks = [c async for c in tts.synthesize(text, VoiceSettings(provider="openai"))]
