@@ -24,7 +24,7 @@ from campaigns.bench_result import BenchResult, percentile
 from campaigns.content import ENTITY_TYPES, EntitiesFile, EntitySeed
 from campaigns.memory import MemoryStore
 from campaigns.memory.database import write_transaction
-from campaigns.memory.models import Chunk, Session, Utterance
+from campaigns.memory.models import Chunk, Session, Utterance, table_of
 
 __all__ = ["run_bench"]
 
@@ -93,7 +93,7 @@ async def _populate(store: MemoryStore, utterances: int, entities: int) -> None:
             session_id = uuid.uuid4().hex
             began = start + first * 10.0
             await conn.execute(
-                insert(Session.__table__).values(
+                insert(table_of(Session)).values(
                     id=session_id, campaign="bench", title=f"Session {first // per_session + 1}",
                     started_at=began, ended_at=began + per_session * 10,
                 )
@@ -108,18 +108,18 @@ async def _populate(store: MemoryStore, utterances: int, entities: int) -> None:
                      "text": speech.sentence(), "started_at": at, "ended_at": at + 4.0,
                      "tier": "fast", "interrupted": False}
                 )  # fmt: skip
-            await conn.execute(insert(Utterance.__table__), rows)
+            await conn.execute(insert(table_of(Utterance)), rows)
             chunks = [
                 {"kind": "transcript", "session_id": session_id, "text": "\n".join(
                     f"{r['speaker']}: {r['text']}" for r in rows[j : j + 5]), "created_at": began}
                 for j in range(0, len(rows), 5)
             ]  # fmt: skip
-            await conn.execute(insert(Chunk.__table__), chunks)
+            await conn.execute(insert(table_of(Chunk)), chunks)
     seeds = [
         EntitySeed(
             id=f"entity-{i}",
             name=f"{rng.choice(_WORDS).capitalize()} {rng.choice(_WORDS).capitalize()} {i}",
-            type=rng.choice(ENTITY_TYPES),
+            type=rng.choice(ENTITY_TYPES),  # type: ignore[arg-type]
             description=speech.sentence(),
             aliases=[f"{rng.choice(_WORDS)}{i}"],
         )

@@ -36,6 +36,7 @@ from campaigns.memory.models import (
     ToolCalibration,
     ToolInvocation,
     Utterance,
+    table_of,
 )
 
 __all__ = ["FORMAT", "VERSION", "ImportReport", "export_memory", "import_memory"]
@@ -45,7 +46,7 @@ log = logging.getLogger(__name__)
 FORMAT = "glyphoxa-memory"
 VERSION = 1
 T = {
-    model.__tablename__: model.__table__
+    model.__tablename__: table_of(model)
     for model in (
         Session, Utterance, Chunk, Entity, Relation, ProposedFact, Summary, ToolInvocation,
         ToolCalibration,
@@ -305,13 +306,8 @@ async def _merge(conn: AsyncConnection, path: Path, tables: Tables) -> ImportRep
             await conn.execute(insert(T["entities"]).values(**values))
             entity_ids.add(row.id)
     relations = T["relations"]
-    present = set(
-        (
-            await conn.execute(
-                select(relations.c.source_id, relations.c.type, relations.c.target_id)
-            )
-        ).all()
-    )
+    triples = select(relations.c.source_id, relations.c.type, relations.c.target_id)
+    present: set[tuple[str, str, str]] = {(a, b, c) for a, b, c in await conn.execute(triples)}
     new_relations = []
     for i, rel in enumerate(tables.relations):
         for end in (rel.source_id, rel.target_id):

@@ -16,13 +16,13 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from campaigns.content import ENTITY_TYPES, EntitiesFile
 from campaigns.errors import GlyphoxaError
-from campaigns.memory.models import Entity, ProposedFact, Relation
+from campaigns.memory.models import Entity, ProposedFact, Relation, table_of
 
 __all__ = ["NameIndex", "entity_summary", "find_entities", "search_names", "seed"]
 
-ENTITIES = Entity.__table__
-RELATIONS = Relation.__table__
-FACTS = ProposedFact.__table__
+ENTITIES = table_of(Entity)
+RELATIONS = table_of(Relation)
+FACTS = table_of(ProposedFact)
 _FUZZY_CUTOFF = 0.75
 #: Dice coefficient of character bigrams a form needs before the exact (slower) ratio runs.
 _BIGRAM_CUTOFF = 0.4
@@ -68,7 +68,9 @@ async def seed(connection: AsyncConnection, entities: EntitiesFile) -> tuple[int
             await connection.execute(insert(ENTITIES).values(id=seed_entity.key, **values))
             existing.add(seed_entity.key)
     triples = select(RELATIONS.c.source_id, RELATIONS.c.type, RELATIONS.c.target_id)
-    present = set((await connection.execute(triples)).all())
+    present: set[tuple[str, str, str]] = {
+        (a, b, c) for a, b, c in await connection.execute(triples)
+    }
     added = 0
     for relation in entities.relations:
         key = (relation.source, relation.type, relation.target)

@@ -11,7 +11,7 @@ indexes on PostgreSQL) is dialect-specific and created by the Alembic migration,
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import (
     JSON,
@@ -22,6 +22,7 @@ from sqlalchemy import (
     Integer,
     LargeBinary,
     String,
+    Table,
     Text,
     UniqueConstraint,
 )
@@ -39,6 +40,7 @@ __all__ = [
     "ToolCalibration",
     "ToolInvocation",
     "Utterance",
+    "table_of",
 ]
 
 #: Life cycle of knowledge an NPC proposes: it waits for the DM.
@@ -174,3 +176,8 @@ class ToolCalibration(Base):
     samples: Mapped[list[list[Any]]] = mapped_column(JSON, default=list)
     """``[[duration_ms, ok], ...]``, oldest first (the host's rolling window)."""
     updated_at: Mapped[float] = mapped_column(Float)
+
+
+def table_of(model: type[Base]) -> Table:
+    """The Core ``Table`` of a mapped class (typed, unlike ``__table__``)."""
+    return cast(Table, model.__table__)

@@ -23,6 +23,7 @@ from campaigns.memory.models import (
     ToolCalibration,
     ToolInvocation,
     Utterance,
+    table_of,
 )
 from campaigns.memory.summaries import ExtractiveSummarizer
 
@@ -33,14 +34,14 @@ if TYPE_CHECKING:
 
 __all__ = ["RecordsMixin"]
 
-SESSIONS = Session.__table__
-UTTERANCES = Utterance.__table__
-SUMMARIES = Summary.__table__
-FACTS = ProposedFact.__table__
-CHUNKS = Chunk.__table__
-ENTITIES = Entity.__table__
-INVOCATIONS = ToolInvocation.__table__
-CALIBRATION = ToolCalibration.__table__
+SESSIONS = table_of(Session)
+UTTERANCES = table_of(Utterance)
+SUMMARIES = table_of(Summary)
+FACTS = table_of(ProposedFact)
+CHUNKS = table_of(Chunk)
+ENTITIES = table_of(Entity)
+INVOCATIONS = table_of(ToolInvocation)
+CALIBRATION = table_of(ToolCalibration)
 
 
 def _day(timestamp: float | None) -> str:

@@ -25,7 +25,7 @@ from campaigns.errors import GlyphoxaError
 from campaigns.memory import backup, graph, records, transcripts
 from campaigns.memory.database import create_engine, migrate, write_transaction
 from campaigns.memory.embeddings import Embedder
-from campaigns.memory.models import Chunk, Session, Summary, Utterance
+from campaigns.memory.models import Chunk, Session, Summary, Utterance, table_of
 from campaigns.memory.search import VectorIndex, fulltext, reciprocal_rank_fusion
 from campaigns.memory.summaries import ExtractiveSummarizer, Summarizer
 
@@ -33,10 +33,10 @@ __all__ = ["MemoryStore"]
 
 log = logging.getLogger(__name__)
 
-SESSIONS = Session.__table__
-UTTERANCES = Utterance.__table__
-CHUNKS = Chunk.__table__
-SUMMARIES = Summary.__table__
+SESSIONS = table_of(Session)
+UTTERANCES = table_of(Utterance)
+CHUNKS = table_of(Chunk)
+SUMMARIES = table_of(Summary)
 _CANDIDATES = 50
 
 

@@ -7,13 +7,13 @@ from typing import Any
 from sqlalchemy import func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from campaigns.memory.models import Chunk, Utterance
+from campaigns.memory.models import Chunk, Utterance, table_of
 from campaigns.memory.summaries import TranscriptLine
 
 __all__ = ["MAX_CHUNK", "MIN_CHUNK", "fold_chunk", "pending_count", "transcript_lines"]
 
-UTTERANCES = Utterance.__table__
-CHUNKS = Chunk.__table__
+UTTERANCES = table_of(Utterance)
+CHUNKS = table_of(Chunk)
 MIN_CHUNK = 3
 MAX_CHUNK = 6
 
