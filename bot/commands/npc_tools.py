@@ -1,0 +1,243 @@
+"""``glyphoxa tier``, ``glyphoxa address`` and ``glyphoxa chat``: the NPC brain from a shell.
+
+``tier`` shows which latency tier a line would get and which tools the NPC would then see;
+``address`` shows which NPC(s) would answer a line and why; ``chat`` is a text conversation
+with one NPC through the configured LLM and tools (starting the bundled llama.cpp server when
+``providers.llm.name`` is ``local``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import logging
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from campaigns.errors import GlyphoxaError
+from npcs.addressing import AddressDetector
+from npcs.context import SceneLine
+from npcs.engines import (
+    Filler,
+    Sentence,
+    ToolsUsed,
+    TurnDone,
+    TurnRequest,
+    build_engines,
+    make_openai_client,
+)
+from npcs.schema import EngineKind, NpcDefinition
+from npcs.tier_selector import TierSelector
+from tools.tiers import Tier
+
+__all__ = ["register"]
+
+log = logging.getLogger(__name__)
+
+
+def register(sub: Any) -> None:
+    tier = sub.add_parser("tier", help="which latency tier a line gets, and the tools it allows")
+    tier.add_argument("text", help="what a player says")
+    tier.add_argument("--npc", metavar="NAME", help="apply this NPC's budget and whitelist")
+    tier.add_argument("--override", metavar="TIER", help="a DM override: fast, standard, deep")
+    tier.add_argument("--queue", type=int, default=0, help="players waiting (queue depth)")
+    tier.add_argument("--campaign", metavar="DIR", help="campaign folder (default: config)")
+    tier.add_argument("--json", action="store_true", help="print JSON")
+    tier.set_defaults(func=_tier)
+
+    address = sub.add_parser("address", help="which NPC(s) would answer a line, and why")
+    address.add_argument("text", help="what a player says (a final transcript)")
+    address.add_argument("--campaign", metavar="DIR", help="campaign folder (default: config)")
+    address.add_argument("--dm", action="store_true", help="the line is said by the DM")
+    address.add_argument("--json", action="store_true", help="print JSON")
+    address.set_defaults(func=_address)
+
+    chat = sub.add_parser("chat", help="talk to an NPC in text through the configured LLM")
+    chat.add_argument("--npc", metavar="NAME", required=True, help="the NPC to talk to")
+    chat.add_argument("--campaign", metavar="DIR", help="campaign folder (default: config)")
+    chat.add_argument("--speaker", default="Player", help="your name at the table")
+    chat.set_defaults(func=_chat)
+
+
+# -- shared loading ----------------------------------------------------------------------------
+
+
+def _config(path: str | None) -> Any:
+    from bot.config_loader import load_config
+
+    return load_config(path)
+
+
+def _campaign(config: Any, folder: str | None) -> Any:
+    from npcs.campaign import load_campaign
+
+    return load_campaign(folder or config.campaign.path)
+
+
+def _find_npc(campaign: Any, name: str) -> NpcDefinition:
+    npc = campaign.find_npc(name)
+    if npc is None:
+        known = ", ".join(sorted(campaign.npcs)) or "none"
+        raise GlyphoxaError(f"no NPC named {name!r} in {campaign.path}; known: {known}")
+    return npc
+
+
+def _tool_host(config: Any, campaign_dir: Path) -> Any:
+    from tools.host import ToolHost
+
+    builtins = []
+    try:
+        import tools.builtin as builtin
+
+        ctx = builtin.build_tool_context(
+            config.tools, campaign_dir=campaign_dir, memory_url=config.memory.url
+        )
+        for name in builtin.SERVER_NAMES:
+            try:
+                builtins.append(builtin.create_server(name, ctx))
+            except ModuleNotFoundError as error:
+                log.info("built-in server %s not available: %s", name, error)
+    except ModuleNotFoundError:
+        log.info("built-in tools are not available in this build")
+    return ToolHost(
+        config.mcp,
+        builtins=builtins,
+        calibration_path=Path(config.tools.calibration_path),
+        ceilings_ms={tier: config.tiers.ceiling(tier) for tier in Tier},
+    )
+
+
+# -- glyphoxa tier -----------------------------------------------------------------------------
+
+
+async def _tier(args: argparse.Namespace) -> int:
+    config = _config(args.config)
+    selector = TierSelector(config.tiers)
+    npc = _find_npc(_campaign(config, args.campaign), args.npc) if args.npc else None
+    now = time.monotonic()
+    if args.override:
+        selector.set_override(args.override, npc=npc.name if npc else None, now=now)
+    decision = selector.select(args.text, npc=npc, queue_depth=args.queue, now=now)
+    campaign_dir = Path(args.campaign or config.campaign.path)
+    async with _tool_host(config, campaign_dir) as host:
+        whitelist = tuple(npc.tools) if npc is not None else ("*",)
+        visible = [info.name for info in host.visible_tools(whitelist, decision.tier)]
+    if args.json:
+        print(
+            json.dumps(
+                {**decision.as_dict(), "npc": npc.name if npc else None, "visible_tools": visible},
+                indent=2,
+            )
+        )
+        return 0
+    print(f"selected:  {decision.selected.label}")
+    print(
+        f"effective: {decision.tier.label}"
+        + (f" (budget of {npc.name})" if decision.capped and npc else "")
+    )
+    print(f"reason:    {decision.reason}")
+    scope = f"{npc.name}'s whitelist" if npc is not None else "all tools"
+    print(f"tools ({scope} at {decision.tier.label}): {', '.join(visible) or '(none)'}")
+    return 0
+
+
+# -- glyphoxa address --------------------------------------------------------------------------
+
+
+def _address(args: argparse.Namespace) -> int:
+    config = _config(args.config)
+    campaign = _campaign(config, args.campaign)
+    detector = AddressDetector(
+        campaign.npcs, continuation_window_s=config.tiers.continuation_window_s
+    )
+    decision = detector.detect("DM" if args.dm else "Player", args.text, 0.0, is_dm=args.dm)
+    if args.json:
+        print(json.dumps(decision.as_dict(), indent=2))
+        return 0
+    print(f"answers: {', '.join(decision.npcs) if decision.npcs else '(nobody)'}")
+    print(f"reason:  {decision.reason}")
+    for mention in decision.mentions:
+        role = "spoken to" if mention.vocative else "talked about"
+        print(f"  - {mention.npc}: '{mention.matched}' ({mention.how}, {role})")
+    if decision.puppet_text is not None:
+        print(f"puppet:  {decision.puppet_text}")
+    return 0
+
+
+# -- glyphoxa chat -----------------------------------------------------------------------------
+
+
+async def _chat(args: argparse.Namespace) -> int:
+    config = _config(args.config)
+    campaign = _campaign(config, args.campaign)
+    npc = _find_npc(campaign, args.npc)
+    provider = config.providers.llm
+    async with contextlib.AsyncExitStack() as stack:
+        if provider.name == "local":
+            from npcs.llm_server import LocalLlmServer
+
+            print("starting the local LLM (llama.cpp + SmolLM2)...", file=sys.stderr)
+            server = await stack.enter_async_context(LocalLlmServer())
+            client = make_openai_client(provider, base_url=server.base_url)
+            model, stream_tool_rounds = server.model_id, False
+        else:
+            if not provider.model:
+                raise GlyphoxaError("providers.llm.model is empty; name the chat model to use")
+            client = make_openai_client(provider)
+            model, stream_tool_rounds = provider.model, True
+        host = await stack.enter_async_context(_tool_host(config, Path(campaign.path)))
+        engines = build_engines(client, model, host=host, stream_tool_rounds=stream_tool_rounds)
+        stack.push_async_callback(engines.aclose)
+        engine = engines.cascaded if npc.engine is EngineKind.REALTIME else engines.for_npc(npc)
+        await _repl(npc, engine, TierSelector(config.tiers), args.speaker)
+    return 0
+
+
+async def _repl(npc: NpcDefinition, engine: Any, selector: TierSelector, speaker: str) -> None:
+    scene: list[SceneLine] = []
+    print(
+        f"Talking to {npc.name} ({npc.engine.value}, budget {npc.budget_tier.label}). "
+        "Type /tier LEVEL|auto to override, /quit to leave."
+    )
+    if npc.greeting:
+        print(f"{npc.name}: {npc.greeting}")
+    while True:
+        print("> ", end="", flush=True)
+        line = await asyncio.to_thread(sys.stdin.readline)
+        if not line:
+            print()
+            return
+        text = line.strip()
+        if not text:
+            continue
+        if text in {"/quit", "/exit"}:
+            return
+        now = time.monotonic()
+        if text.startswith("/tier"):
+            level = text.removeprefix("/tier").strip() or "auto"
+            selector.set_override(level, npc=npc.name, now=now)
+            print(f"[tier override: {level}]")
+            continue
+        decision = selector.select(text, npc=npc, now=now)
+        selector.commit(decision, npc=npc.name, now=now)
+        print(f"[{decision.tier.label}: {decision.reason}]", file=sys.stderr)
+        request = TurnRequest(npc, speaker, text, decision.tier, scene=list(scene))
+        scene.append(SceneLine(speaker, text, at=now))
+        async with contextlib.aclosing(engine.respond(request)) as events:
+            async for event in events:
+                if isinstance(event, Sentence):
+                    print(f"{npc.name}: {event.text}", flush=True)
+                elif isinstance(event, Filler):
+                    print(f"{npc.name}: {event.text} (filler)", flush=True)
+                elif isinstance(event, ToolsUsed):
+                    for result in event.report.results:
+                        print(
+                            f"  [tool {result.name}: {result.status}, {result.duration_ms:.0f} ms]",
+                            file=sys.stderr,
+                        )
+                elif isinstance(event, TurnDone):
+                    scene.append(SceneLine(npc.name, event.text, npc=npc.name, at=time.monotonic()))
