@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import random
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from npcs.context import build_messages
@@ -114,7 +114,7 @@ class CascadedEngine:
         self._rng = rng or random.Random()
         self._last_filler: dict[str, str] = {}
 
-    def respond(self, request: TurnRequest) -> AsyncIterator[EngineEvent]:
+    def respond(self, request: TurnRequest) -> AsyncGenerator[EngineEvent, None]:
         """Stream one turn. Consume it inside ``contextlib.aclosing`` and cancel to barge in."""
         return self.run_turn(request)
 
@@ -125,7 +125,7 @@ class CascadedEngine:
         prefix: str | None = None,
         allow_filler: bool = True,
         model: str | None = None,
-    ) -> AsyncIterator[EngineEvent]:
+    ) -> AsyncGenerator[EngineEvent, None]:
         """The tool loop. ``prefix``: words already spoken (sentence cascade) to continue from."""
         npc = request.npc
         whitelist = tuple(npc.tools)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
@@ -97,4 +97,4 @@ class Engine(Protocol):
     """Answers one turn as a stream of events. Cancel the consuming task to barge in: nothing
     is yielded after that, and remote work is cancelled."""
 
-    def respond(self, request: TurnRequest) -> AsyncIterator[EngineEvent]: ...
+    def respond(self, request: TurnRequest) -> AsyncGenerator[EngineEvent, None]: ...

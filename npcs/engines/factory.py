@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from campaigns.errors import GlyphoxaError
 from npcs.engines.cascaded import CascadedEngine
 from npcs.engines.events import Engine
-from npcs.engines.realtime import RealtimeEngine
+from npcs.engines.realtime import DEFAULT_REALTIME_MODEL, RealtimeEngine
 from npcs.engines.sentence_cascade import SentenceCascadeEngine
 from npcs.schema import EngineKind, NpcDefinition
 
@@ -86,7 +86,10 @@ def build_engines(
     realtime = None
     if realtime_client is not None:
         realtime = RealtimeEngine(
-            realtime_client, model=realtime_model or "gpt-realtime", host=host, fallback=cascaded
+            realtime_client,
+            model=realtime_model or DEFAULT_REALTIME_MODEL,
+            host=host,
+            fallback=cascaded,
         )
-    cascade = SentenceCascadeEngine(llm_client, fast_model=fast_model or llm_model, strong=cascaded)
+    cascade = SentenceCascadeEngine(cascaded, fast_model=fast_model)
     return EngineSet(cascaded=cascaded, realtime=realtime, sentence_cascade=cascade)

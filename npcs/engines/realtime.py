@@ -17,7 +17,7 @@ import base64
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -42,14 +42,15 @@ if TYPE_CHECKING:
 
     from tools.host import ToolHost
 
-__all__ = ["REALTIME_SAMPLE_RATE", "RealtimeEngine"]
+__all__ = ["DEFAULT_REALTIME_MODEL", "REALTIME_SAMPLE_RATE", "RealtimeEngine"]
 
 log = logging.getLogger(__name__)
 
 REALTIME_SAMPLE_RATE = 24_000
+DEFAULT_REALTIME_MODEL = "gpt-realtime"
 _BYTES_PER_MS = REALTIME_SAMPLE_RATE * 2 // 1000
 _APPEND_CHUNK = REALTIME_SAMPLE_RATE * 2  # one second of audio per append event
-_PCM = {"type": "audio/pcm", "rate": REALTIME_SAMPLE_RATE}
+_PCM: Any = {"type": "audio/pcm", "rate": REALTIME_SAMPLE_RATE}
 
 
 @dataclass
@@ -103,6 +104,37 @@ class RealtimeEngine:
         self.max_depth = max_depth
         self._sessions: dict[str, _Session] = {}
 
+    @classmethod
+    def from_config(
+        cls, provider: Any, *, host: ToolHost | None = None, fallback: Engine | None = None
+    ) -> RealtimeEngine:
+        """From the ``providers.realtime`` section (``model``, ``base_url``, ``api_key``;
+        ``options.voice``, ``options.max_realtime_tier``)."""
+        from openai import AsyncOpenAI
+
+        key = getattr(provider, "api_key", None)
+        base_url = getattr(provider, "base_url", None)
+        if key is None and base_url is None:
+            raise GlyphoxaError("providers.realtime needs an api_key (write ${OPENAI_API_KEY})")
+        client = AsyncOpenAI(
+            api_key=key.get_secret_value() if key is not None else "not-needed",
+            base_url=base_url or None,
+            max_retries=1,
+        )
+        options = dict(getattr(provider, "options", {}) or {})
+        try:
+            max_tier = Tier.parse(str(options.get("max_realtime_tier", "standard")))
+        except ValueError as error:
+            raise GlyphoxaError(f"providers.realtime.options.max_realtime_tier: {error}") from None
+        return cls(
+            client,
+            model=provider.model or DEFAULT_REALTIME_MODEL,
+            host=host,
+            fallback=fallback,
+            max_realtime_tier=max_tier,
+            voice=str(options.get("voice", "alloy")),
+        )
+
     async def aclose(self) -> None:
         """Close every NPC's connection."""
         sessions, self._sessions = self._sessions, {}
@@ -117,10 +149,10 @@ class RealtimeEngine:
         visible = self.host.visible_tools(tuple(request.npc.tools), request.tier)
         return any(info.tier > self.max_realtime_tier for info in visible)
 
-    def respond(self, request: TurnRequest) -> AsyncIterator[EngineEvent]:
+    def respond(self, request: TurnRequest) -> AsyncGenerator[EngineEvent, None]:
         return self._respond(request)
 
-    async def _respond(self, request: TurnRequest) -> AsyncIterator[EngineEvent]:
+    async def _respond(self, request: TurnRequest) -> AsyncGenerator[EngineEvent, None]:
         if self.needs_cascade(request):
             assert self.fallback is not None
             log.debug(
@@ -226,7 +258,9 @@ class RealtimeEngine:
 
     # -- one turn ---------------------------------------------------------------------------
 
-    async def _turn(self, session: _Session, request: TurnRequest) -> AsyncIterator[EngineEvent]:
+    async def _turn(
+        self, session: _Session, request: TurnRequest
+    ) -> AsyncGenerator[EngineEvent, None]:
         connection = session.connection
         await self._declare_tools(session, request)
         await self._send_input(session, request)

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING
+from collections.abc import AsyncGenerator
+from typing import TYPE_CHECKING, Any, cast
 
 from npcs.context import build_messages
 from npcs.engines.cascaded import CascadedEngine
@@ -29,10 +29,11 @@ class SentenceCascadeEngine:
     """Fast opener, strong continuation with tools.
 
     Args:
-        fast_client: client for the fast model (may be the same as the strong one's).
-        fast_model: default fast model; an NPC's ``cascade.fast_model`` overrides it.
         strong: the cascaded engine running the strong model and the tool loop; an NPC's
             ``cascade.strong_model`` overrides its model.
+        fast_client: client for the fast model; default: the strong engine's client.
+        fast_model: default fast model (an NPC's ``cascade.fast_model`` overrides it);
+            default: the strong engine's model.
         opener_max_tokens: cap on the opener's length.
     """
 
@@ -40,21 +41,21 @@ class SentenceCascadeEngine:
 
     def __init__(
         self,
-        fast_client: AsyncOpenAI,
-        *,
-        fast_model: str,
         strong: CascadedEngine,
+        *,
+        fast_client: AsyncOpenAI | None = None,
+        fast_model: str | None = None,
         opener_max_tokens: int = 40,
     ) -> None:
-        self.fast_client = fast_client
-        self.fast_model = fast_model
         self.strong = strong
+        self.fast_client = fast_client or strong.client
+        self.fast_model = fast_model or strong.model
         self.opener_max_tokens = opener_max_tokens
 
-    def respond(self, request: TurnRequest) -> AsyncIterator[EngineEvent]:
+    def respond(self, request: TurnRequest) -> AsyncGenerator[EngineEvent, None]:
         return self._respond(request)
 
-    async def _respond(self, request: TurnRequest) -> AsyncIterator[EngineEvent]:
+    async def _respond(self, request: TurnRequest) -> AsyncGenerator[EngineEvent, None]:
         npc = request.npc
         opener = ""
         async for event in self._opener(request):
@@ -73,7 +74,7 @@ class SentenceCascadeEngine:
                     event = TurnDone(event.text, engine=self.name)
                 yield event
 
-    async def _opener(self, request: TurnRequest) -> AsyncIterator[EngineEvent]:
+    async def _opener(self, request: TurnRequest) -> AsyncGenerator[EngineEvent, None]:
         """Stream the fast model only until its first sentence is complete."""
         npc = request.npc
         messages = build_messages(
@@ -84,9 +85,9 @@ class SentenceCascadeEngine:
             entity_snapshot=request.entity_snapshot,
         )
         messages.append({"role": "system", "content": npc.cascade.opener_instruction})
-        stream = await self.fast_client.chat.completions.create(
+        stream: Any = await self.fast_client.chat.completions.create(
             model=npc.cascade.fast_model or self.fast_model,
-            messages=messages,
+            messages=cast(Any, messages),
             max_tokens=self.opener_max_tokens,
             stream=True,
         )

@@ -195,7 +195,7 @@ async def test_sentence_cascade_opener_then_strong_continuation(host, sage, tool
     async with FakeOpenAI(script) as server:
         client = AsyncOpenAI(base_url=server.base_url, api_key="k", max_retries=0)
         strong = CascadedEngine(client, model="strong", host=host)
-        engine = SentenceCascadeEngine(client, fast_model="fast", strong=strong)
+        engine = SentenceCascadeEngine(strong, fast_model="fast")
         request = TurnRequest(sage, "Alice", "What is the Shadowfell?", Tier.STANDARD)
         events = await asyncio.wait_for(collect(engine, request), 10)
 

@@ -174,3 +174,24 @@ async def test_audio_input_is_appended_and_committed(host) -> None:
     )
     assert appended == audio
     assert len(server.of_type("input_audio_buffer.commit")) == 1
+
+
+async def test_from_config_uses_provider_settings(host) -> None:
+    from bot.config import ProviderConfig
+
+    async with FakeRealtime(lambda _: Reply(transcript="Yes.", audio_chunks=1)) as server:
+        provider = ProviderConfig(
+            name="openai",
+            model="gpt-realtime-mini",
+            base_url=server.base_url,
+            api_key="secret-key",
+            options={"voice": "verse", "max_realtime_tier": "fast"},
+        )
+        engine = RealtimeEngine.from_config(provider, host=host)
+        npc = NpcDefinition(name="Guard", personality="A guard.", tools=["roll_die"])
+        await run(engine, TurnRequest(npc, "Alice", "Halt?", Tier.FAST))
+        await engine.aclose()
+    assert engine.max_realtime_tier == Tier.FAST
+    assert server.paths[0] == "/v1/realtime?model=gpt-realtime-mini"
+    assert server.headers[0]["authorization"] == "Bearer secret-key"
+    assert server.of_type("session.update")[0]["session"]["audio"]["output"]["voice"] == "verse"
