@@ -16,6 +16,7 @@ _ABBREVIATIONS = frozenset(
 _CLOSERS = "\"')]}»”’"
 # A terminator run, optional closing quotes/brackets, then whitespace: a candidate boundary.
 _BOUNDARY = re.compile(r"([.!?…]+)([" + re.escape(_CLOSERS) + r"]*)(\s+)")
+_CLAUSE = re.compile(r"([,;:]|\s[—–-])(\s+)")
 
 
 def _is_real_boundary(text: str, start: int, punct: str) -> bool:
@@ -37,14 +38,30 @@ class SentenceStreamer:
 
     A boundary is only certain once the whitespace after the terminator has arrived, so "3.5"
     and "Mr. Smith" never split. ``flush()`` returns whatever is left at the end of the stream.
+    With ``first_clause_words`` set, the very first piece may end at a comma/semicolon/colon once
+    it has that many words: TTS time-to-first-audio grows with the length of what it is given.
     """
 
-    def __init__(self, *, min_chars: int = 2) -> None:
+    def __init__(self, *, min_chars: int = 2, first_clause_words: int | None = None) -> None:
         self._buffer = ""
         self._min_chars = min_chars
+        self._first_clause_words = first_clause_words
+        self._emitted = False
 
     def feed(self, delta: str) -> list[str]:
         self._buffer += delta
+        sentences = self._sentences()
+        if not sentences and not self._emitted and self._first_clause_words:
+            for clause in _CLAUSE.finditer(self._buffer):
+                if len(self._buffer[: clause.start()].split()) >= self._first_clause_words:
+                    sentences = [self._buffer[: clause.end(1)].strip()]
+                    self._buffer = self._buffer[clause.end() :]
+                    sentences += self._sentences()
+                    break
+        self._emitted = self._emitted or bool(sentences)
+        return sentences
+
+    def _sentences(self) -> list[str]:
         sentences: list[str] = []
         search_from = 0
         while True:
@@ -66,6 +83,7 @@ class SentenceStreamer:
     def flush(self) -> list[str]:
         rest = self._buffer.strip()
         self._buffer = ""
+        self._emitted = self._emitted or bool(rest)
         return [rest] if rest else []
 
 

@@ -123,15 +123,17 @@ async def speak_stream(
     deltas: AsyncIterable[str],
     *,
     timer: TurnTimer | None = None,
+    first_clause_words: int | None = 4,
 ) -> SpeechResult:
     """Speak streaming LLM text: sentence N is synthesized while sentence N+1 is written.
 
+    The first piece may be just a clause (see ``SentenceStreamer``) so audio starts sooner.
     Cancelling this coroutine cancels both stages and the handle (barge-in).
     """
     sentences: asyncio.Queue[str | None] = asyncio.Queue()
 
     async def split() -> None:
-        streamer = SentenceStreamer()
+        streamer = SentenceStreamer(first_clause_words=first_clause_words)
         try:
             async for delta in deltas:
                 for sentence in streamer.feed(delta):

@@ -65,3 +65,13 @@ def test_backchannels_are_recognized_but_real_words_are_not() -> None:
         assert detector.is_backchannel(noise), noise
     for words in ("Yeah, give me the ale", "Stop!", "wait"):
         assert not detector.is_backchannel(words) and detector.has_content(words)
+
+
+def test_first_clause_can_be_spoken_early() -> None:
+    streamer = SentenceStreamer(first_clause_words=3)
+    assert streamer.feed("Ah, you") == []  # "Ah," is too short to stand alone
+    assert streamer.feed(" again, my old friend, welcome") == ["Ah, you again,"]
+    assert streamer.feed(" back. It has been,") == ["my old friend, welcome back."]
+    assert streamer.feed(" what, years?") == []
+    assert streamer.flush() == ["It has been, what, years?"]
+    assert SentenceStreamer().feed("Ah, you again, my old friend, welcome ") == []
