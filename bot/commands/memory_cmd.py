@@ -16,7 +16,7 @@ from typing import Any
 
 from campaigns.content import ENTITY_TYPES, EntitiesFile
 from campaigns.errors import GlyphoxaError
-from campaigns.memory import MemoryStore, OpenAIEmbeddings
+from campaigns.memory import LlmSummarizer, MemoryStore, OpenAIEmbeddings
 from campaigns.yamlio import load_model
 
 __all__ = ["open_memory", "register"]
@@ -30,11 +30,16 @@ def _load_config(path: str | None) -> Any:
     return load_config(path)
 
 
-async def open_memory(config: Any, *, url: str | None = None) -> MemoryStore:
-    """Open the configured memory (with embeddings when configured) and seed an empty graph.
+async def open_memory(
+    config: Any, *, url: str | None = None, summarize: bool = True
+) -> MemoryStore:
+    """Open the configured memory and seed an empty knowledge graph from ``entities.yaml``.
 
-    ``config`` is a ``GlyphoxaConfig``. The table session uses this too, so the bot and the CLI
-    see the same database the same way.
+    ``config`` is a ``GlyphoxaConfig``. Embeddings come from ``providers.embeddings``; session
+    summaries use ``providers.llm`` when it is an OpenAI-compatible endpoint (``name: openai`` or a
+    ``base_url``); the bundled local model needs its server running, so pass an ``LlmSummarizer``
+    to ``MemoryStore.open`` yourself in that case. The table session can use this too, so the bot
+    and the CLI see the same database the same way.
     """
     embeddings = None
     provider = config.providers.embeddings
@@ -44,11 +49,27 @@ async def open_memory(config: Any, *, url: str | None = None) -> MemoryStore:
             base_url=provider.base_url,
             api_key=provider.api_key.get_secret_value() if provider.api_key else None,
         )
-    store = await MemoryStore.open(
-        url or config.memory.url,
-        embeddings=embeddings,
-        chunk_utterances=config.memory.chunk_utterances,
-    )
+    summarizer = None
+    llm = config.providers.llm
+    if summarize and (llm.name == "openai" or llm.base_url):
+        summarizer = LlmSummarizer.create(
+            model=llm.model or "gpt-4o-mini",
+            base_url=llm.base_url,
+            api_key=llm.api_key.get_secret_value() if llm.api_key else None,
+        )
+    try:
+        store = await MemoryStore.open(
+            url or config.memory.url,
+            embeddings=embeddings,
+            summarizer=summarizer,
+            chunk_utterances=config.memory.chunk_utterances,
+            close_helpers=True,
+        )
+    except BaseException:
+        for helper in (embeddings, summarizer):
+            if helper is not None:
+                await helper.aclose()
+        raise
     try:
         entities_file = Path(config.campaign.path) / "entities.yaml"
         if entities_file.is_file() and not await store.query_entities():
@@ -110,7 +131,7 @@ def register(sub: Any) -> None:
 
 
 async def _open(args: argparse.Namespace) -> MemoryStore:
-    return await open_memory(_load_config(args.config), url=args.url)
+    return await open_memory(_load_config(args.config), url=args.url, summarize=False)
 
 
 def _when(timestamp: float | None) -> str:

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
     from sqlalchemy.ext.asyncio import AsyncConnection
 
-__all__ = ["RecordsMixin"]
+__all__ = ["RecordsMixin", "tier_label"]
 
 SESSIONS = table_of(Session)
 UTTERANCES = table_of(Utterance)
@@ -42,6 +42,14 @@ CHUNKS = table_of(Chunk)
 ENTITIES = table_of(Entity)
 INVOCATIONS = table_of(ToolInvocation)
 CALIBRATION = table_of(ToolCalibration)
+
+
+def tier_label(tier: object) -> str | None:
+    """``"fast"`` for ``Tier.FAST`` or ``"fast"``; a Tier is an IntEnum whose str() is a digit."""
+    if tier is None:
+        return None
+    label = getattr(tier, "label", None)
+    return str(label if label is not None else tier)
 
 
 def _day(timestamp: float | None) -> str:
@@ -246,7 +254,7 @@ class RecordsMixin:
                 insert(INVOCATIONS).values(
                     npc=npc,
                     tool=tool,
-                    tier=str(tier),
+                    tier=tier_label(tier) or "",
                     status=status,
                     duration_ms=float(duration_ms),
                     session_id=session_id,

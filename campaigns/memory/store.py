@@ -26,6 +26,7 @@ from campaigns.memory import backup, graph, records, transcripts
 from campaigns.memory.database import create_engine, migrate, write_transaction
 from campaigns.memory.embeddings import Embedder
 from campaigns.memory.models import Chunk, Session, Summary, Utterance, table_of
+from campaigns.memory.records import tier_label
 from campaigns.memory.search import VectorIndex, fulltext, reciprocal_rank_fusion
 from campaigns.memory.summaries import ExtractiveSummarizer, Summarizer
 
@@ -60,6 +61,7 @@ class MemoryStore(records.RecordsMixin):
         self._names = graph.NameIndex()
         self._tasks: set[asyncio.Task[None]] = set()
         self._closed = False
+        self._close_helpers = False
 
     @classmethod
     async def open(
@@ -69,8 +71,13 @@ class MemoryStore(records.RecordsMixin):
         embeddings: Embedder | None = None,
         summarizer: Summarizer | None = None,
         chunk_utterances: int = 5,
+        close_helpers: bool = False,
     ) -> MemoryStore:
-        """Connect and bring the schema up to date (Alembic), creating the database if needed."""
+        """Connect and bring the schema up to date (Alembic), creating the database if needed.
+
+        ``close_helpers`` hands ``embeddings`` and ``summarizer`` to the store, which then closes
+        them (their ``aclose``) in ``close``; by default they stay the caller's.
+        """
         if not transcripts.MIN_CHUNK <= chunk_utterances <= transcripts.MAX_CHUNK:
             raise GlyphoxaError("memory.chunk_utterances must be between 3 and 6")
         engine = create_engine(url)
@@ -85,6 +92,7 @@ class MemoryStore(records.RecordsMixin):
         store = cls(
             engine, embeddings=embeddings, summarizer=summarizer, chunk_utterances=chunk_utterances
         )
+        store._close_helpers = close_helpers
         if embeddings is not None:
             store._spawn(store.backfill_embeddings(), "memory-embed-backfill")
         return store
@@ -99,6 +107,10 @@ class MemoryStore(records.RecordsMixin):
             for task in still_running:
                 task.cancel()
             await asyncio.gather(*still_running, return_exceptions=True)
+        for helper in (self._embeddings, self._summarizer) if self._close_helpers else ():
+            close = getattr(helper, "aclose", None)
+            if close is not None:
+                await close()
         await self._engine.dispose()
 
     async def __aenter__(self) -> MemoryStore:
@@ -157,7 +169,7 @@ class MemoryStore(records.RecordsMixin):
                             text=text,
                             started_at=started_at,
                             ended_at=ended_at,
-                            tier=tier,
+                            tier=tier_label(tier),
                             interrupted=interrupted,
                         )
                         .returning(UTTERANCES.c.id)

@@ -86,14 +86,30 @@ class LlmSummarizer:
         *,
         max_transcript_chars: int = 12_000,
         max_tokens: int = 300,
+        owns_client: bool = False,
     ) -> None:
         self._client = client
+        self._owns_client = owns_client
         self.model = model
         self.max_transcript_chars = max_transcript_chars
         self.max_tokens = max_tokens
 
+    @classmethod
+    def create(
+        cls, *, model: str, base_url: str | None = None, api_key: str | None = None
+    ) -> LlmSummarizer:
+        """A summarizer owning its client (closed by ``aclose``, e.g. by ``MemoryStore.close``)."""
+        client = AsyncOpenAI(
+            base_url=base_url, api_key=api_key or "not-needed", timeout=60.0, max_retries=1
+        )
+        return cls(client, model, owns_client=True)
+
     def __repr__(self) -> str:
         return f"LlmSummarizer(model={self.model!r})"
+
+    async def aclose(self) -> None:
+        if self._owns_client:
+            await self._client.close()
 
     async def summarize(self, lines: Sequence[TranscriptLine]) -> str:
         transcript = "\n".join(f"{speaker}: {text}" for speaker, text in lines)

@@ -4,6 +4,7 @@ local server that speaks the OpenAI wire protocol (see conftest)."""
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -14,6 +15,7 @@ from campaigns.memory import LlmSummarizer, MemoryStore, OpenAIEmbeddings
 if TYPE_CHECKING:
     from tests.memory.conftest import OpenAIStub
 
+EXAMPLE = Path(__file__).resolve().parents[2] / "campaigns/example"
 LINES = [
     "Welcome to the Rusty Flagon, travellers.",
     "Bartok pours a dark ale for the ranger.",
@@ -111,3 +113,39 @@ async def test_llm_failure_falls_back_to_extractive_summary(
     finally:
         await store.close()
         await client.close()
+
+
+async def test_open_memory_wires_config_providers_and_seeds_entities(
+    tmp_path, openai_stub: OpenAIStub
+) -> None:
+    from bot.commands.memory_cmd import open_memory
+    from bot.config import GlyphoxaConfig
+    from tools.tiers import Tier
+
+    config = GlyphoxaConfig.model_validate(
+        {
+            "memory": {"url": f"sqlite+aiosqlite:///{tmp_path / 'm.db'}", "chunk_utterances": 3},
+            "campaign": {"path": str(EXAMPLE)},
+            "providers": {
+                "llm": {"name": "openai", "model": "tiny", "base_url": openai_stub.base_url,
+                        "api_key": "secret-llm"},
+                "embeddings": {"name": "openai", "model": "concepts",
+                               "base_url": openai_stub.base_url},
+            },
+        }
+    )  # fmt: skip
+    store = await open_memory(config)
+    try:
+        assert (await store.query_entities("Bartok"))[0]["id"] == "bartok"
+        session = await store.start_session("emberford")
+        await store.add_utterance(session, "Bartok", LINES[1], npc="Bartok", started_at=0,
+                                  ended_at=1, tier=Tier.FAST)  # fmt: skip
+        await store.end_session(session)
+        await store.wait_idle()
+        [hit] = await store.search_sessions("ranger")
+        assert hit["tier"] == "fast"
+        assert (await store.session_summary(session))["summary_source"] == "llm"
+        [drink, *_] = await store.search_facts("beer")
+        assert "dark ale" in drink["text"]
+    finally:
+        await store.close()
