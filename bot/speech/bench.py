@@ -14,6 +14,7 @@ import asyncio
 import shutil
 import statistics
 import time
+from pathlib import Path
 
 import numpy as np
 import soxr
@@ -96,8 +97,6 @@ async def _first_audio_ms(tts, text: str, voice: VoiceSettings) -> float:  # typ
 def _mixer_us_per_frame(frames: int) -> float:
     mixer = Mixer()
     track = (np.sin(np.arange(48_000 * 2) / 20) * 8000).astype(np.int16)
-    from pathlib import Path
-
     mixer.ambience.set_track(np.stack([track, track], axis=1), Path("bench.wav"), "bench")
     handle = mixer.speak("bench")
     tone = (np.sin(np.arange(24_000 * frames // 50 + 24_000) / 7) * 8000).astype("<i2")
