@@ -16,6 +16,9 @@ import random
 from collections.abc import AsyncGenerator, Sequence
 from typing import TYPE_CHECKING, Any
 
+import openai
+
+from campaigns.errors import GlyphoxaError
 from npcs.context import build_messages
 from npcs.engines.events import (
     EngineEvent,
@@ -34,7 +37,7 @@ if TYPE_CHECKING:
 
     from tools.host import ToolHost
 
-__all__ = ["DEFAULT_FILLERS", "CascadedEngine", "expected_cost_ms"]
+__all__ = ["DEFAULT_FILLERS", "CascadedEngine", "expected_cost_ms", "stream_error"]
 
 log = logging.getLogger(__name__)
 
@@ -163,7 +166,7 @@ class CascadedEngine:
             else:
                 round_calls: dict[int, dict[str, str]] = {}
                 splitter = SentenceSplitter()
-                stream = await self.client.chat.completions.create(stream=True, **params)
+                stream = await self._create(stream=True, **params)
                 try:
                     async for chunk in stream:
                         if not chunk.choices:
@@ -179,6 +182,8 @@ class CascadedEngine:
                                 yield Sentence(sentence)
                         for tool_delta in delta.tool_calls or ():
                             _merge_tool_delta(round_calls, tool_delta)
+                except openai.APIError as error:
+                    raise stream_error(self.client, error) from None
                 finally:
                     await stream.close()
                 rest = splitter.flush()
@@ -234,8 +239,22 @@ class CascadedEngine:
             params["tool_choice"] = "auto"
         return params
 
+    async def _create(self, **params: Any) -> Any:
+        """One chat-completions request; API failures become a clear GlyphoxaError."""
+        try:
+            return await self.client.chat.completions.create(**params)
+        except openai.APIStatusError as error:
+            raise GlyphoxaError(
+                f"LLM request failed ({error.status_code}) at {self.client.base_url}: "
+                f"{_short(error.message)}"
+            ) from None
+        except openai.APIError as error:
+            raise GlyphoxaError(
+                f"LLM request failed at {self.client.base_url}: {_short(str(error))}"
+            ) from None
+
     async def _complete(self, params: dict[str, Any]) -> tuple[str, list[ToolCall]]:
-        response = await self.client.chat.completions.create(stream=False, **params)
+        response = await self._create(stream=False, **params)
         if not response.choices:
             return "", []
         message = response.choices[0].message
@@ -275,6 +294,15 @@ class CascadedEngine:
         line = self._rng.choice(choices)
         self._last_filler[npc_name] = line
         return line
+
+
+def stream_error(client: Any, error: Exception) -> GlyphoxaError:
+    """A broken response stream (connection lost, server error mid-answer) as a clear error."""
+    return GlyphoxaError(f"LLM stream broke at {client.base_url}: {_short(str(error))}")
+
+
+def _short(text: str, limit: int = 300) -> str:
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def _merge_tool_delta(slots: dict[int, dict[str, str]], delta: Any) -> None:

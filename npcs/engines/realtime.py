@@ -21,6 +21,9 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import openai
+from websockets.exceptions import ConnectionClosed
+
 from campaigns.errors import GlyphoxaError
 from npcs.context import build_system_prompt, render_scene
 from npcs.engines.events import (
@@ -170,6 +173,18 @@ class RealtimeEngine:
             except (asyncio.CancelledError, GeneratorExit):
                 await asyncio.shield(self._interrupt(session, request))
                 raise
+            except (ConnectionClosed, openai.OpenAIError, OSError) as error:
+                await self._drop(request.npc.name)
+                raise GlyphoxaError(
+                    f"realtime connection for {request.npc.name} lost: {error}"
+                ) from None
+
+    async def _drop(self, npc: str) -> None:
+        """Forget a broken connection; the next turn reconnects."""
+        session = self._sessions.pop(npc, None)
+        if session is not None:
+            with contextlib.suppress(Exception):
+                await session.manager.__aexit__(None, None, None)
 
     async def interrupt(self, npc: str, played_ms: float | None = None) -> None:
         """Barge-in after a turn already finished streaming (its audio still playing):

@@ -12,8 +12,11 @@ import logging
 from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING, Any, cast
 
+import openai
+
+from campaigns.errors import GlyphoxaError
 from npcs.context import build_messages
-from npcs.engines.cascaded import CascadedEngine
+from npcs.engines.cascaded import CascadedEngine, stream_error
 from npcs.engines.events import EngineEvent, FirstToken, Sentence, TurnDone, TurnRequest
 from npcs.sentences import SentenceSplitter
 
@@ -85,12 +88,15 @@ class SentenceCascadeEngine:
             entity_snapshot=request.entity_snapshot,
         )
         messages.append({"role": "system", "content": npc.cascade.opener_instruction})
-        stream: Any = await self.fast_client.chat.completions.create(
-            model=npc.cascade.fast_model or self.fast_model,
-            messages=cast(Any, messages),
-            max_tokens=self.opener_max_tokens,
-            stream=True,
-        )
+        try:
+            stream: Any = await self.fast_client.chat.completions.create(
+                model=npc.cascade.fast_model or self.fast_model,
+                messages=cast(Any, messages),
+                max_tokens=self.opener_max_tokens,
+                stream=True,
+            )
+        except openai.APIError as error:
+            raise GlyphoxaError(f"fast LLM request failed: {error}") from None
         splitter = SentenceSplitter()
         first = True
         sentence: str | None = None
@@ -105,6 +111,8 @@ class SentenceCascadeEngine:
                 if done:
                     sentence = done[0]
                     break  # the rest of the fast model's text is not needed
+        except openai.APIError as error:
+            raise stream_error(self.fast_client, error) from None
         finally:
             await stream.close()
         sentence = sentence or splitter.flush()

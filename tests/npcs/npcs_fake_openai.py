@@ -22,6 +22,10 @@ __all__ = ["FakeOpenAI", "Step"]
 class Step:
     content: str = ""
     tool_calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    status: int = 200
+    """Non-200: answer with this HTTP error instead of a completion."""
+    abort_after: int | None = None
+    """Drop the connection after this many chunks."""
     hold_after: str | None = None
     """Pause the stream after this text until ``release`` is set."""
     release: asyncio.Event | None = None
@@ -61,12 +65,19 @@ class FakeOpenAI:
         self.requests.append(body)
         self.request_seen.set()
         step = self._next(body)
+        if step.status != 200:
+            error = {"error": {"message": "model overloaded", "type": "server_error"}}
+            return web.json_response(error, status=step.status)
         if not body.get("stream"):
             return web.json_response(_completion(step))
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await response.prepare(request)
         try:
-            for chunk in _chunks(step):
+            for count, chunk in enumerate(_chunks(step)):
+                if step.abort_after is not None and count >= step.abort_after:
+                    assert request.transport is not None
+                    request.transport.abort()
+                    return response
                 await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
                 text = chunk["choices"][0]["delta"].get("content") if chunk["choices"] else None
                 if step.hold_after is not None and text and text.endswith(step.hold_after):

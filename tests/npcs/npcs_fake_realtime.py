@@ -23,6 +23,8 @@ class Reply:
     audio_chunks: int = 0
     """Chunks of 100 ms (4800 bytes of 24 kHz s16le)."""
     function_call: tuple[str, dict[str, Any]] | None = None
+    close: bool = False
+    """Drop the websocket right after ``response.created`` (a network failure)."""
     hold: bool = False
     """Stop after the audio and wait for ``response.cancel`` (a barge-in)."""
 
@@ -100,6 +102,9 @@ class FakeRealtime:
             "response.created",
             response={"id": response_id, "object": "realtime.response", "status": "in_progress"},
         )
+        if reply.close:
+            await ws.close()
+            return
         ids = {"response_id": response_id, "output_index": 0}
         if reply.function_call is not None:
             name, arguments = reply.function_call

@@ -212,3 +212,22 @@ async def test_sentence_cascade_opener_then_strong_continuation(host, sage, tool
     assert prefix[0] == {"role": "assistant", "content": "Ah, the Shadowfell."}
     assert prefix[1]["role"] == "system" and "Continue" in prefix[1]["content"]
     assert tool_log.calls == ["roll_die"]
+
+
+async def test_llm_http_error_is_a_clear_glyphoxa_error(sage) -> None:
+    from campaigns.errors import GlyphoxaError
+
+    async with FakeOpenAI([Step(status=503)]) as server:
+        request = TurnRequest(sage, "Alice", "Hello?", Tier.FAST)
+        with pytest.raises(GlyphoxaError, match=r"LLM request failed \(503\).*model overloaded"):
+            await asyncio.wait_for(collect(engine_for(server, None), request), 10)
+
+
+async def test_connection_lost_mid_stream_is_a_clear_glyphoxa_error(sage) -> None:
+    from campaigns.errors import GlyphoxaError
+
+    script = [Step(content="One two three four five six. Seven.", abort_after=3)]
+    async with FakeOpenAI(script) as server:
+        request = TurnRequest(sage, "Alice", "Hello?", Tier.FAST)
+        with pytest.raises(GlyphoxaError, match="LLM stream broke"):
+            await asyncio.wait_for(collect(engine_for(server, None), request), 10)

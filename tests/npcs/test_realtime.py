@@ -195,3 +195,17 @@ async def test_from_config_uses_provider_settings(host) -> None:
     assert server.paths[0] == "/v1/realtime?model=gpt-realtime-mini"
     assert server.headers[0]["authorization"] == "Bearer secret-key"
     assert server.of_type("session.update")[0]["session"]["audio"]["output"]["voice"] == "verse"
+
+
+async def test_lost_connection_is_a_clear_error_and_the_next_turn_reconnects(host) -> None:
+    from campaigns.errors import GlyphoxaError
+
+    replies = iter([Reply(close=True), Reply(transcript="Back again.", audio_chunks=1)])
+    async with FakeRealtime(lambda _: next(replies)) as server:
+        engine = engine_for(server, host)
+        with pytest.raises(GlyphoxaError, match="realtime connection for Oracle lost"):
+            await run(engine, TurnRequest(ORACLE, "Alice", "Hello?", Tier.FAST))
+        events = await run(engine, TurnRequest(ORACLE, "Alice", "Hello again?", Tier.FAST))
+        await engine.aclose()
+    assert events[-1] == TurnDone("Back again.", engine="realtime")
+    assert len(server.paths) == 2

@@ -1,0 +1,82 @@
+"""Prompt building and the streaming sentence splitter."""
+
+from __future__ import annotations
+
+import pytest
+
+from npcs.context import SceneLine, build_messages, build_system_prompt
+from npcs.schema import NpcDefinition
+from npcs.sentences import SentenceSplitter, split_sentences
+
+BARTOK = NpcDefinition(
+    name="Bartok",
+    aliases=["the barkeep"],
+    personality="A stout dwarf who runs the Rusty Flagon.",
+    knowledge_scope=["drinks and prices"],
+    secret_knowledge=["Black-candle crates are in his cellar."],
+    behavior_rules=["Deflect questions about the cellar."],
+)
+
+
+def test_system_prompt_has_persona_rules_scope_and_guarded_secrets() -> None:
+    prompt = build_system_prompt(BARTOK, entity_snapshot="Emberford: a river town.")
+    assert "You are Bartok" in prompt
+    assert "A stout dwarf" in prompt
+    assert "the barkeep" in prompt
+    assert "- Deflect questions about the cellar." in prompt
+    assert "You know about: drinks and prices" in prompt
+    secrets_at = prompt.index("Secrets you keep (never reveal")
+    assert prompt.index("Black-candle crates") > secrets_at
+    assert "Facts from the campaign notes:\nEmberford: a river town." in prompt
+
+
+def test_shared_scene_marks_own_lines_and_drops_the_current_utterance() -> None:
+    scene = [
+        SceneLine("Alice", "Greymantle, what is the Shadowfell?", at=1),
+        SceneLine("Greymantle", "A plane of shadow.", npc="Greymantle", at=2),
+        SceneLine("Bob", "Bartok, you heard that?", npc=None, at=3),
+    ]
+    messages = build_messages(BARTOK, "Bob", "Bartok, you heard that?", scene=scene)
+    system = messages[0]["content"]
+    assert "Alice: Greymantle, what is the Shadowfell?" in system
+    assert "Greymantle: A plane of shadow." in system  # NPCs know what others said
+    assert "Bob: Bartok, you heard that?" not in system
+    assert messages[1] == {"role": "user", "content": "Bob says to you: Bartok, you heard that?"}
+    own = build_system_prompt(BARTOK, scene=[SceneLine("Bartok", "Welcome!", npc="Bartok", at=1)])
+    assert "Bartok (you): Welcome!" in own
+
+
+def test_scene_keeps_only_recent_lines() -> None:
+    scene = [SceneLine("Alice", f"line {i}", at=i) for i in range(40)]
+    prompt = build_system_prompt(BARTOK, scene=scene)
+    assert "line 39" in prompt and "line 27" not in prompt
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Hello there. How are you?", ["Hello there.", "How are you?"]),
+        ("Mr. Smith paid 3.5 gold. Fine!", ["Mr. Smith paid 3.5 gold.", "Fine!"]),
+        ('"Really?!" he asked. Yes.', ['"Really?!"', "he asked.", "Yes."]),
+        (
+            "J. R. R. Tolkien wrote it. Neither did I. End",
+            ["J. R. R. Tolkien wrote it.", "Neither did I.", "End"],
+        ),
+        ("Wait... what? No", ["Wait...", "what?", "No"]),
+        ("no terminator", ["no terminator"]),
+    ],
+)
+def test_split_sentences(text: str, expected: list[str]) -> None:
+    assert split_sentences(text) == expected
+
+
+def test_streaming_split_matches_whole_text_and_waits_for_what_follows() -> None:
+    text = "It costs 3.5 gold. The ale is fresh! Want some?"
+    splitter = SentenceSplitter()
+    streamed: list[str] = []
+    for char in text:
+        streamed += splitter.push(char)
+    rest = splitter.flush()
+    assert [*streamed, rest] == split_sentences(text)
+    # "3." alone is not a sentence yet: it may become "3.5".
+    assert SentenceSplitter().push("It costs 3.") == []
