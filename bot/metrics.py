@@ -62,7 +62,7 @@ class Metrics:
             registry=reg,
         )
         self.tool_calls = Counter(
-            "glyphoxa_tool_calls_total",
+            "glyphoxa_tier_tool_calls",
             "Tool calls by result status and the turn's effective tier.",
             ["status", "tier"],
             registry=reg,
@@ -112,7 +112,7 @@ class Metrics:
         return generate_latest(self.registry).decode()
 
     def sample(self, name: str, labels: Mapping[str, str] | None = None) -> float | None:
-        """Current value of one sample, e.g. ``sample("glyphoxa_tool_calls_total", {...})``."""
+        """Current value of one sample, e.g. ``sample("glyphoxa_tier_tool_calls", {...})``."""
         value = self.registry.get_sample_value(name, dict(labels or {}))
         return None if value is None else float(value)
 

@@ -49,6 +49,8 @@ class PlayerLine(_Strict):
     """A recorded line instead of text (relative to the scene file); any rate, mono or stereo."""
     expect_npc: str | None = None
     """Optional: the NPC that should answer (checked in the report)."""
+    interrupt: bool = False
+    """Talk over an NPC: start at ``at`` or later, once an NPC is audible (barge-in)."""
 
     @model_validator(mode="after")
     def _text_or_wav(self) -> PlayerLine:
@@ -115,8 +117,12 @@ class Scene(_Strict):
     """Voice per player; players not listed get distinct voices automatically."""
     lines: list[PlayerLine] = Field(min_length=1)
     dm: list[DmCommand] = Field(default_factory=list)
-    tail_s: float = Field(default=20.0, ge=0)
+    tail_s: float = Field(default=60.0, ge=0)
     """After the last line, wait at most this long for NPCs to finish."""
+    wait_for_answers: bool = True
+    """A line (other than ``interrupt`` ones) waits until no NPC is thinking or speaking;
+    later lines and DM commands shift by the same delay, so slow models keep the scene's
+    shape instead of piling up turns."""
     base_dir: Path = Field(default=Path("."), exclude=True)
 
     @model_validator(mode="after")

@@ -144,7 +144,7 @@ def test_metrics_endpoint_serves_recorded_values() -> None:
     finally:
         server.close()
     assert 'glyphoxa_turn_stage_seconds_count{stage="voice_to_voice"} 1.0' in body
-    assert 'glyphoxa_tool_calls_total{status="timeout",tier="deep"} 1.0' in body
+    assert 'glyphoxa_tier_tool_calls_total{status="timeout",tier="deep"} 1.0' in body
     assert 'glyphoxa_voice_packets_total{outcome="decrypt_failed"} 2.0' in body
     assert 'glyphoxa_voice_packets_total{outcome="dropped"} 0.0' in body
     assert "glyphoxa_active_speakers 3.0" in body

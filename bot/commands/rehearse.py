@@ -1,0 +1,72 @@
+"""``glyphoxa rehearse SCENE.yaml [--out DIR] [--speed X]``: hear your NPCs before game night.
+
+Synthesized players speak the scene's lines through the real pipeline (VAD, STT, addressing,
+tiers, engines, tools, TTS, mixer); the NPCs' audio, a transcript and a latency report land in
+``--out``. With ``providers.llm.name: local`` the bundled llama.cpp server runs for the duration.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+__all__ = ["register"]
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser(
+        "rehearse",
+        help="run a scene script through the whole pipeline offline and report latency",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("scene", metavar="SCENE.yaml", help="scene script (lines, DM commands)")
+    parser.add_argument("--out", default="out", help="output folder (default: out)")
+    parser.add_argument(
+        "--speed",
+        type=float,
+        default=1.0,
+        help="play the scene this many times faster than real time (latency numbers need 1)",
+    )
+    parser.add_argument(
+        "--llm-base-url",
+        default=None,
+        help="use this OpenAI-compatible server instead of the configured LLM",
+    )
+    parser.set_defaults(func=_run)
+
+
+async def _run(args: argparse.Namespace) -> int:
+    from bot.config_loader import load_config
+    from bot.rehearsal.runner import rehearse
+    from bot.rehearsal.scene import load_scene
+
+    started = time.monotonic()
+
+    def progress(message: str) -> None:
+        print(f"[{time.monotonic() - started:6.1f}s] {message}", file=sys.stderr, flush=True)
+
+    config = load_config(args.config)
+    scene = load_scene(args.scene)
+    out = Path(args.out)
+    result = await rehearse(
+        scene, config, out, speed=args.speed, progress=progress, llm_base_url=args.llm_base_url
+    )
+    summary = result.summary
+    v2v = summary["stages"].get("voice_to_voice")
+    overhead = summary["overhead_ms"]
+    print(f"NPC turns: {summary['turns']} ({summary['interrupted']} interrupted)")
+    for turn in result.turns:
+        said = turn["spoken"] or turn["reply"] or "(silent)"
+        print(f"  {turn['npc']} [{turn['tier']}]: {said}")
+    if v2v:
+        print(f"voice-to-voice: p50 {v2v['p50']:.0f} ms, p95 {v2v['p95']:.0f} ms")
+    if overhead:
+        print(f"pipeline overhead: p50 {overhead['p50']:.0f} ms, p95 {overhead['p95']:.0f} ms")
+    for check in result.checks:
+        print(f"  {check}")
+    print(f"outputs in {out}/: report.md, transcript.jsonl, session.wav, latency.json, latency.png")
+    return 1 if result.failed_checks else 0

@@ -1,0 +1,107 @@
+"""Synthesized players: each scene line becomes 48 kHz stereo audio in that player's voice, and
+the per-speaker timelines hand out one 20 ms frame per tick like Discord would."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import soxr
+
+from bot.rehearsal.scene import PlayerLine, Scene, player_voice
+from bot.speech import FRAME_BYTES, FRAME_MS, SAMPLE_RATE, SILENCE_FRAME, decode_audio_file
+from bot.speech.protocols import TtsProvider
+from campaigns.errors import GlyphoxaError
+
+__all__ = ["LineAudio", "SpeakerTimeline", "synthesize_lines"]
+
+log = logging.getLogger(__name__)
+
+_FRAME_SAMPLES = SAMPLE_RATE * FRAME_MS // 1000
+_VOICED = 500  # int16 amplitude above which a sample counts as voiced (for the true end)
+
+
+@dataclass(frozen=True, slots=True)
+class LineAudio:
+    line: PlayerLine
+    pcm: bytes
+    """48 kHz stereo s16le, padded to whole frames."""
+    voiced_end_s: float
+    """Seconds into the line where the last voiced sample is (end of speech)."""
+
+    @property
+    def start_frame(self) -> int:
+        return round(self.line.at * 1000 / FRAME_MS)
+
+    @property
+    def frames(self) -> int:
+        return len(self.pcm) // FRAME_BYTES
+
+    @property
+    def speech_end_s(self) -> float:
+        """Scene time at which the player stops speaking."""
+        return self.line.at + self.voiced_end_s
+
+
+def _to_stereo_48k(mono: np.ndarray, rate: int) -> np.ndarray:
+    if rate != SAMPLE_RATE:
+        mono = soxr.resample(mono.astype(np.float32), rate, SAMPLE_RATE)
+    mono = np.clip(mono, -32768, 32767).astype(np.int16)
+    return np.repeat(mono[:, None], 2, axis=1)
+
+
+def _finish(line: PlayerLine, stereo: np.ndarray) -> LineAudio:
+    loud = np.nonzero(np.abs(stereo[:, 0].astype(np.int32)) > _VOICED)[0]
+    voiced_end = (loud[-1] + 1) / SAMPLE_RATE if loud.size else 0.0
+    pad = (-len(stereo)) % _FRAME_SAMPLES
+    if pad:
+        stereo = np.concatenate([stereo, np.zeros((pad, 2), dtype=np.int16)])
+    return LineAudio(line, stereo.astype("<i2").tobytes(), voiced_end)
+
+
+async def synthesize_lines(
+    scene: Scene, tts: TtsProvider, progress: Callable[[str], None] | None = None
+) -> list[LineAudio]:
+    """Audio for every line: text in the player's voice, or the WAV file resampled."""
+    out: list[LineAudio] = []
+    for number, line in enumerate(scene.lines, 1):
+        if progress is not None:
+            progress(f"synthesizing player lines {number}/{len(scene.lines)}")
+        if line.wav is not None:
+            stereo = decode_audio_file(scene.wav_path(line))
+            out.append(_finish(line, stereo))
+            continue
+        assert line.text is not None
+        voice = player_voice(scene, line.speaker)
+        pieces: list[np.ndarray] = []
+        async for chunk in tts.synthesize(line.text, voice):
+            mono = np.frombuffer(chunk.pcm, dtype="<i2").astype(np.float32)
+            pieces.append(_to_stereo_48k(mono, chunk.sample_rate))
+        if not pieces:
+            raise GlyphoxaError(f"no audio synthesized for {line.speaker}'s line at {line.at:g}s")
+        out.append(_finish(line, np.concatenate(pieces)))
+    return out
+
+
+class SpeakerTimeline:
+    """One player's lines as scheduled on the scene clock; ``frame(k)`` is their k-th frame."""
+
+    def __init__(self, speaker: str) -> None:
+        self.speaker = speaker
+        self.scheduled: list[tuple[int, LineAudio]] = []
+
+    def add(self, item: LineAudio, start_frame: int) -> None:
+        self.scheduled.append((start_frame, item))
+
+    def frame(self, k: int) -> bytes:
+        for start, item in reversed(self.scheduled):  # a later line talks over an earlier one
+            offset = k - start
+            if 0 <= offset < item.frames:
+                return item.pcm[offset * FRAME_BYTES : (offset + 1) * FRAME_BYTES]
+        return SILENCE_FRAME
+
+    @property
+    def end_frame(self) -> int:
+        return max((start + item.frames for start, item in self.scheduled), default=0)

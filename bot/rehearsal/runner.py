@@ -1,0 +1,342 @@
+"""Run a scene through the real table pipeline and write what happened.
+
+One tick per 20 ms of scene time: every player pushes a frame (their line's audio, else
+silence), DM commands due by then are applied, and one mixer frame is pulled into the session
+WAV. At ``speed`` 1 ticks follow the wall clock, so latencies are what a table would feel;
+faster speeds compress the scene but not the models (use 1 for latency numbers).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+import wave
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bot.config import GlyphoxaConfig
+from bot.metrics import Metrics
+from bot.rehearsal.players import synthesize_lines
+from bot.rehearsal.report import write_chart, write_latency_json, write_report
+from bot.rehearsal.scene import DmCommand, Scene
+from bot.rehearsal.schedule import ScenePlan
+from bot.session.build import open_table
+from bot.session.events import BargedIn, DmAction, NpcSpoke, PlayerSpoke, Routed, SessionEvent
+from bot.session.session import TableSession
+from bot.speech import CHANNELS, FRAME_MS, SAMPLE_RATE, SttProvider, TtsProvider, VoiceRouter
+from campaigns.errors import GlyphoxaError
+from npcs.campaign import Campaign, load_campaign
+
+__all__ = ["RehearsalResult", "rehearse"]
+
+log = logging.getLogger(__name__)
+
+_TICK_S = FRAME_MS / 1000
+_SETTLE_S = 1.5  # after the last line: let VAD hangover and the final transcript land
+
+
+@dataclass(slots=True)
+class RehearsalResult:
+    out_dir: Path
+    turns: list[dict[str, Any]]
+    summary: dict[str, Any]
+    events: list[dict[str, Any]] = field(default_factory=list)
+    checks: list[str] = field(default_factory=list)
+    failed_checks: int = 0
+    npc_audio_s: dict[str, float] = field(default_factory=dict)
+    session_wav: Path | None = None
+    npc_wavs: dict[str, Path] = field(default_factory=dict)
+
+
+class _Wav:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._wav = wave.open(str(path), "wb")
+        self._wav.setnchannels(CHANNELS)
+        self._wav.setsampwidth(2)
+        self._wav.setframerate(SAMPLE_RATE)
+        self.frames = 0
+
+    def write(self, frame: bytes) -> None:
+        self._wav.writeframes(frame)
+        self.frames += 1
+
+    def close(self) -> None:
+        self._wav.close()
+
+
+def _validate(scene: Scene, campaign: Campaign) -> None:
+    for cmd in scene.dm:
+        for name in (cmd.npc, cmd.mute, cmd.unmute):
+            if name and name.lower() != "all" and campaign.find_npc(name) is None:
+                known = ", ".join(sorted(campaign.npcs))
+                raise GlyphoxaError(
+                    f"scene DM command at {cmd.at:g}s names unknown NPC {name!r}; known: {known}"
+                )
+    for line in scene.lines:
+        if line.expect_npc and campaign.find_npc(line.expect_npc) is None:
+            raise GlyphoxaError(f"line at {line.at:g}s expects unknown NPC {line.expect_npc!r}")
+
+
+def _prepare_out(out_dir: Path) -> Path:
+    """Create the output folder; the rehearsal's own memory database starts empty."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    memory_db = out_dir / "memory.db"
+    memory_db.unlink(missing_ok=True)
+    return memory_db
+
+
+def _apply(session: TableSession, cmd: DmCommand) -> None:
+    if cmd.tier is not None:
+        session.set_tier_override(cmd.tier_value, npc=cmd.npc, duration_s=cmd.duration_s)
+    elif cmd.mute is not None:
+        session.mute(None if cmd.mute.lower() == "all" else cmd.mute)
+    elif cmd.unmute is not None:
+        session.unmute(None if cmd.unmute.lower() == "all" else cmd.unmute)
+    elif cmd.say is not None and cmd.npc is not None:
+        session.say(cmd.npc, cmd.say)
+
+
+async def rehearse(
+    scene: Scene,
+    config: GlyphoxaConfig,
+    out_dir: Path,
+    *,
+    speed: float = 1.0,
+    progress: Callable[[str], None] | None = None,
+    llm_base_url: str | None = None,
+    stt: SttProvider | None = None,
+    tts: TtsProvider | None = None,
+    metrics: Metrics | None = None,
+) -> RehearsalResult:
+    """Play ``scene`` through the real pipeline; write every output into ``out_dir``."""
+    if speed <= 0:
+        raise GlyphoxaError("--speed must be positive")
+    say = progress or (lambda message: log.info("%s", message))
+    campaign = load_campaign(scene.campaign_dir() or config.campaign.path)
+    _validate(scene, campaign)
+    memory_db = _prepare_out(out_dir)
+    tts = tts or VoiceRouter.from_config(config.providers.tts)
+    plan = ScenePlan(scene, await synthesize_lines(scene, tts, say))
+    events: list[tuple[float, SessionEvent]] = []
+    async with open_table(
+        config,
+        campaign=campaign,
+        memory_url=f"sqlite+aiosqlite:///{memory_db}",
+        llm_base_url=llm_base_url,
+        stt=stt,
+        tts=tts,
+        metrics=metrics or Metrics(),
+        title=scene.title,
+        progress=say,
+    ) as session:
+        session.listeners.append(lambda event: events.append((time.monotonic(), event)))
+        say(f"playing scene '{scene.title}' at {speed:g}x")
+        t0, npc_frames = await _play(session, plan, out_dir, speed, say)
+        await session.recorder.flush()
+        turns = [trace.as_dict() for trace in session.traces]
+    say("writing outputs")
+    return _write_outputs(scene, out_dir, turns, events, t0, speed, plan, npc_frames)
+
+
+async def _play(
+    session: TableSession,
+    plan: ScenePlan,
+    out_dir: Path,
+    speed: float,
+    say: Callable[[str], None],
+) -> tuple[float, dict[str, list[bytes]]]:
+    mixed = _Wav(out_dir / "session.wav")
+    npc_frames: dict[str, list[bytes]] = {}
+    speakers = {name: f"player-{n}" for n, name in enumerate(plan.timelines, 1)}
+    settle = round(_SETTLE_S / _TICK_S)
+    tail = round(plan.scene.tail_s / _TICK_S)
+    ended_input: asyncio.Task[None] | None = None
+    t0 = time.monotonic()
+    next_report = t0 + 5.0
+    k = last_start = 0
+    try:
+        while True:
+            for cmd in plan.due_commands(k):
+                try:
+                    _apply(session, cmd)
+                except GlyphoxaError as error:
+                    log.warning("DM command at %gs failed: %s", cmd.at, error)
+            quiet = not session.busy and not session.listening
+            for item in plan.advance(k, quiet=quiet, npc_audible=session.mixer.npc_speaking):
+                last_start = k
+                say(f"  {k * _TICK_S:5.1f}s {item.line.speaker}: {item.line.text or item.line.wav}")
+            if not plan.all_started and k - last_start > tail:
+                say(f"  gave up: the table was busy for {plan.scene.tail_s:g}s")
+                break
+            if ended_input is None:
+                for name, timeline in plan.timelines.items():
+                    session.push_frame(speakers[name], name, timeline.frame(k))
+                if plan.all_started and k >= plan.audio_end_frame + settle:
+                    ended_input = asyncio.create_task(session.end_input(), name="rehearsal:end")
+                    tail_end = k + tail
+            _pull(session, mixed, npc_frames)
+            k += 1
+            if ended_input is not None:
+                idle = ended_input.done() and not session.busy and not plan.dm_pending
+                if idle or k >= tail_end:
+                    break
+            now = time.monotonic()
+            if now >= next_report:
+                next_report = now + 5.0
+                say(f"  scene {k * _TICK_S:5.1f}s, NPC turns done: {len(session.traces)}")
+            delay = t0 + k * _TICK_S / speed - now
+            await asyncio.sleep(max(0.0, delay))
+        if ended_input is not None and not ended_input.done():
+            ended_input.cancel()
+    finally:
+        mixed.close()
+    return t0, npc_frames
+
+
+def _pull(session: TableSession, mixed: _Wav, npc_frames: dict[str, list[bytes]]) -> None:
+    """One mixer frame into the session WAV, and into the speaking NPC's own track."""
+    holder = session.mixer.current
+    before = holder.played_s if holder is not None else 0.0
+    frame = session.mixer.next_frame()
+    mixed.write(frame)
+    if holder is not None and holder.played_s > before:
+        npc_frames.setdefault(holder.npc, []).append(frame)
+
+
+def _write_outputs(
+    scene: Scene,
+    out_dir: Path,
+    turns: list[dict[str, Any]],
+    events: list[tuple[float, SessionEvent]],
+    t0: float,
+    speed: float,
+    plan: ScenePlan,
+    npc_frames: dict[str, list[bytes]],
+) -> RehearsalResult:
+    records = _transcript(events, t0, speed, plan)
+    with (out_dir / "transcript.jsonl").open("w", encoding="utf-8") as handle:
+        for record in records:
+            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+    npc_wavs: dict[str, Path] = {}
+    npc_audio_s: dict[str, float] = {}
+    for npc, frames in npc_frames.items():
+        path = out_dir / f"npc-{npc.lower().replace(' ', '-')}.wav"
+        wav = _Wav(path)
+        for frame in frames:
+            wav.write(frame)
+        wav.close()
+        npc_wavs[npc] = path
+        npc_audio_s[npc] = round(len(frames) * _TICK_S, 2)
+    summary = write_latency_json(out_dir / "latency.json", turns)
+    chart = write_chart(out_dir / "latency.png", turns, f"Rehearsal: {scene.title}")
+    checks, failed = _checks(plan, records)
+    outputs = {
+        "session.wav": "everything the table heard (NPC voices and ambience), 48 kHz stereo",
+        **{p.name: f"{npc}'s voice only ({npc_audio_s[npc]:.1f} s)" for npc, p in npc_wavs.items()},
+        "transcript.jsonl": "player lines (scripted and as heard), routing, NPC replies, DM",
+        "latency.json": "per-turn stage breakdown and p50/p95 summary",
+    }
+    if chart:
+        outputs["latency.png"] = "voice-to-voice latency per turn, stacked by stage"
+    write_report(
+        out_dir / "report.md",
+        title=scene.title,
+        turns=turns,
+        summary=summary,
+        outputs=outputs,
+        checks=checks,
+    )
+    return RehearsalResult(
+        out_dir=out_dir,
+        turns=turns,
+        summary=summary,
+        events=records,
+        checks=checks,
+        failed_checks=failed,
+        npc_audio_s=npc_audio_s,
+        session_wav=out_dir / "session.wav",
+        npc_wavs=npc_wavs,
+    )
+
+
+def _transcript(
+    events: list[tuple[float, SessionEvent]], t0: float, speed: float, plan: ScenePlan
+) -> list[dict[str, Any]]:
+    """Every record timed in scene seconds (wall time since start times ``speed``)."""
+
+    def rel(at: float | None) -> float | None:
+        return None if at is None else round((at - t0) * speed, 3)
+
+    records: list[dict[str, Any]] = []
+    for index, start in plan.started.items():
+        item = plan.lines[index]
+        at = start * _TICK_S
+        records.append(
+            {"t": round(at, 3), "type": "scripted", "speaker": item.line.speaker,
+             "text": item.line.text or f"(wav {item.line.wav})",
+             "speech_end": round(at + item.voiced_end_s, 3), "planned_at": item.line.at}
+        )  # fmt: skip
+    for at, event in events:
+        if isinstance(event, PlayerSpoke):
+            records.append(
+                {"t": rel(at), "type": "heard", "speaker": event.speaker, "text": event.text,
+                 "speech_start": rel(event.speech_start), "speech_end": rel(event.speech_end)}
+            )  # fmt: skip
+        elif isinstance(event, Routed):
+            records.append(
+                {"t": rel(at), "type": "routed", "speaker": event.speaker, "text": event.text,
+                 "npcs": list(event.npcs), "reason": event.reason, "tier": event.tier,
+                 "tier_reason": event.tier_reason}
+            )  # fmt: skip
+        elif isinstance(event, NpcSpoke):
+            trace = event.trace
+            records.append(
+                {"t": rel(trace.playback_start or at), "type": "npc", "npc": trace.npc,
+                 "text": trace.spoken, "reply": trace.reply, "interrupted": trace.interrupted,
+                 "tier": trace.tier, "tools": [t.name for t in trace.tools],
+                 "turn": trace.turn_id, "error": trace.error}
+            )  # fmt: skip
+        elif isinstance(event, BargedIn):
+            records.append(
+                {"t": rel(at), "type": "barge_in", "speaker": event.speaker, "npc": event.npc,
+                 "heard": event.heard}
+            )  # fmt: skip
+        elif isinstance(event, DmAction):
+            records.append(
+                {"t": rel(at), "type": "dm", "action": event.action, "detail": event.detail}
+            )
+    records.sort(key=lambda r: (r["t"] is None, r["t"] or 0.0))
+    return records
+
+
+def _checks(plan: ScenePlan, records: list[dict[str, Any]]) -> tuple[list[str], int]:
+    """Lines with ``expect_npc``: the first routing of that speaker after the line names it."""
+    checks: list[str] = []
+    failed = 0
+    routed = [r for r in records if r["type"] == "routed"]
+    for index, start in sorted(plan.started.items(), key=lambda pair: pair[1]):
+        line = plan.lines[index].line
+        if not line.expect_npc:
+            continue
+        at = start * _TICK_S
+        match = next(
+            (r for r in routed if r["speaker"] == line.speaker and (r["t"] or 0) >= at), None
+        )
+        ok = match is not None and line.expect_npc in match["npcs"]
+        failed += not ok
+        got = ", ".join(match["npcs"]) if match and match["npcs"] else "nobody"
+        heard = f" (heard \u201c{match['text']}\u201d)" if match else " (nothing heard)"
+        checks.append(
+            f"{'PASS' if ok else 'FAIL'} {at:.1f}s {line.speaker} -> expected "
+            f"{line.expect_npc}, got {got}{heard}"
+        )
+    unplayed = len(plan.lines) - len(plan.started)
+    if unplayed:
+        failed += 1
+        checks.append(f"FAIL {unplayed} line(s) never started (the scene ran out of time)")
+    return checks, failed

@@ -1,0 +1,218 @@
+"""Assemble a ``TableSession`` from ``glyphoxa.yaml``: STT, voices, memory, tools, engines.
+
+``open_table(config)`` is what the Discord cog and the rehearsal both use, so a rehearsal runs
+exactly the production pipeline. When ``providers.llm.name`` is ``local`` and no ``base_url``
+is given, the bundled llama.cpp server is started as a subprocess and stopped at the end.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from bot.config import GlyphoxaConfig, ProviderConfig
+from bot.metrics import METRICS, Metrics
+from bot.session.session import TableSession
+from bot.speech import FasterWhisperStt, Mixer, OpenAiStt, SttProvider, TtsProvider, VoiceRouter
+from campaigns.errors import GlyphoxaError
+from npcs.campaign import Campaign, load_campaign
+from npcs.engines import CascadedEngine, Engine
+from npcs.schema import EngineKind, NpcDefinition
+from tools.host import Invocation, ToolHost
+from tools.tiers import Tier
+
+__all__ = ["builtin_servers_for", "load_stt", "open_table"]
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[str], None]
+
+
+async def load_stt(provider: ProviderConfig) -> SttProvider:
+    """The configured recognizer, loaded off the event loop."""
+    if provider.name in ("faster-whisper", "whisper", "local"):
+        return await FasterWhisperStt.load(provider.model)
+    if provider.name == "openai":
+        return OpenAiStt(
+            model=provider.model or "gpt-4o-mini-transcribe",
+            base_url=provider.base_url,
+            api_key=provider.api_key,
+        )
+    raise GlyphoxaError(
+        f"unknown providers.stt.name {provider.name!r}; choose faster-whisper or openai"
+    )
+
+
+def builtin_servers_for(npcs: Iterable[NpcDefinition]) -> list[str]:
+    """Built-in servers the NPCs' whitelists need (all when one says ``*``)."""
+    from tools.builtin import SERVER_NAMES, SERVER_TOOLS
+
+    wanted = {tool for npc in npcs for tool in npc.tools}
+    if "*" in wanted:
+        return list(SERVER_NAMES)
+    return [name for name, tools in SERVER_TOOLS.items() if wanted & set(tools)]
+
+
+@contextlib.asynccontextmanager
+async def open_table(
+    config: GlyphoxaConfig,
+    *,
+    campaign: Campaign | str | Path | None = None,
+    memory_url: str | None = None,
+    llm_base_url: str | None = None,
+    stt: SttProvider | None = None,
+    tts: TtsProvider | None = None,
+    metrics: Metrics = METRICS,
+    dm_speakers: Iterable[str] = (),
+    title: str | None = None,
+    progress: Progress | None = None,
+) -> AsyncIterator[TableSession]:
+    """A started ``TableSession`` with every provider the config names; all closed on exit."""
+    say = progress or (lambda message: log.info("%s", message))
+    if not isinstance(campaign, Campaign):
+        campaign = load_campaign(campaign or config.campaign.path)
+    from bot.commands.memory_cmd import open_memory
+    from tools.builtin import build_tool_context, create_builtin_servers
+
+    async with contextlib.AsyncExitStack() as stack:
+        say("loading speech recognizer")
+        stt = stt or await load_stt(config.providers.stt)
+        tts = tts or VoiceRouter.from_config(config.providers.tts)
+        say("opening campaign memory")
+        seeded = config.model_copy(
+            update={"campaign": config.campaign.model_copy(update={"path": str(campaign.path)})}
+        )
+        memory = await open_memory(seeded, url=memory_url)
+        stack.push_async_callback(memory.close)
+        mixer = Mixer(config.speech)
+        session_ref: list[TableSession] = []
+
+        async def on_invocation(call: Invocation) -> None:
+            metrics.observe_tool(call.status, call.tier.label)
+            session_id = session_ref[0].recorder.session_id if session_ref else None
+            try:
+                await memory.log_tool_call(
+                    npc=call.npc,
+                    tool=call.tool,
+                    tier=call.tier.label,
+                    status=call.status,
+                    duration_ms=call.duration_ms,
+                    session_id=session_id,
+                )
+            except Exception as error:
+                log.warning("could not log tool call %s: %s", call.tool, error)
+
+        context = build_tool_context(
+            config.tools, campaign_dir=campaign.path, memory=memory, ambience=mixer.ambience
+        )
+        servers = builtin_servers_for(campaign.npcs.values())
+        say(f"starting tools ({', '.join(servers) or 'none'})")
+        host = ToolHost(
+            config.mcp,
+            builtins=create_builtin_servers(context, servers),
+            calibration_path=Path(config.tools.calibration_path),
+            ceilings_ms={Tier.parse(k): v for k, v in config.tiers.ceilings_ms.items()},
+            on_invocation=on_invocation,
+            metrics_registry=metrics.registry,
+        )
+        await stack.enter_async_context(host)
+        engines = await _engines(config, host, llm_base_url, stack, say)
+        session = TableSession(
+            config=config,
+            campaign=campaign,
+            stt=stt,
+            tts=tts,
+            engines=engines,
+            memory=memory,
+            mixer=mixer,
+            metrics=metrics,
+            dm_speakers=dm_speakers,
+            session_title=title,
+        )
+        session_ref.append(session)
+        context.session_id = None
+        await session.start()
+        context.session_id = session.recorder.session_id
+        stack.push_async_callback(session.stop)
+        yield session
+
+
+async def _engines(
+    config: GlyphoxaConfig,
+    host: ToolHost,
+    base_url: str | None,
+    stack: contextlib.AsyncExitStack,
+    say: Progress,
+) -> Callable[[NpcDefinition], Engine | None]:
+    """Engine per NPC kind. Realtime needs ``providers.realtime``; without it, and for the
+    sentence cascade until its engine exists, NPCs answer through the cascaded engine."""
+    from openai import AsyncOpenAI
+
+    llm = config.providers.llm
+    local = llm.name == "local"
+    options: dict[str, Any] = dict(llm.options)
+    if local and base_url is None and llm.base_url is None:
+        from npcs.llm_server import LocalLlmServer
+
+        say("starting the local LLM server (llama.cpp + SmolLM2)")
+        # One thread: STT and TTS share the two cores, and llama.cpp's spinning threads slow
+        # down by an order of magnitude when oversubscribed.
+        threads = int(options.get("n_threads", 1))
+        server = await stack.enter_async_context(LocalLlmServer(n_threads=threads))
+        base_url = server.base_url
+        model = server.model_id or llm.model or "local"
+    else:
+        model = llm.model or ("local" if local else "gpt-4o-mini")
+    api_key = llm.api_key.get_secret_value() if llm.api_key else "not-needed"
+    timeout = float(options.get("timeout_s", 60.0))
+    client = AsyncOpenAI(
+        base_url=base_url or llm.base_url, api_key=api_key, max_retries=0, timeout=timeout
+    )
+    stack.push_async_callback(client.close)
+    cascaded = CascadedEngine(
+        client,
+        model=model,
+        host=host,
+        # The bundled 135M model spends seconds per grammar-constrained tool round and calls
+        # tools on almost every turn: one round keeps rehearsals listenable.
+        max_depth=int(options.get("max_tool_depth", 1 if local else 4)),
+        stream_tool_rounds=bool(options.get("stream_tool_rounds", not local)),
+    )
+    by_kind: dict[EngineKind, Engine] = {EngineKind.CASCADED: cascaded}
+    _optional_engines(config, client, model, host, cascaded, by_kind)
+
+    def resolve(npc: NpcDefinition) -> Engine | None:
+        return by_kind.get(npc.engine, cascaded)
+
+    return resolve
+
+
+def _optional_engines(
+    config: GlyphoxaConfig,
+    client: Any,
+    model: str,
+    host: ToolHost,
+    cascaded: CascadedEngine,
+    by_kind: dict[EngineKind, Engine],
+) -> None:
+    """Sentence-cascade and realtime engines, when their modules exist and are configured."""
+    import npcs.engines as engines
+
+    cascade_cls = getattr(engines, "SentenceCascadeEngine", None)
+    if cascade_cls is not None:
+        try:
+            by_kind[EngineKind.SENTENCE_CASCADE] = cascade_cls(cascaded)
+        except TypeError as error:
+            log.warning("sentence cascade engine unavailable (%s); using cascaded", error)
+    realtime_cls = getattr(engines, "RealtimeEngine", None)
+    if realtime_cls is not None and config.providers.realtime is not None:
+        log.info("realtime engine configured; realtime NPCs use it")
+        try:
+            by_kind[EngineKind.REALTIME] = realtime_cls.from_config(
+                config.providers.realtime, host=host, fallback=cascaded
+            )
+        except (AttributeError, TypeError) as error:
+            log.warning("realtime engine unavailable (%s); using cascaded", error)

@@ -1,0 +1,70 @@
+"""What a table session reports as it runs (transcript lines, routing, barge-ins, turns).
+
+Listeners (the rehearsal runner, the Discord cog's live transcript) get these in order on the
+event loop. Times are ``time.monotonic()`` seconds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bot.session.trace import TurnTrace
+
+__all__ = [
+    "BargedIn",
+    "DmAction",
+    "NpcSpoke",
+    "PlayerSpoke",
+    "Routed",
+    "SessionEvent",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class PlayerSpoke:
+    """A player's final transcript (a turn candidate)."""
+
+    speaker: str
+    text: str
+    speech_start: float | None
+    speech_end: float | None
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
+class Routed:
+    """Address detection and tier decision for one final."""
+
+    speaker: str
+    text: str
+    npcs: tuple[str, ...]
+    reason: str
+    tier: str | None
+    tier_reason: str | None
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
+class NpcSpoke:
+    """An NPC turn ended: ``trace.spoken`` is what players heard."""
+
+    trace: TurnTrace
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
+class BargedIn:
+    speaker: str
+    npc: str
+    heard: str
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
+class DmAction:
+    action: str
+    detail: str
+    at: float
+
+
+SessionEvent = PlayerSpoke | Routed | NpcSpoke | BargedIn | DmAction

@@ -1,0 +1,597 @@
+"""``TableSession``: one per voice connection; owns every task of the table.
+
+Flow: ``push_frame`` -> a ``SpeakerLane`` per speaker (created on the first frame) -> lane events.
+Partials feed the tier selector and a speculative entity lookup; finals go through address
+detection to a per-NPC turn queue (its depth feeds the tier selector) -> ``run_turn`` (engine ->
+sentences -> TTS -> the NPC's mixer handle). Barge-in cancels the engine turn and records only the
+words played. Transcripts are committed to campaign memory as they happen.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from bot.config import GlyphoxaConfig
+from bot.metrics import METRICS, Metrics
+from bot.session.entities import EntityLookup
+from bot.session.events import BargedIn, DmAction, NpcSpoke, PlayerSpoke, Routed, SessionEvent
+from bot.session.recorder import TranscriptRecorder
+from bot.session.timing import StreamClock, TimedStt, TimedTts
+from bot.session.trace import TurnTrace
+from bot.session.turns import NpcTurn, run_turn
+from bot.speech import (
+    Backchannel,
+    BargeIn,
+    BargeInController,
+    FinalTranscript,
+    HandleState,
+    Mixer,
+    PartialTranscript,
+    SpeakerLane,
+    SpeechEnded,
+    SpeechStarted,
+    SttProvider,
+    TtsProvider,
+    Vocabulary,
+)
+from campaigns.errors import GlyphoxaError
+from npcs.addressing import AddressDetector
+from npcs.campaign import Campaign, CampaignWatcher
+from npcs.context import SceneLine
+from npcs.engines import Engine
+from npcs.schema import NpcDefinition
+from npcs.tier_selector import TierSelector
+from tools.tiers import Tier
+
+__all__ = ["EngineResolver", "TableSession"]
+
+log = logging.getLogger(__name__)
+
+#: NPC definition -> the engine that answers for it (None: speak nothing but ``say`` lines).
+EngineResolver = Callable[[NpcDefinition], Engine | None]
+_MAX_SCENE = 40
+_FINAL_EXPIRY_S = 15.0  # an utterance with no words yields no final; stop waiting for it
+
+
+@dataclass(slots=True)
+class _Speaker:
+    id: str
+    name: str
+    lane: SpeakerLane
+    stt: TimedStt
+    clock: StreamClock
+    task: asyncio.Task[None] | None = None
+    speaking: bool = False
+    partial_tier: str | None = None
+    awaiting: dict[int, float] = field(default_factory=dict)
+    """Utterances that ended and whose final transcript has not arrived (id -> end time)."""
+
+
+@dataclass(slots=True)
+class _NpcState:
+    queue: asyncio.Queue[NpcTurn] = field(default_factory=asyncio.Queue)
+    worker: asyncio.Task[None] | None = None
+    current: NpcTurn | None = None
+
+
+class TableSession:
+    """The whole table pipeline for one voice connection (Discord or rehearsal)."""
+
+    def __init__(
+        self,
+        *,
+        config: GlyphoxaConfig,
+        campaign: Campaign,
+        stt: SttProvider,
+        tts: TtsProvider,
+        engines: EngineResolver,
+        memory: Any = None,
+        mixer: Mixer | None = None,
+        metrics: Metrics = METRICS,
+        dm_speakers: Iterable[str] = (),
+        vad_factory: Callable[[], Any] | None = None,
+        session_title: str | None = None,
+    ) -> None:
+        self.config = config
+        self.campaign = campaign
+        self.metrics = metrics
+        self.mixer = mixer or Mixer(config.speech)
+        self.memory = memory
+        self._stt = stt
+        self._tts = TimedTts(tts, metrics)
+        self._engines = engines
+        self._vad_factory = vad_factory
+        self._title = session_title
+        self.dm_speakers = set(dm_speakers)
+        self.addressing = AddressDetector(
+            campaign.npcs, continuation_window_s=config.tiers.continuation_window_s
+        )
+        self.tiers = TierSelector(config.tiers)
+        self.vocabulary = Vocabulary(_vocabulary_terms(campaign))
+        self.barge_in = BargeInController(
+            self.mixer,
+            confirm_ms=config.speech.barge_in_confirm_ms,
+            backchannels=config.speech.backchannels,
+            on_barge_in=self._on_barge_in,
+        )
+        self.entities = EntityLookup(campaign, memory)
+        self.recorder = TranscriptRecorder(memory, campaign.name)
+        self.scene: list[SceneLine] = []
+        self.traces: list[TurnTrace] = []
+        self.listeners: list[Callable[[SessionEvent], None]] = []
+        self.muted: set[str] = set()
+        self.all_muted = False
+        self._speakers: dict[str, _Speaker] = {}
+        self._npcs: dict[str, _NpcState] = {}
+        self._turn_ids = 0
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._watcher: CampaignWatcher | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: int | None = None
+        self._started = False
+        self._stopped = False
+        self.mixer.add_listener(self._mixer_changed)
+
+    # --- lifecycle ---------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Open the memory session and start hot reload; call on the loop that pushes frames."""
+        if self._started:
+            return
+        self._loop = asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()
+        await self.recorder.start(self._title)
+        if self.config.campaign.hot_reload:
+            self._watcher = CampaignWatcher(self.campaign)
+            self._spawn(self._watch(), "table:hot-reload")
+        self._started = True
+
+    async def stop(self) -> None:
+        """Cancel every task, cut every voice, close lanes and end the memory session."""
+        if self._stopped:
+            return
+        self._stopped = True
+        if self._watcher is not None:
+            self._watcher.close()
+        for state in self._npcs.values():
+            turn = state.current
+            if turn is not None and turn.trace not in self.traces:
+                turn.trace.error = turn.trace.error or "cut off: the session ended"
+                turn.trace.spoken = turn.handle.played_text
+                turn.trace.playback_start = turn.handle.playback_started_at
+                self.traces.append(turn.trace)
+        self.mixer.cancel_all()
+        tasks = list(self._tasks)
+        for speaker in self._speakers.values():
+            await speaker.lane.aclose()
+        for task in tasks:
+            task.cancel()
+        await _cancel_all(tasks)
+        self.metrics.active_speakers.set(0)
+        self.entities.close()
+        await self.recorder.stop()
+
+    async def __aenter__(self) -> TableSession:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    async def end_input(self) -> None:
+        """No more audio from anyone: lanes emit their last finals, then their tasks end."""
+        for speaker in self._speakers.values():
+            speaker.lane.end_input()
+        readers = [s.task for s in self._speakers.values() if s.task is not None]
+        if readers:
+            await asyncio.gather(*readers, return_exceptions=True)
+
+    @property
+    def busy(self) -> bool:
+        """An NPC turn is queued, thinking or speaking."""
+        return self.mixer.busy or any(
+            state.current is not None or not state.queue.empty() for state in self._npcs.values()
+        )
+
+    @property
+    def listening(self) -> bool:
+        """A player is speaking, or an utterance's final transcript is still being made."""
+        horizon = time.monotonic() - _FINAL_EXPIRY_S
+        return any(
+            s.speaking or any(at > horizon for at in s.awaiting.values())
+            for s in self._speakers.values()
+        )
+
+    async def wait_idle(self, timeout_s: float = 60.0, poll_s: float = 0.02) -> bool:
+        """Until no NPC turn is pending (True) or the timeout (False). For rehearsal and tests."""
+        deadline = time.monotonic() + timeout_s
+        while self.busy:
+            if time.monotonic() > deadline:
+                return False
+            await asyncio.sleep(poll_s)
+        return True
+
+    # --- input -------------------------------------------------------------------------------
+    def push_frame(self, speaker_id: str | int, user_name: str, frame: bytes) -> None:
+        """One 20 ms 48 kHz stereo s16le frame of one speaker; safe from any thread."""
+        if self._stopped:
+            return
+        if self._loop is None:
+            raise GlyphoxaError("TableSession.start() must be awaited before pushing audio")
+        if threading.get_ident() != self._loop_thread:
+            self._loop.call_soon_threadsafe(self._push, str(speaker_id), user_name, frame)
+        else:
+            self._push(str(speaker_id), user_name, frame)
+
+    def _push(self, speaker_id: str, user_name: str, frame: bytes) -> None:
+        if self._stopped:
+            return
+        speaker = self._speakers.get(speaker_id)
+        if speaker is None:
+            speaker = self._open_lane(speaker_id, user_name)
+        speaker.lane.push(frame)
+        speaker.clock.record(time.monotonic())
+
+    def _open_lane(self, speaker_id: str, user_name: str) -> _Speaker:
+        stt = TimedStt(self._stt, self.metrics)
+        lane = SpeakerLane(
+            speaker_id,
+            stt=stt,
+            config=self.config.speech,
+            vad=self._vad_factory() if self._vad_factory else None,
+            vocabulary=self.vocabulary,
+        )
+        speaker = _Speaker(speaker_id, user_name, lane, stt, StreamClock())
+        self._speakers[speaker_id] = speaker
+        speaker.task = self._spawn(self._read_lane(speaker), f"table:lane:{user_name}")
+        log.info("new speaker %s (%s)", user_name, speaker_id)
+        return speaker
+
+    async def _read_lane(self, speaker: _Speaker) -> None:
+        try:
+            async for event in speaker.lane:
+                self.barge_in.observe(event)
+                if isinstance(event, SpeechStarted):
+                    self._set_speaking(speaker, True)
+                elif isinstance(event, SpeechEnded):
+                    speaker.awaiting[event.utterance_id] = time.monotonic()
+                    self._set_speaking(speaker, False)
+                elif isinstance(event, PartialTranscript):
+                    self._on_partial(speaker, event)
+                elif isinstance(event, FinalTranscript):
+                    speaker.awaiting.pop(event.utterance_id, None)
+                    self._on_final(speaker, event)
+                elif isinstance(event, Backchannel):
+                    speaker.awaiting.pop(event.utterance_id, None)
+        except GlyphoxaError as error:
+            log.error("lane of %s stopped: %s", speaker.name, error)
+        finally:
+            self._set_speaking(speaker, False)
+
+    def _set_speaking(self, speaker: _Speaker, speaking: bool) -> None:
+        speaker.speaking = speaking
+        self.metrics.active_speakers.set(sum(s.speaking for s in self._speakers.values()))
+
+    # --- partials and finals -----------------------------------------------------------------
+    def _on_partial(self, speaker: _Speaker, event: PartialTranscript) -> None:
+        now = time.monotonic()
+        mentions = self.addressing.mentions(event.text)
+        npc = self.campaign.npcs.get(mentions[0].npc) if mentions else None
+        decision = self.tiers.select(event.text, npc=npc, queue_depth=self.queue_depth(), now=now)
+        speaker.partial_tier = decision.tier.label
+        self.entities.prefetch(event.text)
+
+    def _on_final(self, speaker: _Speaker, event: FinalTranscript) -> None:
+        now = time.monotonic()
+        speech_end = speaker.clock.wall_at(event.ended_at) or event.speech_end_wall_time
+        speech_start = speaker.clock.wall_at(event.started_at)
+        stt_ms = speaker.stt.pop_final_ms()
+        self._emit(PlayerSpoke(speaker.name, event.text, speech_start, speech_end, now))
+        self._add_scene(SceneLine(speaker.name, event.text, None, now))
+        self.recorder.player(speaker.name, event.text, speech_start or now, speech_end or now)
+        decision = self.addressing.detect(
+            speaker.name, event.text, now, is_dm=speaker.name in self.dm_speakers
+        )
+        self.entities.prefetch(event.text)
+        names = [n for n in decision.npcs if n in self.campaign.npcs and not self.is_muted(n)]
+        tier_label = tier_reason = None
+        for name in names:
+            npc = self.campaign.npcs[name]
+            tier = self.tiers.select(event.text, npc=npc, queue_depth=self.queue_depth(), now=now)
+            self.tiers.commit(tier, npc=name, now=now)
+            tier_label, tier_reason = tier.tier.label, tier.reason
+            trace = self._new_trace(name, speaker.name, event.text, tier.tier, tier.reason)
+            trace.address_reason = decision.reason
+            trace.speech_end = speech_end
+            trace.final_transcript = event.wall_time
+            trace.stt_compute_ms = round(stt_ms, 2) if stt_ms is not None else None
+            self._enqueue(
+                name,
+                speaker.name,
+                event.text,
+                tier.tier,
+                trace,
+                verbatim=decision.puppet_text,
+                snapshot_text=event.text,
+            )
+        self._emit(
+            Routed(
+                speaker.name,
+                event.text,
+                tuple(names),
+                decision.reason if names or not decision.npcs else "muted",
+                tier_label,
+                tier_reason,
+                now,
+            )
+        )
+
+    # --- turns -------------------------------------------------------------------------------
+    def queue_depth(self) -> int:
+        """Players waiting for an NPC (turns queued, not yet started)."""
+        return sum(state.queue.qsize() for state in self._npcs.values())
+
+    def _new_trace(self, npc: str, speaker: str, text: str, tier: Tier, reason: str) -> TurnTrace:
+        self._turn_ids += 1
+        return TurnTrace(self._turn_ids, npc, speaker, text, tier.label, reason)
+
+    def _enqueue(
+        self,
+        npc: str,
+        speaker: str,
+        text: str,
+        tier: Tier,
+        trace: TurnTrace,
+        *,
+        verbatim: str | None = None,
+        snapshot_text: str | None = None,
+    ) -> NpcTurn:
+        lookup = self.entities
+        snapshot = (lambda: lookup.snapshot(snapshot_text, trace)) if snapshot_text else None
+        turn = NpcTurn(
+            npc=npc,
+            speaker=speaker,
+            text=text,
+            tier=tier,
+            trace=trace,
+            handle=self.mixer.speak(npc),  # floor order = order of address
+            verbatim=verbatim,
+            snapshot=snapshot,
+        )
+        state = self._npcs.setdefault(npc, _NpcState())
+        state.queue.put_nowait(turn)
+        if state.worker is None or state.worker.done():
+            state.worker = self._spawn(self._npc_worker(npc, state), f"table:npc:{npc}")
+        return turn
+
+    async def _npc_worker(self, name: str, state: _NpcState) -> None:
+        while not state.queue.empty():
+            turn = state.queue.get_nowait()
+            npc = self.campaign.npcs.get(name)
+            if npc is None or turn.handle.done():
+                turn.handle.cancel()
+                continue
+            state.current = turn
+            try:
+                await self._play_turn(turn, npc)
+            finally:
+                state.current = None
+
+    async def _play_turn(self, turn: NpcTurn, npc: NpcDefinition) -> None:
+        engine = None if turn.verbatim is not None else self._engines(npc)
+        if engine is None and turn.verbatim is None:
+            turn.trace.error = f"no engine for {npc.name} ({npc.engine.value})"
+        turn.task = asyncio.create_task(
+            run_turn(turn, npc=npc, engine=engine, tts=self._tts, scene=tuple(self.scene)),
+            name=f"table:turn:{turn.trace.turn_id}:{npc.name}",
+        )
+        await asyncio.wait([turn.task])  # a barge-in cancels the turn, not this worker
+        result = await turn.handle.wait()
+        trace = turn.trace
+        trace.playback_start = turn.handle.playback_started_at
+        trace.done = time.monotonic()
+        trace.spoken = result.played_text
+        trace.interrupted = result.interrupted
+        if turn.floor_at and trace.first_audio and turn.floor_at > trace.first_audio:
+            trace.floor_wait_ms = round((turn.floor_at - trace.first_audio) * 1000.0, 2)
+        self._finish_trace(turn)
+
+    def _finish_trace(self, turn: NpcTurn) -> None:
+        trace = turn.trace
+        self.traces.append(trace)
+        if trace.playback_start is not None:
+            self.metrics.observe_turn(trace.stages_ms())
+        outcome = "failed" if trace.error else "interrupted" if trace.interrupted else "done"
+        self.metrics.turns.labels(outcome, trace.tier).inc()
+        now = time.monotonic()
+        if trace.spoken:
+            self._add_scene(SceneLine(turn.npc, trace.spoken, turn.npc, now))
+            self.recorder.npc(
+                turn.npc,
+                trace.spoken,
+                trace.playback_start or now,
+                now,
+                tier=trace.tier,
+                interrupted=trace.interrupted,
+            )
+        self._emit(NpcSpoke(trace, now))
+
+    def _mixer_changed(self) -> None:
+        """Any thread: note when a queued handle got the floor (for floor-wait accounting)."""
+        holder = self.mixer.current
+        if holder is None:
+            return
+        for state in list(self._npcs.values()):
+            turn = state.current
+            if turn is not None and turn.handle is holder and turn.floor_at is None:
+                if holder.state is HandleState.PLAYING:
+                    turn.floor_at = time.monotonic()
+
+    def _on_barge_in(self, barge: BargeIn) -> None:
+        state = self._npcs.get(barge.npc)
+        turn = state.current if state is not None else None
+        if turn is not None and turn.task is not None and not turn.task.done():
+            turn.task.cancel()
+        speaker = self._speakers.get(barge.speaker)
+        who = speaker.name if speaker else barge.speaker
+        self._emit(BargedIn(who, barge.npc, barge.heard.played_text, time.monotonic()))
+
+    # --- DM controls -------------------------------------------------------------------------
+    def set_tier_override(
+        self, tier: Tier | str | None, npc: str | None = None, duration_s: float | None = None
+    ) -> None:
+        """Force a tier for one NPC or all (None/``auto`` clears), optionally for a while."""
+        name = self._npc_name(npc) if npc else None
+        self.tiers.set_override(tier, npc=name, duration_s=duration_s, now=time.monotonic())
+        label = tier.label if isinstance(tier, Tier) else str(tier or "auto")
+        self._dm("tier", f"{label} for {name or 'all NPCs'}")
+
+    def mute(self, npc: str | None = None) -> None:
+        """Silence one NPC (or all): cut what it is saying and drop its queued turns."""
+        if npc is None or npc.lower() == "all":
+            self.all_muted = True
+            targets = list(self._npcs)
+        else:
+            name = self._npc_name(npc)
+            self.muted.add(name)
+            targets = [name]
+        for name in targets:
+            self._cancel_npc(name)
+        self._dm("mute", npc or "all")
+
+    def unmute(self, npc: str | None = None) -> None:
+        if npc is None or npc.lower() == "all":
+            self.all_muted = False
+            self.muted.clear()
+        else:
+            self.muted.discard(self._npc_name(npc))
+        self._dm("unmute", npc or "all")
+
+    def is_muted(self, npc: str) -> bool:
+        return self.all_muted or npc in self.muted
+
+    def say(self, npc: str, text: str) -> None:
+        """DM puppeting: ``npc`` speaks ``text`` verbatim in its voice (queued like a turn)."""
+        name = self._npc_name(npc)
+        if not text.strip():
+            raise GlyphoxaError("nothing to say")
+        npc_def = self.campaign.npcs[name]
+        trace = self._new_trace(name, "DM", "", npc_def.budget_tier, "DM say")
+        trace.address_reason = "DM say"
+        self._enqueue(name, "DM", "", npc_def.budget_tier, trace, verbatim=text)
+        self._dm("say", f"{name}: {text}")
+
+    async def reload_npcs(self) -> list[str]:
+        """Apply NPC file edits now (the same path as hot reload); returns change summaries."""
+        watcher = self._watcher or CampaignWatcher(self.campaign)
+        self._watcher = self._watcher or watcher
+        changes = await watcher.poll_once()
+        changes += await watcher.poll_once()  # a change counts once it was stable for one poll
+        self._npcs_changed()
+        summary = [f"{c.kind} {c.name or c.path.name}" for c in changes]
+        self._dm("reload", ", ".join(summary) or "no changes")
+        return summary
+
+    def status(self) -> dict[str, Any]:
+        """A snapshot for the DM: NPCs, speakers, overrides, recent latency."""
+        now = time.monotonic()
+        holder = self.mixer.current
+        npcs = {}
+        for name, npc in self.campaign.npcs.items():
+            state = self._npcs.get(name)
+            override = self.tiers.override_for(name, now)
+            npcs[name] = {
+                "muted": self.is_muted(name),
+                "speaking": holder is not None and holder.npc == name and self.mixer.npc_speaking,
+                "thinking": state is not None and state.current is not None,
+                "queued": state.queue.qsize() if state else 0,
+                "override": override[1] if override else None,
+                "engine": npc.engine.value,
+                "budget_tier": npc.budget_tier.label,
+            }
+        recent = [t.stages_ms()["voice_to_voice"] for t in self.traces[-20:]]
+        v2v = [ms for ms in recent if ms is not None]
+        return {
+            "campaign": self.campaign.name,
+            "session_id": self.recorder.session_id,
+            "npcs": npcs,
+            "speakers": {
+                s.name: {"speaking": s.speaking, "partial_tier": s.partial_tier}
+                for s in self._speakers.values()
+            },
+            "turns": len(self.traces),
+            "queue_depth": self.queue_depth(),
+            "recent_voice_to_voice_ms": v2v,
+        }
+
+    # --- helpers -----------------------------------------------------------------------------
+    def _npc_name(self, name: str) -> str:
+        npc = self.campaign.find_npc(name)
+        if npc is None:
+            known = ", ".join(sorted(self.campaign.npcs)) or "none"
+            raise GlyphoxaError(f"no NPC named {name!r}; known: {known}")
+        return npc.name
+
+    def _cancel_npc(self, name: str) -> None:
+        state = self._npcs.get(name)
+        if state is None:
+            return
+        while not state.queue.empty():
+            state.queue.get_nowait().handle.cancel()
+        if state.current is not None:
+            state.current.handle.cancel()
+            if state.current.task is not None:
+                state.current.task.cancel()
+
+    def _npcs_changed(self) -> None:
+        self.addressing.set_npcs(self.campaign.npcs)
+        self.vocabulary = Vocabulary(_vocabulary_terms(self.campaign))
+
+    async def _watch(self) -> None:
+        assert self._watcher is not None
+        async for change in self._watcher:
+            if change.kind == "invalid":
+                log.warning("NPC file %s is invalid; keeping the last good version", change.path)
+            else:
+                log.info("NPC %s %s", change.name, change.kind)
+            self._npcs_changed()
+
+    def _add_scene(self, line: SceneLine) -> None:
+        self.scene.append(line)
+        del self.scene[:-_MAX_SCENE]
+
+    def _dm(self, action: str, detail: str) -> None:
+        self._emit(DmAction(action, detail, time.monotonic()))
+
+    def _emit(self, event: SessionEvent) -> None:
+        for listener in self.listeners:
+            try:
+                listener(event)
+            except Exception:
+                log.exception("session listener failed on %s", type(event).__name__)
+
+    def _spawn(self, coroutine: Any, name: str) -> asyncio.Task[Any]:
+        task = asyncio.create_task(coroutine, name=name)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+
+def _vocabulary_terms(campaign: Campaign) -> list[str]:
+    terms = [name for npc in campaign.npcs.values() for name in npc.names()]
+    for entity in campaign.entities.entities:
+        terms += [entity.name, *entity.aliases]
+    return terms
+
+
+async def _cancel_all(tasks: Sequence[asyncio.Task[Any]], timeout_s: float = 5.0) -> None:
+    if not tasks:
+        return
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), timeout_s)

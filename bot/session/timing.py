@@ -1,0 +1,110 @@
+"""Measuring what the models cost, without touching the models.
+
+``TimedStt`` and ``TimedTts`` wrap any provider of the speech protocols and record how long each
+call spends inside the model (metrics, and the turn trace's "model time" that the pipeline
+overhead is computed against). ``StreamClock`` maps a lane's audio clock back to the wall clock:
+the lane reports *where in the audio* speech ended; the session needs *when* that audio arrived.
+"""
+
+from __future__ import annotations
+
+import bisect
+import time
+from collections import deque
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from bot.metrics import Metrics
+from bot.speech.audio import AudioChunk
+from bot.speech.protocols import SttProvider, TtsProvider
+
+if TYPE_CHECKING:
+    from bot.speech.vocabulary import Vocabulary
+    from npcs.schema import VoiceSettings
+
+__all__ = ["StreamClock", "TimedStt", "TimedTts"]
+
+
+class TimedStt:
+    """An ``SttProvider`` that records compute time per call; finals are queued per lane.
+
+    One instance per lane: finals of one lane arrive in order, so the session pops the oldest
+    recorded final duration when the lane's ``FinalTranscript`` arrives.
+    """
+
+    def __init__(self, inner: SttProvider, metrics: Metrics) -> None:
+        self._inner = inner
+        self._metrics = metrics
+        self.final_ms: deque[float] = deque(maxlen=16)
+
+    async def transcribe(
+        self,
+        audio: np.ndarray,
+        *,
+        partial: bool = False,
+        vocabulary: Vocabulary | None = None,
+    ) -> str:
+        started = time.perf_counter()
+        text = await self._inner.transcribe(audio, partial=partial, vocabulary=vocabulary)
+        seconds = time.perf_counter() - started
+        self._metrics.stt_seconds.labels("partial" if partial else "final").observe(seconds)
+        if not partial:
+            self.final_ms.append(seconds * 1000.0)
+        return text
+
+    def pop_final_ms(self) -> float | None:
+        return self.final_ms.popleft() if self.final_ms else None
+
+
+class TimedTts:
+    """A ``TtsProvider`` that records time to first audio of every sentence."""
+
+    def __init__(self, inner: TtsProvider, metrics: Metrics) -> None:
+        self.inner = inner
+        self._metrics = metrics
+
+    async def synthesize(self, text: str, voice: VoiceSettings) -> AsyncIterator[AudioChunk]:
+        started = time.perf_counter()
+        first = True
+        stream = self.inner.synthesize(text, voice)
+        try:
+            async for chunk in stream:
+                if first:
+                    first = False
+                    self._metrics.tts_seconds.observe(time.perf_counter() - started)
+                yield chunk
+        finally:
+            close = getattr(stream, "aclose", None)
+            if close is not None:
+                await close()
+
+
+class StreamClock:
+    """Wall time at which each stretch of a lane's audio was pushed (last ~30 s kept).
+
+    ``record(stream_time_end, wall)`` after each pushed frame; ``wall_at(stream_time)`` finds
+    when the frame holding that audio instant arrived.
+    """
+
+    def __init__(self, keep_s: float = 30.0, frame_s: float = 0.02) -> None:
+        self._stream: deque[float] = deque(maxlen=int(keep_s / frame_s))
+        self._wall: deque[float] = deque(maxlen=int(keep_s / frame_s))
+        self.pushed_s = 0.0
+        self._frame_s = frame_s
+
+    def record(self, wall: float) -> None:
+        self.pushed_s += self._frame_s
+        self._stream.append(self.pushed_s)
+        self._wall.append(wall)
+
+    def wall_at(self, stream_time: float) -> float | None:
+        if not self._stream:
+            return None
+        index = bisect.bisect_left(self._stream, stream_time - 1e-9)
+        if index >= len(self._stream):
+            return self._wall[-1]
+        if index == 0 and stream_time < self._stream[0] - self._frame_s:
+            return None  # older than what we kept
+        return self._wall[index]

@@ -1,0 +1,158 @@
+"""One NPC turn: engine events -> sentences -> TTS -> the NPC's mixer handle.
+
+The engine and the voice run as two tasks of one group, so the first sentence is synthesized
+(and heard) while the LLM is still writing the rest. Cancelling the turn (barge-in, mute)
+cancels both; the handle remembers which words were actually played.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+
+from bot.session.trace import ToolUse, TurnTrace
+from bot.speech.audio import AudioChunk as SpeechChunk
+from bot.speech.handle import SpeechHandle
+from bot.speech.protocols import TtsProvider
+from npcs.context import SceneLine
+from npcs.engines import (
+    AudioChunk,
+    Engine,
+    Filler,
+    FirstToken,
+    Sentence,
+    ToolsUsed,
+    TurnDone,
+    TurnRequest,
+)
+from npcs.schema import NpcDefinition
+from npcs.sentences import split_sentences
+from tools.tiers import Tier
+
+__all__ = ["NpcTurn", "run_turn"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class NpcTurn:
+    """A turn waiting for or holding its NPC. ``verbatim`` turns (DM ``say``) skip the LLM."""
+
+    npc: str
+    speaker: str
+    text: str
+    tier: Tier
+    trace: TurnTrace
+    handle: SpeechHandle
+    verbatim: str | None = None
+    snapshot: Callable[[], Awaitable[str | None]] | None = None
+    task: asyncio.Task[None] | None = None
+    floor_at: float | None = None
+    cancelled_by: str | None = field(default=None)
+
+
+async def run_turn(
+    turn: NpcTurn,
+    *,
+    npc: NpcDefinition,
+    engine: Engine | None,
+    tts: TtsProvider,
+    scene: Sequence[SceneLine],
+) -> None:
+    """Produce and voice one turn into ``turn.handle``; always finishes the handle."""
+    trace = turn.trace
+    handle = turn.handle
+    sentences: asyncio.Queue[str | None] = asyncio.Queue()
+
+    def say(text: str) -> None:
+        if trace.first_sentence is None:
+            trace.first_sentence = time.monotonic()
+        sentences.put_nowait(text)
+
+    async def produce() -> None:
+        try:
+            trace.engine_start = time.monotonic()
+            if turn.verbatim is not None or engine is None:
+                trace.first_token = trace.engine_start
+                text = turn.verbatim or ""
+                for sentence in split_sentences(text) or ([text] if text.strip() else []):
+                    say(sentence)
+                trace.reply = text
+                return
+            snapshot = await turn.snapshot() if turn.snapshot is not None else None
+            request = TurnRequest(
+                npc=npc,
+                speaker=turn.speaker,
+                text=turn.text,
+                tier=turn.tier,
+                scene=list(scene),
+                entity_snapshot=snapshot,
+                played_ms=lambda: handle.played_s * 1000.0,
+            )
+            trace.engine_start = time.monotonic()
+            spoken: list[str] = []
+            async with contextlib.aclosing(engine.respond(request)) as events:  # type: ignore[type-var]
+                async for event in events:
+                    if isinstance(event, FirstToken):
+                        trace.first_token = trace.first_token or time.monotonic()
+                    elif isinstance(event, Sentence):
+                        spoken.append(event.text)
+                        say(event.text)
+                    elif isinstance(event, Filler):
+                        say(event.text)
+                    elif isinstance(event, AudioChunk):
+                        _feed_audio(turn, event)
+                    elif isinstance(event, ToolsUsed):
+                        trace.tool_cost_ms += event.report.cost_ms
+                        trace.tools.extend(
+                            ToolUse(r.name, r.status, round(r.duration_ms, 2))
+                            for r in event.report.results
+                        )
+                    elif isinstance(event, TurnDone):
+                        trace.reply = event.text or " ".join(spoken)
+            if not trace.reply:
+                trace.reply = " ".join(spoken)
+        finally:
+            sentences.put_nowait(None)
+
+    async def voice() -> None:
+        while (sentence := await sentences.get()) is not None:
+            if handle.done():
+                continue  # keep draining so the producer never blocks; nothing more to say
+            started = time.monotonic()
+            first_chunk = True
+            async with contextlib.aclosing(tts.synthesize(sentence, npc.voice)) as chunks:  # type: ignore[type-var]
+                async for chunk in chunks:
+                    if handle.done():
+                        break
+                    if trace.first_audio is None:
+                        trace.first_audio = time.monotonic()
+                        trace.tts_compute_ms = (trace.first_audio - started) * 1000.0
+                    handle.feed(chunk, text=sentence if first_chunk else None)
+                    first_chunk = False
+
+    try:
+        async with asyncio.TaskGroup() as group:
+            group.create_task(produce(), name=f"turn:{turn.npc}:{trace.turn_id}:engine")
+            group.create_task(voice(), name=f"turn:{turn.npc}:{trace.turn_id}:voice")
+    except* Exception as errors:
+        first = errors.exceptions[0]
+        trace.error = f"{type(first).__name__}: {first}"
+        log.error("turn %d of %s failed: %s", trace.turn_id, turn.npc, trace.error)
+    finally:
+        handle.finish()
+
+
+def _feed_audio(turn: NpcTurn, event: AudioChunk) -> None:
+    """Speech-to-speech engines hand us audio directly (their text arrives with TurnDone)."""
+    trace = turn.trace
+    if turn.handle.done():
+        return
+    if trace.first_audio is None:
+        trace.first_audio = time.monotonic()
+        trace.first_sentence = trace.first_sentence or trace.first_audio
+    turn.handle.feed(SpeechChunk(event.pcm, event.sample_rate), text=None)
