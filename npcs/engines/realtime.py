@@ -64,6 +64,7 @@ class _Session:
     manager: Any
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     declared: tuple[Tier, tuple[str, ...]] | None = None
+    instructions: str = ""
     scene_sent_at: float = float("-inf")
     active_response: str | None = None
     audio_item: tuple[str, int] | None = None
@@ -208,10 +209,11 @@ class RealtimeEngine:
         voice = (
             npc.voice.voice if npc.voice.provider == "openai" and npc.voice.voice else self.voice
         )
+        instructions = build_system_prompt(npc, has_tools=bool(npc.tools))
         await connection.session.update(
             session={
                 "type": "realtime",
-                "instructions": build_system_prompt(npc, has_tools=bool(npc.tools)),
+                "instructions": instructions,
                 "output_modalities": ["audio"],
                 "audio": {
                     "input": {"format": _PCM, "turn_detection": None},
@@ -219,12 +221,21 @@ class RealtimeEngine:
                 },
             }
         )
-        session = _Session(connection=connection, manager=manager)
+        session = _Session(connection=connection, manager=manager, instructions=instructions)
         self._sessions[npc.name] = session
         return session
 
     async def _declare_tools(self, session: _Session, request: TurnRequest) -> None:
-        whitelist = tuple(request.npc.tools)
+        """Re-declare tools when the tier (or the visible set) changed, and the persona when
+        the NPC file was hot-reloaded."""
+        npc = request.npc
+        instructions = build_system_prompt(npc, has_tools=bool(npc.tools))
+        if instructions != session.instructions:
+            await session.connection.session.update(
+                session={"type": "realtime", "instructions": instructions}
+            )
+            session.instructions = instructions
+        whitelist = tuple(npc.tools)
         tools = self.host.openai_tools(whitelist, request.tier) if self.host and whitelist else []
         names = tuple(t["function"]["name"] for t in tools)
         if session.declared == (request.tier, names):

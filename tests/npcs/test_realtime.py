@@ -209,3 +209,19 @@ async def test_lost_connection_is_a_clear_error_and_the_next_turn_reconnects(hos
         await engine.aclose()
     assert events[-1] == TurnDone("Back again.", engine="realtime")
     assert len(server.paths) == 2
+
+
+async def test_hot_reloaded_persona_updates_the_instructions(host) -> None:
+    async with FakeRealtime(lambda _: Reply(transcript="Hm.", audio_chunks=1)) as server:
+        engine = engine_for(server, host)
+        await run(engine, TurnRequest(ORACLE, "Alice", "Hello.", Tier.FAST))
+        changed = ORACLE.model_copy(update={"personality": "A cheerful oracle."})
+        await run(engine, TurnRequest(changed, "Alice", "Hello.", Tier.FAST))
+        await engine.aclose()
+    instructions = [
+        m["session"]["instructions"]
+        for m in server.of_type("session.update")
+        if "instructions" in m["session"]
+    ]
+    assert len(instructions) == 2
+    assert "A cryptic oracle." in instructions[0] and "A cheerful oracle." in instructions[1]
