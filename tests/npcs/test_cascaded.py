@@ -231,3 +231,24 @@ async def test_connection_lost_mid_stream_is_a_clear_glyphoxa_error(sage) -> Non
         request = TurnRequest(sage, "Alice", "Hello?", Tier.FAST)
         with pytest.raises(GlyphoxaError, match="LLM stream broke"):
             await asyncio.wait_for(collect(engine_for(server, None), request), 10)
+
+
+async def test_unstreamed_tool_rounds_for_servers_that_cannot_stream_tools(host, sage) -> None:
+    script = [
+        Step(tool_calls=[("roll_die", {})]),
+        Step(content="You rolled a four. Lucky you."),
+    ]
+    async with FakeOpenAI(script) as server:
+        engine = engine_for(server, host, stream_tool_rounds=False, max_depth=1)
+        request = TurnRequest(sage, "Alice", "Roll for me.", Tier.STANDARD)
+        events = await asyncio.wait_for(collect(engine, request), 10)
+    # The round offering tools is a plain request; the last round (no tools) streams.
+    assert [r.get("stream") for r in server.requests] == [False, True]
+    assert [bool(r.get("tools")) for r in server.requests] == [True, False]
+    assert [type(e).__name__ for e in events] == [
+        "FirstToken",
+        "ToolsUsed",
+        "Sentence",
+        "Sentence",
+        "TurnDone",
+    ]
