@@ -195,6 +195,8 @@ class SpeakerLane:
             )
             self._maybe_partial(event)
         elif isinstance(event, SegmentEnd):
+            if self._partial_task is not None:
+                self._partial_task.cancel()  # if still queued, it never runs; the final matters
             ended = SpeechEnded(
                 self.speaker, event.utterance_id, event.onset, event.end, now, event.truncated
             )
