@@ -98,6 +98,7 @@ def register(sub: Any) -> None:
     entities = actions.add_parser("entities", help="list knowledge-graph entities")
     entities.add_argument("--type", choices=ENTITY_TYPES)
     entities.add_argument("--name", help="fuzzy name or alias")
+    entities.add_argument("--limit", type=int, default=100)
     entities.add_argument("--json", action="store_true")
     entities.set_defaults(func=_entities)
 
@@ -174,7 +175,7 @@ async def _search(args: argparse.Namespace) -> int:
 async def _entities(args: argparse.Namespace) -> int:
     store = await _open(args)
     try:
-        found = await store.query_entities(args.name, args.type)
+        found = await store.query_entities(args.name, args.type, limit=args.limit)
     finally:
         await store.close()
     if args.json:

@@ -40,6 +40,7 @@ _STOP_WORDS = frozenset(
 )
 _WORD = re.compile(r"[^\W_]+")
 _RRF_K = 60
+_LATE_COMMIT_S = 5.0
 
 
 def query_terms(query: str) -> list[str]:
@@ -129,6 +130,7 @@ class VectorIndex:
 
     def __init__(self) -> None:
         self._vectors: dict[int, np.ndarray] = {}
+        self._embedded_at: dict[int, float] = {}
         self._watermark = -math.inf
         self._matrix: np.ndarray | None = None
         self._ids: np.ndarray | None = None
@@ -137,19 +139,24 @@ class VectorIndex:
         return len(self._vectors)
 
     async def refresh(self, connection: AsyncConnection) -> None:
+        # Commit order is not timestamp order across processes: re-read a short window behind
+        # the newest vector seen so a slow committer's rows are not skipped.
+        mark = self._watermark - _LATE_COMMIT_S if self._watermark > -math.inf else -1e300
         rows = (
             await connection.execute(
                 text(
                     "SELECT id, embedding, embedded_at FROM chunks "
                     "WHERE embedding IS NOT NULL AND embedded_at >= :mark"
                 ),
-                {"mark": self._watermark if self._watermark > -math.inf else -1e300},
+                {"mark": mark},
             )
         ).all()
         for chunk_id, blob, embedded_at in rows:
-            self._vectors[chunk_id] = np.frombuffer(blob, dtype="<f4")
             self._watermark = max(self._watermark, embedded_at)
-        if rows:
+            if self._embedded_at.get(chunk_id) == embedded_at:
+                continue
+            self._vectors[chunk_id] = np.frombuffer(blob, dtype="<f4")
+            self._embedded_at[chunk_id] = embedded_at
             self._matrix = None
 
     def top(self, vector: list[float], k: int) -> list[tuple[int, float]]:
@@ -165,7 +172,9 @@ class VectorIndex:
             self._matrix = matrix / np.where(norms == 0, 1, norms)
         assert self._ids is not None
         norm = float(np.linalg.norm(query)) or 1.0
-        similarities = self._matrix @ (query / norm)
+        # einsum stays on this thread: a BLAS matvec wakes OpenBLAS's thread pool, which on a
+        # busy machine costs 100x more than the product itself.
+        similarities = np.einsum("ij,j->i", self._matrix, query / norm)
         k = min(k, similarities.shape[0])
         best = np.argpartition(-similarities, k - 1)[:k]
         best = best[np.argsort(-similarities[best])]

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 from sqlalchemy import func, insert, select, update
-from sqlalchemy.exc import DBAPIError, IntegrityError
+from sqlalchemy.exc import DBAPIError, IntegrityError, InterfaceError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from campaigns.content import EntitiesFile
@@ -125,11 +125,19 @@ class MemoryStore(records.RecordsMixin):
 
     @asynccontextmanager
     async def _read(self) -> AsyncIterator[AsyncConnection]:
-        async with self._engine.connect() as connection:
-            yield connection
+        try:
+            async with self._engine.connect() as connection:
+                yield connection
+        except _UNAVAILABLE as error:
+            raise _unavailable(error) from error
 
-    def _write(self) -> Any:
-        return write_transaction(self._engine)
+    @asynccontextmanager
+    async def _write(self) -> AsyncIterator[AsyncConnection]:
+        try:
+            async with write_transaction(self._engine) as connection:
+                yield connection
+        except _UNAVAILABLE as error:
+            raise _unavailable(error) from error
 
     # ----------------------------------------------------------------- sessions and utterances
     async def start_session(self, campaign: str, title: str | None = None) -> str:
@@ -336,10 +344,11 @@ class MemoryStore(records.RecordsMixin):
             self._names.invalidate()
 
     async def query_entities(
-        self, name: str | None = None, type: str | None = None
+        self, name: str | None = None, type: str | None = None, limit: int = 20
     ) -> list[dict[str, Any]]:
+        """Entities by fuzzy name or alias and/or type, best match first (at most ``limit``)."""
         async with self._read() as conn:
-            return await graph.find_entities(conn, self._names, name, type)
+            return await graph.find_entities(conn, self._names, name, type, limit)
 
     async def get_summary(self, entity_id: str) -> dict[str, Any]:
         async with self._read() as conn:
@@ -422,6 +431,15 @@ class MemoryStore(records.RecordsMixin):
             raise GlyphoxaError(f"unknown table {table!r}")
         async with self._read() as conn:
             return int((await conn.execute(select(func.count()).select_from(model))).scalar_one())
+
+
+#: Failures of the database itself (server down, disk full, lock timeout), not of our data.
+_UNAVAILABLE = (OperationalError, InterfaceError, OSError)
+
+
+def _unavailable(error: BaseException) -> GlyphoxaError:
+    detail = getattr(error, "orig", None) or error
+    return GlyphoxaError(f"campaign memory is unavailable: {detail}")
 
 
 def _safe(url: str) -> str:
