@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import discord
 from discord.ext import commands
@@ -19,11 +20,15 @@ log = logging.getLogger(__name__)
 class GlyphoxaBot(commands.Bot):
     """``commands.Bot`` with the table cog; slash commands only (no message content intent)."""
 
-    def __init__(self, config: GlyphoxaConfig, runtime_factory: RuntimeFactory) -> None:
+    def __init__(
+        self, config: GlyphoxaConfig, runtime_factory: RuntimeFactory, **options: Any
+    ) -> None:
         intents = discord.Intents.default()
         intents.voice_states = True
         intents.members = False
-        super().__init__(command_prefix=commands.when_mentioned, intents=intents, help_command=None)
+        super().__init__(
+            command_prefix=commands.when_mentioned, intents=intents, help_command=None, **options
+        )
         self.config = config
         self.runtime_factory = runtime_factory
         self._campaign = None

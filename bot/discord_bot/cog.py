@@ -79,7 +79,7 @@ class TableCog(commands.Cog):
         self.tables[interaction.guild_id or 0] = table
         npcs = ", ".join(sorted(parts.session.campaign.npcs)) or "none"
         await interaction.followup.send(f"Session started in {channel.mention}. NPCs: {npcs}.")
-        notice_channel = interaction.channel
+        notice_channel = interaction.channel or self.bot.get_channel(interaction.channel_id or 0)
         if self.bot.config.discord.transcription_notice and isinstance(
             notice_channel, discord.abc.Messageable
         ):

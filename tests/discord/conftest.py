@@ -6,6 +6,7 @@ import asyncio
 import math
 import struct
 from collections.abc import Callable
+from typing import Any
 
 import discord.opus
 import pytest
@@ -26,6 +27,14 @@ KEY = bytes(range(32))
 @pytest.fixture(scope="session", autouse=True)
 def opus_loaded() -> str:
     return ensure_opus_loaded()
+
+
+@pytest.fixture(scope="session")
+def whisper_stt() -> Any:
+    """The real local recognizer (tiny.en), loaded once for the tests that need a session."""
+    from bot.speech import FasterWhisperStt
+
+    return FasterWhisperStt()
 
 
 def tone(frames: int, freq: float = 440.0, amplitude: int = 9000) -> list[bytes]:

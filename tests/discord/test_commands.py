@@ -66,6 +66,7 @@ def interaction(
         "version": 1,
         "guild_id": str(GUILD),
         "channel_id": str(CHANNEL),
+        "channel": {"id": str(CHANNEL), "type": 0, "name": "table-talk", "guild_id": str(GUILD)},
         "member": {
             "user": user(member, "dm" if member == DM_USER else "player"),
             "roles": [str(r) for r in roles],
@@ -137,16 +138,16 @@ async def harness(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Harness]:
 
 
 @pytest.fixture(scope="session")
-def table_session() -> Any:
+def table_session(whisper_stt: Any) -> Any:
     """A real TableSession on the example campaign (no voice: frames are never pushed)."""
     from bot.session.session import TableSession
-    from bot.speech import EspeakTts, FasterWhisperStt
+    from bot.speech import EspeakTts
     from npcs.campaign import load_campaign
 
     return TableSession(
         config=GlyphoxaConfig(),
         campaign=load_campaign(EXAMPLE),
-        stt=FasterWhisperStt(),
+        stt=whisper_stt,
         tts=EspeakTts(),
         engines=lambda npc: None,
     )
