@@ -133,6 +133,14 @@ async def run_bench(quick: bool) -> list[BenchResult]:
         )
 
     stt = await FasterWhisperStt.load()
+    audio_16k = soxr.resample(
+        np.frombuffer(pcm, "<i2").astype(np.float32) / 32768, rate, 16_000
+    ).astype(np.float32)
+    decode_ms: list[float] = []
+    for _ in range(3):
+        start = time.monotonic()
+        await stt.transcribe(audio_16k)
+        decode_ms.append((time.monotonic() - start) * 1000)
     frames = _frames(pcm, rate, pad_s=1.5)
     from_end: list[float] = []
     from_voice: list[float] = []
@@ -150,6 +158,7 @@ async def run_bench(quick: bool) -> list[BenchResult]:
                 "p90_ms": percentile(from_end, 90),
                 "from_last_voiced_audio_p50_ms": statistics.median(from_voice),
                 "hangover_ms": SpeechConfig().vad.hangover_ms,
+                "single_decode_p50_ms": statistics.median(decode_ms),
             },
         )
     )
