@@ -69,16 +69,16 @@ class EntityLookup:
         return names
 
     async def _fetch(self, name: str) -> list[dict[str, Any]]:
+        seed = self._seeds.get(name)
+        fallback = [seed] if seed else []
         if self.memory is None:
-            seed = self._seeds.get(name)
-            return [seed] if seed else []
+            return fallback
         try:
             rows: list[dict[str, Any]] = await self.memory.query_entities(name=name)
-            return rows[:1]
         except Exception as error:  # memory trouble must not cost the turn
             log.warning("entity lookup for %r failed: %s", name, error)
-            seed = self._seeds.get(name)
-            return [seed] if seed else []
+            return fallback
+        return rows[:1] or fallback  # an unseeded store still knows entities.yaml
 
     async def snapshot(self, text: str, trace: TurnTrace | None = None) -> str | None:
         """Facts about the entities in ``text`` for the prompt; waits at most ``wait_s``."""

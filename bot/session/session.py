@@ -147,8 +147,10 @@ class TableSession:
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
         await self.recorder.start(self._title)
+        # The watcher remembers every NPC file now, so reload_npcs() sees later edits even
+        # when background hot reload is off.
+        self._watcher = CampaignWatcher(self.campaign)
         if self.config.campaign.hot_reload:
-            self._watcher = CampaignWatcher(self.campaign)
             self._spawn(self._watch(), "table:hot-reload")
         self._started = True
 
@@ -489,8 +491,9 @@ class TableSession:
 
     async def reload_npcs(self) -> list[str]:
         """Apply NPC file edits now (the same path as hot reload); returns change summaries."""
-        watcher = self._watcher or CampaignWatcher(self.campaign)
-        self._watcher = self._watcher or watcher
+        watcher = self._watcher
+        if watcher is None:
+            raise GlyphoxaError("the session is not started")
         changes = await watcher.poll_once()
         changes += await watcher.poll_once()  # a change counts once it was stable for one poll
         self._npcs_changed()

@@ -1,0 +1,79 @@
+"""Fixtures for table-session and rehearsal tests."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from table_script import EnergyVad, ScriptedEngine, TableDriver, ToneStt, ToneTts
+
+from bot.config import GlyphoxaConfig
+from bot.metrics import Metrics
+from bot.session.session import TableSession
+from campaigns.memory import MemoryStore
+from npcs.campaign import Campaign, load_campaign
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "campaigns" / "example"
+
+
+@pytest.fixture
+def campaign() -> Campaign:
+    return load_campaign(EXAMPLE)
+
+
+@pytest.fixture
+def config() -> GlyphoxaConfig:
+    return GlyphoxaConfig.model_validate({"campaign": {"hot_reload": False}})
+
+
+@pytest.fixture
+async def memory(tmp_path: Path) -> AsyncIterator[MemoryStore]:
+    store = await MemoryStore.open(f"sqlite+aiosqlite:///{tmp_path / 'memory.db'}")
+    try:
+        yield store
+    finally:
+        await store.close()
+
+
+class Table:
+    """A started session over scripted providers plus its lockstep driver."""
+
+    def __init__(self, session: TableSession, driver: TableDriver, engine: ScriptedEngine,
+                 tts: ToneTts, metrics: Metrics) -> None:  # fmt: skip
+        self.session = session
+        self.driver = driver
+        self.engine = engine
+        self.tts = tts
+        self.metrics = metrics
+
+
+@pytest.fixture
+async def table(
+    config: GlyphoxaConfig, campaign: Campaign, memory: MemoryStore
+) -> AsyncIterator[Table]:
+    stt, tts, metrics = ToneStt(), ToneTts(), Metrics()
+    engine = ScriptedEngine(replies={})
+    session = TableSession(
+        config=config,
+        campaign=campaign,
+        stt=stt,
+        tts=tts,
+        engines=lambda npc: engine,
+        memory=memory,
+        metrics=metrics,
+        vad_factory=EnergyVad,
+        dm_speakers=["DM"],
+    )
+    await session.start()
+    driver = TableDriver(session, stt, ["Arin", "Tobble", "DM"])
+    try:
+        yield Table(session, driver, engine, tts, metrics)
+    finally:
+        if engine.hold is not None:
+            engine.hold.set()
+        await session.stop()

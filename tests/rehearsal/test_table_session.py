@@ -1,0 +1,187 @@
+"""The table session on scripted timelines: real lanes, mixer, barge-in, addressing, tier
+selector and memory store; scripted recognition, voices and engine (our own protocols)."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import EXAMPLE, Table
+from table_script import EnergyVad, ScriptedEngine, TableDriver, ToneStt, ToneTts
+
+from bot.config import GlyphoxaConfig
+from bot.metrics import Metrics
+from bot.session.events import BargedIn, NpcSpoke, PlayerSpoke, Routed
+from bot.session.session import TableSession
+from campaigns.errors import GlyphoxaError
+from npcs.campaign import load_campaign
+from tools.host import ToolResult
+from tools.tiers import Tier
+
+
+def spoken(table: Table) -> list[NpcSpoke]:
+    return table.driver.of_type(NpcSpoke)
+
+
+async def test_named_npc_answers_and_everything_is_recorded(table: Table) -> None:
+    table.engine.replies["Bartok"] = ["Dark ale tonight.", "Two coppers a mug."]
+    table.engine.tools["Bartok"] = [ToolResult("c1", "roll", "7", None, False, "ok", 3.0)]
+    table.driver.say("Arin", "Bartok, what is on tap tonight?")
+    await table.driver.run_until(lambda: len(spoken(table)) == 1)
+    (turn,) = spoken(table)
+    trace = turn.trace
+    heard = "Bartok, what is on tap tonight?"
+    assert (trace.npc, trace.speaker, trace.heard) == ("Bartok", "Arin", heard)
+    assert trace.spoken == "Dark ale tonight. Two coppers a mug." and not trace.interrupted
+    assert [t.name for t in trace.tools] == ["roll"]
+    stages = trace.stages_ms()
+    assert all(stages[s] is not None and stages[s] >= 0 for s in stages)
+    assert stages["voice_to_voice"] >= stages["stt_final"] + stages["llm_first_token"]
+    assert trace.overhead_ms() is not None
+    assert "Bartok" in table.driver.audible  # the audio really went through the mixer
+    assert table.tts.spoken == ["Dark ale tonight.", "Two coppers a mug."]
+    request = table.engine.requests[0]
+    assert request.speaker == "Arin" and request.npc.name == "Bartok"
+    await table.session.recorder.flush()
+    sid = table.session.recorder.session_id
+    rows = await table.session.memory.search_sessions("coppers", session_id=sid)
+    assert [(r["npc"], r["text"]) for r in rows] == [("Bartok", trace.spoken)]
+    rows = await table.session.memory.search_sessions("tap", session_id=sid)
+    assert [(r["speaker"], r["npc"]) for r in rows] == [("Arin", None)]
+    assert (
+        table.metrics.sample("glyphoxa_turn_stage_seconds_count", {"stage": "voice_to_voice"})
+        == 1.0
+    )
+    assert table.metrics.sample("glyphoxa_stt_seconds_count", {"kind": "final"}) == 1.0
+
+
+async def test_unaddressed_talk_gets_no_answer_and_two_names_answer_in_order(
+    table: Table,
+) -> None:
+    table.driver.say("Arin", "I look around the room.")
+    await table.driver.run_until(lambda: len(table.driver.of_type(Routed)) == 1)
+    assert table.driver.of_type(Routed)[0].npcs == ()
+    table.driver.say("Tobble", "Greymantle and Bartok, have you met?")
+    await table.driver.run_until(lambda: len(spoken(table)) == 2)
+    assert [s.trace.npc for s in spoken(table)] == ["Greymantle", "Bartok"]
+    order = [npc for npc in dict.fromkeys(table.driver.audible) if npc]
+    assert order == ["Greymantle", "Bartok"]  # one at a time, in order of address
+
+
+async def test_tier_first_turn_budget_and_dm_override(table: Table) -> None:
+    driver = table.driver
+    driver.say("Tobble", "Greymantle, good evening.")
+    await driver.run_until(lambda: len(spoken(table)) == 1)
+    assert table.engine.requests[-1].tier is Tier.STANDARD  # first turn of a conversation
+    driver.say("Tobble", "Greymantle, nice weather.")
+    await driver.run_until(lambda: len(spoken(table)) == 2)
+    assert table.engine.requests[-1].tier is Tier.FAST  # follow-up, no phrase
+    table.session.set_tier_override("deep", npc="Greymantle", duration_s=60)
+    driver.say("Tobble", "Greymantle, and the rain?")
+    await driver.run_until(lambda: len(spoken(table)) == 3)
+    assert table.engine.requests[-1].tier is Tier.DEEP
+    assert "DM override" in spoken(table)[-1].trace.tier_reason
+    driver.say("Arin", "Bartok, tell me everything you remember about the Black Candle.")
+    await driver.run_until(lambda: len(spoken(table)) == 4)
+    assert table.engine.requests[-1].tier is Tier.FAST  # Bartok's budget caps DEEP phrases
+    assert "capped" in spoken(table)[-1].trace.tier_reason
+    snapshot = table.engine.requests[-1].entity_snapshot or ""
+    assert "Black Candle" in snapshot  # speculative entity lookup reached the prompt
+
+
+async def test_barge_in_cuts_the_npc_cancels_the_turn_and_keeps_only_heard_words(
+    table: Table,
+) -> None:
+    table.engine.hold = asyncio.Event()  # the "LLM" is still writing when the player cuts in
+    long = "It was a dark and stormy night on the docks of Emberford."
+    table.engine.replies["Bartok"] = [long, "The ships came in one by one."]
+    driver = table.driver
+    driver.say("Arin", "Bartok, tell me a story.")
+    await driver.run_until(lambda: table.session.mixer.npc_speaking)
+    for _ in range(15):  # let Bartok talk for 300 ms first
+        await driver.tick()
+    driver.say("Tobble", "Wait, who is at the door?", seconds=1.2)
+    await driver.run_until(lambda: len(spoken(table)) == 1)
+    (barge,) = driver.of_type(BargedIn)
+    assert (barge.speaker, barge.npc) == ("Tobble", "Bartok")
+    trace = spoken(table)[0].trace
+    assert trace.interrupted and table.engine.cancelled == ["Bartok"]
+    assert trace.spoken and long.startswith(trace.spoken) and trace.spoken != long
+    for _ in range(5):
+        await driver.tick()
+    cut = driver.audible.index(None, driver.audible.index("Bartok"))
+    assert "Bartok" not in driver.audible[cut:]  # silent from the cut on
+    await table.session.recorder.flush()
+    sid = table.session.recorder.session_id
+    rows = await table.session.memory.search_sessions("dark", session_id=sid)
+    assert [(r["text"], r["interrupted"]) for r in rows] == [(trace.spoken, True)]
+
+
+async def test_backchannel_does_not_start_a_turn(table: Table) -> None:
+    table.driver.say("Arin", "mhm", seconds=0.4)
+    table.driver.say("Tobble", "Bartok, hello.")
+    await table.driver.run_until(lambda: len(spoken(table)) == 1)
+    assert [p.speaker for p in table.driver.of_type(PlayerSpoke)] == ["Tobble"]
+
+
+async def test_dm_mute_unmute_say_and_status(table: Table) -> None:
+    session, driver = table.session, table.driver
+    session.mute("bart")  # aliases work
+    assert session.status()["npcs"]["Bartok"]["muted"]
+    driver.say("Arin", "Bartok, a drink please.")
+    await driver.run_until(lambda: len(driver.of_type(Routed)) == 1)
+    assert driver.of_type(Routed)[0].npcs == () and driver.of_type(Routed)[0].reason == "muted"
+    session.unmute("Bartok")
+    session.say("Bartok", "Last call, friends!")
+    await driver.run_until(lambda: len(spoken(table)) == 1)
+    trace = spoken(table)[0].trace
+    assert trace.spoken == "Last call, friends!" and table.engine.requests == []
+    with pytest.raises(GlyphoxaError, match="no NPC named"):
+        session.mute("Nobody")
+    status = session.status()
+    assert status["turns"] == 1 and set(status["npcs"]) >= {"Bartok", "Greymantle"}
+    assert status["session_id"]
+
+
+async def test_mute_cuts_a_speaking_npc(table: Table) -> None:
+    table.engine.replies["Bartok"] = ["One two three four five six seven eight nine ten."]
+    table.driver.say("Arin", "Bartok, count for me.")
+    await table.driver.run_until(lambda: table.session.mixer.npc_speaking)
+    table.session.mute("Bartok")
+    await table.driver.run_until(lambda: len(spoken(table)) == 1)
+    assert spoken(table)[0].trace.interrupted
+
+
+async def test_reload_npcs_applies_an_edited_alias(tmp_path: Path, config: GlyphoxaConfig) -> None:
+    folder = tmp_path / "campaign"
+    shutil.copytree(EXAMPLE, folder)
+    stt, engine = ToneStt(), ScriptedEngine(replies={})
+    session = TableSession(
+        config=config,
+        campaign=load_campaign(folder),
+        stt=stt,
+        tts=ToneTts(),
+        engines=lambda npc: engine,
+        metrics=Metrics(),
+        vad_factory=EnergyVad,
+    )
+    async with session:
+        path = folder / "npcs" / "bartok.yaml"
+        path.write_text(path.read_text().replace("aliases: [Bart,", "aliases: [Stumpy, Bart,"))
+        changes = await session.reload_npcs()
+        assert changes == ["updated Bartok"]
+        driver = TableDriver(session, stt, ["Arin"])
+        driver.say("Arin", "Stumpy, hello there.")
+        await driver.run_until(lambda: len(driver.of_type(NpcSpoke)) == 1)
+        assert driver.of_type(NpcSpoke)[0].trace.npc == "Bartok"
+
+
+async def test_push_before_start_is_a_clear_error(config: GlyphoxaConfig, campaign) -> None:  # type: ignore[no-untyped-def]
+    session = TableSession(
+        config=config, campaign=campaign, stt=ToneStt(), tts=ToneTts(),
+        engines=lambda npc: None, metrics=Metrics(),
+    )  # fmt: skip
+    with pytest.raises(GlyphoxaError, match="start"):
+        session.push_frame(1, "Arin", b"\0" * 3840)
