@@ -6,7 +6,6 @@ the call returns; embedding runs in background tasks this store owns and cancels
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 import uuid
@@ -15,7 +14,6 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from sqlalchemy import func, insert, select, update
 from sqlalchemy.exc import DBAPIError, IntegrityError, InterfaceError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
@@ -24,6 +22,7 @@ from campaigns.content import EntitiesFile
 from campaigns.errors import GlyphoxaError
 from campaigns.memory import backup, graph, records, transcripts
 from campaigns.memory.database import create_engine, migrate, write_transaction
+from campaigns.memory.embedding_jobs import EmbeddingJobs
 from campaigns.memory.embeddings import Embedder
 from campaigns.memory.models import Chunk, Session, Summary, Utterance, table_of
 from campaigns.memory.records import tier_label
@@ -59,7 +58,7 @@ class MemoryStore(records.RecordsMixin):
         self._pending: dict[str, int] = {}
         self._vectors = VectorIndex()
         self._names = graph.NameIndex()
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._jobs = EmbeddingJobs(embeddings, self._read, self._write)
         self._closed = False
         self._close_helpers = False
 
@@ -93,8 +92,7 @@ class MemoryStore(records.RecordsMixin):
             engine, embeddings=embeddings, summarizer=summarizer, chunk_utterances=chunk_utterances
         )
         store._close_helpers = close_helpers
-        if embeddings is not None:
-            store._spawn(store.backfill_embeddings(), "memory-embed-backfill")
+        store._jobs.backfill_later()
         return store
 
     async def close(self, timeout_s: float = 10.0) -> None:
@@ -102,11 +100,7 @@ class MemoryStore(records.RecordsMixin):
         if self._closed:
             return
         self._closed = True
-        if self._tasks:
-            _, still_running = await asyncio.wait(set(self._tasks), timeout=timeout_s)
-            for task in still_running:
-                task.cancel()
-            await asyncio.gather(*still_running, return_exceptions=True)
+        await self._jobs.close(timeout_s)
         for helper in (self._embeddings, self._summarizer) if self._close_helpers else ():
             close = getattr(helper, "aclose", None)
             if close is not None:
@@ -364,65 +358,20 @@ class MemoryStore(records.RecordsMixin):
         report = await backup.import_memory(self._engine, Path(path))
         self._pending.clear()
         self._names.invalidate()
-        if self._embeddings is not None:
-            self._spawn(self.backfill_embeddings(), "memory-embed-backfill")
+        self._jobs.backfill_later()
         return report
 
     # ----------------------------------------------------------------------------- embedding
-    def _spawn(self, coroutine: Any, name: str) -> None:
-        task = asyncio.get_running_loop().create_task(coroutine, name=name)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
     def _embed_later(self, chunk_ids: list[int]) -> None:
-        if self._embeddings is not None and chunk_ids and not self._closed:
-            self._spawn(self._embed_chunks(chunk_ids), f"memory-embed-{chunk_ids[0]}")
-
-    async def _embed_chunks(self, chunk_ids: list[int]) -> None:
-        assert self._embeddings is not None
-        async with self._read() as conn:
-            rows = (
-                await conn.execute(
-                    select(CHUNKS.c.id, CHUNKS.c.text).where(CHUNKS.c.id.in_(chunk_ids))
-                )
-            ).all()
-        if not rows:
-            return
-        try:
-            vectors = await self._embeddings.embed([row.text for row in rows])
-        except Exception as error:
-            log.warning("embedding %d chunks failed (%s); retried on next open", len(rows), error)
-            return
-        async with self._write() as conn:
-            for row, vector in zip(rows, vectors, strict=True):
-                await conn.execute(
-                    update(CHUNKS)
-                    .where(CHUNKS.c.id == row.id, CHUNKS.c.text == row.text)
-                    .values(
-                        embedding=np.asarray(vector, dtype="<f4").tobytes(),
-                        embedding_model=self._embeddings.model,
-                        embedded_at=time.time(),
-                    )
-                )
+        self._jobs.schedule(chunk_ids)
 
     async def backfill_embeddings(self, batch: int = 64) -> int:
         """Embed every chunk that has no vector yet (e.g. the endpoint was down); returns count."""
-        if self._embeddings is None:
-            return 0
-        async with self._read() as conn:
-            ids = (
-                (await conn.execute(select(CHUNKS.c.id).where(CHUNKS.c.embedding.is_(None))))
-                .scalars()
-                .all()
-            )
-        for start in range(0, len(ids), batch):
-            await self._embed_chunks(list(ids[start : start + batch]))
-        return len(ids)
+        return await self._jobs.backfill(batch)
 
     async def wait_idle(self) -> None:
         """Wait until background embedding is done (tests, CLI import, shutdown)."""
-        while self._tasks:
-            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+        await self._jobs.wait_idle()
 
     async def count(self, table: str) -> int:
         """Rows in one of the memory tables (status and tests)."""
