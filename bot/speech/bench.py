@@ -58,22 +58,38 @@ def _cpu_per_speaker(frames: list[bytes], provider: str) -> float:
     return cpu / (len(frames) * 0.02) * 100
 
 
-async def _final_latency(stt: FasterWhisperStt, frames: list[bytes]) -> tuple[float, float]:
-    """(ms from SpeechEnded to final, ms from the last pushed speech frame to final)."""
+async def _final_latency(
+    stt: FasterWhisperStt, frames: list[bytes], *, others: int = 0
+) -> tuple[float, float]:
+    """(ms from SpeechEnded to final, ms from the last pushed speech frame to final).
+
+    ``others`` players keep talking (with partials) while the measured player finishes.
+    """
     lane = SpeakerLane("bench", stt=stt, config=SpeechConfig())
+    company = [SpeakerLane(f"other-{i}", stt=stt, config=SpeechConfig()) for i in range(others)]
+    chatter = frames[:-76] + frames[25:]  # talking straight through the measured final
     voiced_until = 0.0
 
     async def feed() -> None:
         nonlocal voiced_until
         start = time.monotonic()
-        for index, frame in enumerate(frames):
-            lane.push(frame)
+        for index in range(max(len(frames), len(chatter) if others else 0)):
+            if index < len(frames):
+                lane.push(frames[index])
+            for other in company:
+                other.push(chatter[index] if index < len(chatter) else frames[-1])
             if index == len(frames) - 76:  # the trailing 1.5 s pad begins here
                 voiced_until = time.monotonic()
             await asyncio.sleep(max(0.0, start + (index + 1) * 0.02 - time.monotonic()))
-        lane.end_input()
+        for other_lane in (lane, *company):
+            other_lane.end_input()
+
+    async def drain(other: SpeakerLane) -> None:
+        async for _event in other:
+            pass
 
     feeder = asyncio.create_task(feed())
+    drains = [asyncio.create_task(drain(other)) for other in company]
     ended: SpeechEnded | None = None
     final: FinalTranscript | None = None
     async for event in lane:
@@ -82,6 +98,7 @@ async def _final_latency(stt: FasterWhisperStt, frames: list[bytes]) -> tuple[fl
         elif isinstance(event, FinalTranscript) and final is None:
             final = event
     await feeder
+    await asyncio.gather(*drains)
     if final is None or ended is None:
         raise RuntimeError("bench utterance produced no final transcript")
     return (final.wall_time - ended.wall_time) * 1000, (final.wall_time - voiced_until) * 1000
@@ -162,6 +179,18 @@ async def run_bench(quick: bool) -> list[BenchResult]:
             },
         )
     )
+
+    if not quick:
+        crowded = [(await _final_latency(stt, frames, others=2))[0] for _ in range(3)]
+        results.append(
+            BenchResult(
+                name="final transcript after end of speech, 2 other players talking, p50",
+                value=statistics.median(crowded),
+                unit="ms",
+                method="as above, two more lanes with partials on the same model, n=3",
+                extra={"max_ms": max(crowded)},
+            )
+        )
 
     voice = VoiceSettings()
     ttfa = [await _first_audio_ms(piper, SENTENCE, voice) for _ in range(3 if quick else 10)]
