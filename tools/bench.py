@@ -5,7 +5,8 @@
 - ``visible_tools`` over 200 tools: goal p50 <= 50 us (steady state, plus the first call
   after a registry change for reference);
 - one stdio MCP call through the host vs. the same call with a bare mcp SDK ``ClientSession``
-  against an identical server process, interleaved: goal median ratio <= 1.10.
+  against an identical server process, interleaved pairs over several rounds of fresh
+  processes: goal median ratio <= 1.10.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ async def run_bench(quick: bool) -> list[BenchResult]:
     return [
         await _bench_call_overhead(300 if quick else 5000),
         *await _bench_visible_tools(300 if quick else 5000),
-        await _bench_stdio_ratio(40 if quick else 300),
+        await _bench_stdio_ratio(2 if quick else 6, 40 if quick else 100),
     ]
 
 
@@ -148,50 +149,77 @@ async def _bench_visible_tools(iterations: int) -> list[BenchResult]:
     ]
 
 
-async def _bench_stdio_ratio(iterations: int) -> BenchResult:
-    from mcp import ClientSession, StdioServerParameters, stdio_client
-
+async def _bench_stdio_ratio(rounds: int, iterations: int) -> BenchResult:
+    host_ms: list[float] = []
+    bare_ms: list[float] = []
     with tempfile.TemporaryDirectory() as folder:
         script = Path(folder) / "echo_server.py"
         script.write_text(_ECHO_SERVER)
-        config = McpServerConfig(
-            name="bench",
-            transport="stdio",
-            command=[sys.executable, str(script)],
-            connect_timeout_s=30,
-        )
-        params = StdioServerParameters(command=sys.executable, args=[str(script)])
-        host_ms: list[float] = []
-        bare_ms: list[float] = []
-        async with ToolHost(McpConfig(servers=[config])) as host:
-            if not await host.wait_for_server("bench", 30):
-                raise RuntimeError("bench MCP server did not start")
-            async with stdio_client(params) as (read, write), ClientSession(read, write) as bare:
-                await bare.initialize()
-                for i in range(iterations + 10):
-                    started = time.perf_counter()
-                    raw = await bare.call_tool("echo", {"text": f"hello {i}"})
-                    bare_time = (time.perf_counter() - started) * 1000
-                    started = time.perf_counter()
-                    result = await host.call(
-                        "echo", {"text": f"hello {i}"}, whitelist=["*"], tier=Tier.FAST, npc="bench"
-                    )
-                    host_time = (time.perf_counter() - started) * 1000
-                    assert not raw.is_error and result.status == "ok", result.content
-                    if i >= 10:
-                        bare_ms.append(bare_time)
-                        host_ms.append(host_time)
-    ratio = percentile(host_ms, 50) / percentile(bare_ms, 50)
+        # Fresh server processes per round: on a shared 2-core box, which process lands on
+        # which core decides more than our code does; several rounds average that luck out.
+        for _ in range(rounds):
+            await _stdio_round(script, iterations, host_ms, bare_ms)
+    # Each host call is paired with the bare call next to it, so load drift on the shared
+    # machine cancels out; the median of those ratios is the figure.
+    ratios = [h / b for h, b in zip(host_ms, bare_ms, strict=True)]
+    ratio = percentile(ratios, 50)
     return BenchResult(
         name="stdio MCP call via host / bare SDK (median ratio)",
         value=ratio,
         unit="x",
-        method=f"{iterations} interleaved calls of an echo tool, two identical server "
-        "processes (host vs. bare mcp ClientSession); perf_counter",
+        method=f"{rounds} rounds (fresh processes) x {iterations} interleaved pairs of echo "
+        "calls, order alternating, host vs. bare mcp ClientSession on identical servers; "
+        "median of per-pair ratios; perf_counter",
         goal="<= 1.10",
         passed=ratio <= 1.10,
         extra={
             "host_median_ms": percentile(host_ms, 50),
             "bare_median_ms": percentile(bare_ms, 50),
+            "ratio_of_medians": percentile(host_ms, 50) / percentile(bare_ms, 50),
         },
     )
+
+
+async def _stdio_round(
+    script: Path, iterations: int, host_ms: list[float], bare_ms: list[float]
+) -> None:
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    config = McpServerConfig(
+        name="bench", transport="stdio", command=[sys.executable, str(script)], connect_timeout_s=30
+    )
+    params = StdioServerParameters(command=sys.executable, args=[str(script)])
+    async with ToolHost(McpConfig(servers=[config])) as host:
+        if not await host.wait_for_server("bench", 30):
+            raise RuntimeError("bench MCP server did not start")
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as bare:
+            await bare.initialize()
+            for i in range(iterations + 10):
+                # Alternate who goes first so neither side gains from the order.
+                if i % 2:
+                    host_time = await _host_call(host, i)
+                    bare_time = await _bare_call(bare, i)
+                else:
+                    bare_time = await _bare_call(bare, i)
+                    host_time = await _host_call(host, i)
+                if i >= 10:
+                    bare_ms.append(bare_time)
+                    host_ms.append(host_time)
+
+
+async def _bare_call(session: Any, i: int) -> float:
+    started = time.perf_counter()
+    raw = await session.call_tool("echo", {"text": f"hello {i}"})
+    elapsed = (time.perf_counter() - started) * 1000
+    assert not raw.is_error
+    return elapsed
+
+
+async def _host_call(host: ToolHost, i: int) -> float:
+    started = time.perf_counter()
+    result = await host.call(
+        "echo", {"text": f"hello {i}"}, whitelist=["*"], tier=Tier.FAST, npc="bench"
+    )
+    elapsed = (time.perf_counter() - started) * 1000
+    assert result.status == "ok", result.content
+    return elapsed

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable
@@ -191,3 +192,15 @@ async def test_probe_at_connect_only_touches_safe_tools(
     assert host.get_tool("late") is None
     calls = await host.call("count", {}, whitelist=ALL, tier=Tier.FAST, npc="n")
     assert calls.structured == {"result": 0}  # probes of count itself do not count calls
+
+
+async def test_caller_cancellation_of_an_mcp_call_propagates(stdio_host: ToolHost):
+    task = asyncio.ensure_future(
+        stdio_host.call("slow", {"ms": 250}, whitelist=ALL, tier=Tier.FAST, npc="n")
+    )
+    await asyncio.sleep(0.05)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    after = await stdio_host.call("slow", {"ms": 1}, whitelist=ALL, tier=Tier.FAST, npc="n")
+    assert after.status == "ok"

@@ -8,6 +8,7 @@ version) because a laptop and a server measure different latencies.
 
 from __future__ import annotations
 
+import bisect
 import json
 import logging
 import os
@@ -50,16 +51,18 @@ def current_environment() -> str:
 
 
 class ToolStats:
-    """Rolling window of ``(duration_ms, ok)`` for one tool; figures are cached until the next
-    sample, so reading them on every ``visible_tools`` costs nothing."""
+    """Rolling window of ``(duration_ms, ok)`` for one tool.
 
-    __slots__ = ("_errors", "_p50", "_p99", "_samples")
+    A sorted copy of the durations is kept alongside (``bisect``), so a percentile is an index
+    lookup: recording and reading stay cheap on every call.
+    """
+
+    __slots__ = ("_errors", "_samples", "_sorted")
 
     def __init__(self, samples: Iterable[tuple[float, bool]] = ()) -> None:
         self._samples: deque[tuple[float, bool]] = deque(maxlen=WINDOW)
+        self._sorted: list[float] = []
         self._errors = 0
-        self._p50: float | None = None
-        self._p99: float | None = None
         for duration_ms, ok in samples:
             self.record(float(duration_ms), bool(ok))
 
@@ -68,12 +71,15 @@ class ToolStats:
 
     def record(self, duration_ms: float, ok: bool) -> None:
         samples = self._samples
-        if len(samples) == WINDOW and not samples[0][1]:
-            self._errors -= 1
+        if len(samples) == WINDOW:
+            oldest, oldest_ok = samples[0]
+            del self._sorted[bisect.bisect_left(self._sorted, oldest)]
+            if not oldest_ok:
+                self._errors -= 1
         samples.append((duration_ms, ok))
+        bisect.insort(self._sorted, duration_ms)
         if not ok:
             self._errors += 1
-        self._p50 = self._p99 = None
 
     def samples(self) -> list[tuple[float, bool]]:
         return list(self._samples)
@@ -81,32 +87,24 @@ class ToolStats:
     def replace(self, samples: Iterable[tuple[float, bool]]) -> None:
         """Swap the window's content in place (registry entries keep this object)."""
         self._samples.clear()
+        self._sorted.clear()
         self._errors = 0
         for duration_ms, ok in samples:
             self.record(float(duration_ms), bool(ok))
-        self._p50 = self._p99 = None
 
-    def _percentiles(self) -> None:
-        ordered = sorted(duration for duration, _ in self._samples)
-        last = len(ordered) - 1
-        self._p50 = ordered[round(0.50 * last)]
-        self._p99 = ordered[round(0.99 * last)]
+    def _percentile(self, q: float) -> float | None:
+        ordered = self._sorted
+        if not ordered:
+            return None
+        return ordered[round(q * (len(ordered) - 1))]
 
     @property
     def p50_ms(self) -> float | None:
-        if not self._samples:
-            return None
-        if self._p50 is None:
-            self._percentiles()
-        return self._p50
+        return self._percentile(0.50)
 
     @property
     def p99_ms(self) -> float | None:
-        if not self._samples:
-            return None
-        if self._p99 is None:
-            self._percentiles()
-        return self._p99
+        return self._percentile(0.99)
 
     @property
     def error_rate(self) -> float | None:

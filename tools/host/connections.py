@@ -160,6 +160,8 @@ class McpConnection:
     ) -> None:
         self.config = config
         self.name = config.name
+        self.detach_calls = config.transport != "stdio"
+        """Run each call in its own task (see ``Executor._mcp_call``)."""
         self.policy = policy or RestartPolicy()
         self.state = ServerState.CONNECTING
         self.tools: list[mt.Tool] = []

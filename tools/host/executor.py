@@ -15,13 +15,12 @@ import time
 from collections.abc import Callable, Collection
 from typing import Any
 
-import jsonschema
 import mcp.types as mt
-from jsonschema.exceptions import SchemaError, best_match
 
 from tools.host.metrics import ToolMetrics
 from tools.host.registry import Registry, ToolEntry
 from tools.host.types import Invocation, ResultStatus, ToolResult
+from tools.host.validation import compile_validator
 from tools.spec import ToolError
 from tools.tiers import Tier
 
@@ -34,7 +33,6 @@ security_log = logging.getLogger("glyphoxa.security")
 #: Characters of a result handed to the LLM before it is cut with a visible marker.
 DEFAULT_MAX_RESULT_CHARS = 8000
 _CACHE_LIMIT = 512
-_NO_VALIDATOR = object()
 
 
 class Executor:
@@ -54,6 +52,7 @@ class Executor:
         self.max_result_chars = max_result_chars
         self._cache: dict[tuple[str, str], tuple[float, ToolResult]] = {}
         self.recorded = 0
+        self._abandoned: set[asyncio.Task[Any]] = set()
         """Calls recorded into calibration so far (autosave watches it)."""
 
     async def call(
@@ -122,23 +121,8 @@ class Executor:
     def _validate(self, entry: ToolEntry, arguments: dict[str, Any]) -> str | None:
         validator = entry.validator
         if validator is None:
-            try:
-                cls = jsonschema.validators.validator_for(entry.input_schema)
-                cls.check_schema(entry.input_schema)
-                validator = cls(entry.input_schema)
-            except SchemaError as error:
-                log.warning(
-                    "tool %s has an invalid input schema (%s); not validating",
-                    entry.name,
-                    error.message,
-                )
-                validator = _NO_VALIDATOR
-            entry.validator = validator
-        if validator is _NO_VALIDATOR or validator.is_valid(arguments):
-            return None
-        problem = best_match(validator.iter_errors(arguments))
-        where = "/".join(str(p) for p in problem.absolute_path)
-        return f"{problem.message}" + (f" (at {where})" if where else "")
+            validator = entry.validator = compile_validator(entry.input_schema, tool=entry.name)
+        return validator(arguments)  # type: ignore[no-any-return]
 
     async def _dispatch(
         self,
@@ -158,7 +142,7 @@ class Executor:
                     value = await entry.handler(**arguments)
                     text, structured = _from_value(value)
                 else:
-                    raw = await entry.connection.call_tool(entry.original, arguments)
+                    raw = await self._mcp_call(entry, arguments)
                     text, structured = _from_mcp(raw)
                     if raw.is_error:
                         status = "error"
@@ -179,6 +163,39 @@ class Executor:
         if record:
             self._record(entry, (time.perf_counter() - started) * 1000.0, status == "ok")
         return self._finish(entry, npc, tier, call_id, status, text, structured, started)
+
+    async def _mcp_call(self, entry: ToolEntry, arguments: dict[str, Any]) -> mt.CallToolResult:
+        """Over HTTP the request runs in its own task, so the hard timeout never waits for the
+        SDK's courtesy cancel (a POST, shielded for up to 5 s) to reach a hung server; the
+        abandoned task finishes that in the background. Over stdio that cancel is one line into
+        a pipe, so the call stays in the caller's task and saves the task hop."""
+        connection = entry.connection
+        if not connection.detach_calls:
+            async with asyncio.timeout(entry.timeout_s):
+                return await connection.call_tool(entry.original, arguments)  # type: ignore[no-any-return]
+        task = asyncio.create_task(
+            entry.connection.call_tool(entry.original, arguments), name=f"mcp-call:{entry.name}"
+        )
+        try:
+            done, _ = await asyncio.wait({task}, timeout=entry.timeout_s)
+        except asyncio.CancelledError:
+            self._abandon(task)
+            raise
+        if not done:
+            self._abandon(task)
+            raise TimeoutError
+        return task.result()
+
+    def _abandon(self, task: asyncio.Task[Any]) -> None:
+        task.cancel()
+        self._abandoned.add(task)
+        task.add_done_callback(_forget(self._abandoned))
+
+    async def drain(self) -> None:
+        """Cancel calls still winding down (host close)."""
+        for task in list(self._abandoned):
+            task.cancel()
+        await asyncio.gather(*self._abandoned, return_exceptions=True)
 
     def _record(self, entry: ToolEntry, duration_ms: float, ok: bool) -> None:
         entry.stats.record(duration_ms, ok)
@@ -257,6 +274,15 @@ class Executor:
             del self._cache[key]
         while len(self._cache) >= _CACHE_LIMIT:
             del self._cache[next(iter(self._cache))]
+
+
+def _forget(tasks: set[asyncio.Task[Any]]) -> Callable[[asyncio.Task[Any]], None]:
+    def done(task: asyncio.Task[Any]) -> None:
+        tasks.discard(task)
+        if not task.cancelled():
+            task.exception()  # retrieved: a late failure of an abandoned call is expected
+
+    return done
 
 
 def _from_value(value: Any) -> tuple[str, Any]:

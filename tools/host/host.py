@@ -126,6 +126,7 @@ class ToolHost:
         for probe in list(self._probes):
             probe.cancel()
         await asyncio.gather(*self._probes, return_exceptions=True)
+        await self._executor.drain()
         connections = list(self._connections.values())
         await asyncio.gather(*(c.stop() for c in connections), return_exceptions=True)
         for builtin in reversed(self._started_builtins):
