@@ -71,9 +71,9 @@ def _install_sqlite_hooks(engine: AsyncEngine) -> None:
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
         for pragma in (
+            f"busy_timeout={int(BUSY_TIMEOUT_S * 1000)}",  # first: the others may wait
             "journal_mode=WAL",
             "synchronous=FULL",
-            f"busy_timeout={int(BUSY_TIMEOUT_S * 1000)}",
             "foreign_keys=ON",
         ):
             cursor.execute(f"PRAGMA {pragma}")

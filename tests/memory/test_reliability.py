@@ -86,3 +86,18 @@ async def test_two_processes_and_two_tasks_write_at_once(memory_url: str) -> Non
         assert len(local) == 2
     finally:
         await store.close()
+
+
+async def test_two_processes_opening_a_new_database_at_once(memory_url: str) -> None:
+    """Both run the migration check concurrently; the lock makes the second one a no-op."""
+    writers = [await _spawn(memory_url, 5, label) for label in ("Arin", "Tobble")]
+    async with asyncio.timeout(60):
+        outputs = await asyncio.gather(*(w.communicate() for w in writers))
+    for writer, (out, err) in zip(writers, outputs, strict=True):
+        assert writer.returncode == 0, err.decode()
+        assert out.decode().splitlines()[-1] == "done"
+    store = await MemoryStore.open(memory_url)
+    try:
+        assert await store.count("utterances") == 10
+    finally:
+        await store.close()

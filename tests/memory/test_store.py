@@ -47,6 +47,9 @@ async def test_utterances_round_trip_and_search_ranks_relevant_line_first(
     assert {h["text"] for h in hits} >= {"Then we go to the mill tonight."}
     assert await store.search_sessions("the of and") == []  # only stop words
     assert await store.search_sessions('"; DROP TABLE utterances; --') == []
+    for awkward in ("NEAR AND OR NOT", "über-café ünïcode", "bartok*", "mill^2 (docks)", "a" * 300):
+        await store.search_sessions(awkward)  # never a syntax error from FTS5 or to_tsquery
+    assert (await store.search_sessions("MILL"))[0]["text"]
     assert await store.count("utterances") == len(LINES)
 
 
