@@ -32,6 +32,13 @@ def register(sub: Any) -> None:
         help="play the scene this many times faster than real time (latency numbers need 1)",
     )
     parser.add_argument(
+        "--playout-speed",
+        type=float,
+        default=4.0,
+        help="pull NPC speech this much faster while no player talks (latency unaffected; "
+        "1 plays everything in real time)",
+    )
+    parser.add_argument(
         "--llm-base-url",
         default=None,
         help="use this OpenAI-compatible server instead of the configured LLM",
@@ -53,7 +60,13 @@ async def _run(args: argparse.Namespace) -> int:
     scene = load_scene(args.scene)
     out = Path(args.out)
     result = await rehearse(
-        scene, config, out, speed=args.speed, progress=progress, llm_base_url=args.llm_base_url
+        scene,
+        config,
+        out,
+        speed=args.speed,
+        playout_speed=args.playout_speed,
+        progress=progress,
+        llm_base_url=args.llm_base_url,
     )
     summary = result.summary
     v2v = summary["stages"].get("voice_to_voice")

@@ -141,14 +141,17 @@ def write_report(
     lines += ["", "## Turns", ""]
     for turn in turns:
         v2v = turn["stages_ms"].get("voice_to_voice")
-        latency = f"{v2v:.0f} ms" if v2v is not None else "no audio"
+        if v2v is not None:
+            latency = f"{v2v:.0f} ms"
+        else:
+            latency = "played" if turn.get("played") else "no audio"
         tools = ", ".join(f"{t['name']}={t['status']}" for t in turn["tools"]) or "no tools"
         flag = " (interrupted)" if turn.get("interrupted") else ""
         flag += f" (error: {turn['error']})" if turn.get("error") else ""
         heard = f"{turn['speaker']}: \u201c{turn['heard']}\u201d -> " if turn["heard"] else ""
         lines.append(
             f"- #{turn['turn']} {heard}**{turn['npc']}** [{turn['tier']}; {latency}; {tools}]"
-            f"{flag}: {turn['spoken'] or turn['reply'] or '(silent)'}"
+            f"{flag}: {' '.join((turn['spoken'] or turn['reply'] or '(silent)').split())}"
         )
     if checks:
         lines += ["", "## Checks", "", *[f"- {c}" for c in checks]]

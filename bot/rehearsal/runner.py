@@ -9,6 +9,7 @@ faster speeds compress the scene but not the models (use 1 for latency numbers).
 from __future__ import annotations
 
 import asyncio
+import bisect
 import json
 import logging
 import time
@@ -107,6 +108,7 @@ async def rehearse(
     out_dir: Path,
     *,
     speed: float = 1.0,
+    playout_speed: float | None = None,
     progress: Callable[[str], None] | None = None,
     llm_base_url: str | None = None,
     stt: SttProvider | None = None,
@@ -136,11 +138,13 @@ async def rehearse(
     ) as session:
         session.listeners.append(lambda event: events.append((time.monotonic(), event)))
         say(f"playing scene '{scene.title}' at {speed:g}x")
-        t0, npc_frames = await _play(session, plan, out_dir, speed, say)
+        walls, npc_frames = await _play(
+            session, plan, out_dir, speed, max(speed, playout_speed or speed), say
+        )
         await session.recorder.flush()
         turns = [trace.as_dict() for trace in session.traces]
     say("writing outputs")
-    return _write_outputs(scene, out_dir, turns, events, t0, speed, plan, npc_frames)
+    return _write_outputs(scene, out_dir, turns, events, walls, plan, npc_frames)
 
 
 async def _play(
@@ -148,17 +152,25 @@ async def _play(
     plan: ScenePlan,
     out_dir: Path,
     speed: float,
+    playout_speed: float,
     say: Callable[[str], None],
-) -> tuple[float, dict[str, list[bytes]]]:
+) -> tuple[list[float], dict[str, list[bytes]]]:
+    """Tick until the scene is over; returns the wall time of every tick and the NPC frames.
+
+    ``playout_speed`` > ``speed`` pulls an NPC's already-synthesized speech faster while no
+    player audio is in flight (it changes no latency: the next line waits for quiet anyway).
+    """
     mixed = _Wav(out_dir / "session.wav")
     npc_frames: dict[str, list[bytes]] = {}
     speakers = {name: f"player-{n}" for n, name in enumerate(plan.timelines, 1)}
     settle = round(_SETTLE_S / _TICK_S)
     tail = round(plan.scene.tail_s / _TICK_S)
     ended_input: asyncio.Task[None] | None = None
-    t0 = time.monotonic()
+    t0 = next_at = time.monotonic()
+    walls: list[float] = []
     next_report = t0 + 5.0
-    k = last_start = 0
+    k = 0
+    progress_at = t0  # wall time of the last line start or audible NPC frame
     try:
         while True:
             for cmd in plan.due_commands(k):
@@ -168,10 +180,13 @@ async def _play(
                     log.warning("DM command at %gs failed: %s", cmd.at, error)
             quiet = not session.busy and not session.listening
             for item in plan.advance(k, quiet=quiet, npc_audible=session.mixer.npc_speaking):
-                last_start = k
+                progress_at = time.monotonic()
                 say(f"  {k * _TICK_S:5.1f}s {item.line.speaker}: {item.line.text or item.line.wav}")
-            if not plan.all_started and k - last_start > tail:
-                say(f"  gave up: the table was busy for {plan.scene.tail_s:g}s")
+            if session.mixer.npc_speaking:
+                progress_at = time.monotonic()
+            stalled = time.monotonic() - progress_at > plan.scene.tail_s
+            if not plan.all_started and stalled:
+                say(f"  gave up: no NPC audio for {plan.scene.tail_s:g}s while lines wait")
                 break
             if ended_input is None:
                 for name, timeline in plan.timelines.items():
@@ -179,23 +194,30 @@ async def _play(
                 if plan.all_started and k >= plan.audio_end_frame + settle:
                     ended_input = asyncio.create_task(session.end_input(), name="rehearsal:end")
                     tail_end = k + tail
+            walls.append(time.monotonic())
             _pull(session, mixed, npc_frames)
             k += 1
+            playing_out = (
+                k > plan.audio_end_frame + settle
+                and session.mixer.npc_speaking
+                and not session.mixer.starved
+                and not session.listening
+            )
+            next_at += _TICK_S / (playout_speed if playing_out else speed)
             if ended_input is not None:
                 idle = ended_input.done() and not session.busy and not plan.dm_pending
-                if idle or k >= tail_end:
+                if idle or (k >= tail_end and stalled):
                     break
             now = time.monotonic()
             if now >= next_report:
                 next_report = now + 5.0
                 say(f"  scene {k * _TICK_S:5.1f}s, NPC turns done: {len(session.traces)}")
-            delay = t0 + k * _TICK_S / speed - now
-            await asyncio.sleep(max(0.0, delay))
+            await asyncio.sleep(max(0.0, next_at - now))
         if ended_input is not None and not ended_input.done():
             ended_input.cancel()
     finally:
         mixed.close()
-    return t0, npc_frames
+    return walls, npc_frames
 
 
 def _pull(session: TableSession, mixed: _Wav, npc_frames: dict[str, list[bytes]]) -> None:
@@ -213,12 +235,11 @@ def _write_outputs(
     out_dir: Path,
     turns: list[dict[str, Any]],
     events: list[tuple[float, SessionEvent]],
-    t0: float,
-    speed: float,
+    walls: list[float],
     plan: ScenePlan,
     npc_frames: dict[str, list[bytes]],
 ) -> RehearsalResult:
-    records = _transcript(events, t0, speed, plan)
+    records = _transcript(events, walls, plan)
     with (out_dir / "transcript.jsonl").open("w", encoding="utf-8") as handle:
         for record in records:
             handle.write(json.dumps(record, ensure_ascii=False) + "\n")
@@ -265,12 +286,12 @@ def _write_outputs(
 
 
 def _transcript(
-    events: list[tuple[float, SessionEvent]], t0: float, speed: float, plan: ScenePlan
+    events: list[tuple[float, SessionEvent]], walls: list[float], plan: ScenePlan
 ) -> list[dict[str, Any]]:
-    """Every record timed in scene seconds (wall time since start times ``speed``)."""
+    """Every record timed in scene seconds: the tick that was current at its wall time."""
 
     def rel(at: float | None) -> float | None:
-        return None if at is None else round((at - t0) * speed, 3)
+        return None if at is None else round(bisect.bisect_right(walls, at) * _TICK_S, 3)
 
     records: list[dict[str, Any]] = []
     for index, start in plan.started.items():

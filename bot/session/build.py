@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.config import GlyphoxaConfig, ProviderConfig
-from bot.metrics import METRICS, Metrics
+from bot.metrics import METRICS, Metrics, start_metrics_server
 from bot.session.session import TableSession
 from bot.speech import FasterWhisperStt, Mixer, OpenAiStt, SttProvider, TtsProvider, VoiceRouter
 from campaigns.errors import GlyphoxaError
@@ -78,6 +78,10 @@ async def open_table(
     from tools.builtin import build_tool_context, create_builtin_servers
 
     async with contextlib.AsyncExitStack() as stack:
+        server = start_metrics_server(config.metrics, metrics)
+        if server is not None:
+            stack.callback(server.close)
+            say(f"metrics at {server.url}")
         say("loading speech recognizer")
         stt = stt or await load_stt(config.providers.stt)
         tts = tts or VoiceRouter.from_config(config.providers.tts)

@@ -112,6 +112,7 @@ class TurnTrace:
             "reply": self.reply,
             "spoken": self.spoken,
             "interrupted": self.interrupted,
+            "played": self.playback_start is not None,
             "error": self.error,
             "tools": [
                 {"name": t.name, "status": t.status, "ms": t.duration_ms} for t in self.tools
