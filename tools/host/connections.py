@@ -61,7 +61,12 @@ class RestartPolicy:
 
 
 class _WatchedStream:
-    """Read stream that tells the connection when the server's side ended (EOF = crash)."""
+    """Read stream that tells the connection when the server's side ended (EOF = crash).
+
+    The session's reader leaves ``async with stream`` at EOF before it fails the pending
+    calls, so ``on_close`` runs first; iteration goes straight to the inner stream, so the
+    wrapper costs nothing per message.
+    """
 
     def __init__(self, inner: Any, on_close: Callable[[], None]) -> None:
         self._inner = inner
@@ -78,15 +83,8 @@ class _WatchedStream:
         self._on_close()
         return await self._inner.__aexit__(*exc)
 
-    def __aiter__(self) -> _WatchedStream:
-        return self
-
-    async def __anext__(self) -> Any:
-        try:
-            return await self._inner.__anext__()
-        except StopAsyncIteration:
-            self._on_close()
-            raise
+    def __aiter__(self) -> Any:
+        return self._inner.__aiter__()
 
     async def receive(self) -> Any:
         return await self._inner.receive()

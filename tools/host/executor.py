@@ -137,15 +137,15 @@ class Executor:
         status: ResultStatus = "ok"
         structured: Any = None
         try:
-            async with asyncio.timeout(entry.timeout_s):
-                if entry.handler is not None:
+            if entry.handler is not None:
+                async with asyncio.timeout(entry.timeout_s):
                     value = await entry.handler(**arguments)
-                    text, structured = _from_value(value)
-                else:
-                    raw = await self._mcp_call(entry, arguments)
-                    text, structured = _from_mcp(raw)
-                    if raw.is_error:
-                        status = "error"
+                text, structured = _from_value(value)
+            else:
+                raw = await self._mcp_call(entry, arguments)  # enforces the timeout itself
+                text, structured = _from_mcp(raw)
+                if raw.is_error:
+                    status = "error"
         except TimeoutError:
             status, structured = "timeout", None
             text = f"tool {entry.name} timed out after {entry.timeout_s * 1000:.0f} ms"
