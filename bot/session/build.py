@@ -136,6 +136,7 @@ async def open_table(
             dm_speakers=dm_speakers,
             session_title=title,
         )
+        session.tools = host
         session_ref.append(session)
         context.session_id = None
         await session.start()

@@ -104,6 +104,8 @@ class TableSession:
         self.metrics = metrics
         self.mixer = mixer or Mixer(config.speech)
         self.memory = memory
+        self.tools: Any = None
+        """The tool host serving this table (set by ``open_table``; for ``/tools``)."""
         self._stt = stt
         self._tts = TimedTts(tts, metrics)
         self._engines = engines
@@ -114,7 +116,7 @@ class TableSession:
             campaign.npcs, continuation_window_s=config.tiers.continuation_window_s
         )
         self.tiers = TierSelector(config.tiers)
-        self.vocabulary = Vocabulary(_vocabulary_terms(campaign))
+        self.vocabulary = Vocabulary.from_campaign(campaign)
         self.barge_in = BargeInController(
             self.mixer,
             confirm_ms=config.speech.barge_in_confirm_ms,
@@ -554,7 +556,7 @@ class TableSession:
 
     def _npcs_changed(self) -> None:
         self.addressing.set_npcs(self.campaign.npcs)
-        self.vocabulary = Vocabulary(_vocabulary_terms(self.campaign))
+        self.vocabulary = Vocabulary.from_campaign(self.campaign)
 
     async def _watch(self) -> None:
         assert self._watcher is not None
@@ -584,13 +586,6 @@ class TableSession:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return task
-
-
-def _vocabulary_terms(campaign: Campaign) -> list[str]:
-    terms = [name for npc in campaign.npcs.values() for name in npc.names()]
-    for entity in campaign.entities.entities:
-        terms += [entity.name, *entity.aliases]
-    return terms
 
 
 async def _cancel_all(tasks: Sequence[asyncio.Task[Any]], timeout_s: float = 5.0) -> None:
