@@ -65,6 +65,11 @@ async def test_call_ok_structured_and_text(builtin_host: ToolHost):
     assert result.structured == {"dice": "2d6", "total": 7}
     assert json.loads(result.content) == result.structured
     text = await builtin_host.call("consult", "{}", whitelist=ALL, tier=Tier.DEEP, npc="x")
+    for empty in ("", "null", "  "):
+        same = await builtin_host.call("consult", empty, whitelist=ALL, tier=Tier.DEEP, npc="x")
+        assert same.status == "ok"
+    listed = await builtin_host.call("consult", "[1]", whitelist=ALL, tier=Tier.DEEP, npc="x")
+    assert listed.status == "invalid" and "JSON object" in listed.content
     assert (text.content, text.structured) == ("deep thought", None)
 
 

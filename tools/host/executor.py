@@ -82,6 +82,8 @@ class Executor:
             except ValueError as error:
                 text = f"arguments for {name} are not valid JSON: {error}"
                 return self._finish(entry, npc, tier, call_id, "invalid", text, None, started)
+        if arguments is None:  # "null" from a model that meant "no arguments"
+            arguments = {}
         if not isinstance(arguments, dict):
             text = f"arguments for {name} must be a JSON object"
             return self._finish(entry, npc, tier, call_id, "invalid", text, None, started)
