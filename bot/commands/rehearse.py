@@ -73,8 +73,10 @@ async def _run(args: argparse.Namespace) -> int:
     overhead = summary["overhead_ms"]
     print(f"NPC turns: {summary['turns']} ({summary['interrupted']} interrupted)")
     for turn in result.turns:
-        said = turn["spoken"] or turn["reply"] or "(silent)"
-        print(f"  {turn['npc']} [{turn['tier']}]: {said}")
+        said = " ".join((turn["spoken"] or turn["reply"] or "(silent)").split())
+        said = said if len(said) <= 160 else said[:157] + "..."
+        cut = " (interrupted)" if turn["interrupted"] else ""
+        print(f"  {turn['npc']} [{turn['tier']}]{cut}: {said}")
     if v2v:
         print(f"voice-to-voice: p50 {v2v['p50']:.0f} ms, p95 {v2v['p95']:.0f} ms")
     if overhead:

@@ -94,9 +94,8 @@ def write_chart(path: Path, turns: Sequence[dict[str, Any]], title: str = "") ->
         ax.invert_yaxis()
         ax.set_xlabel("milliseconds from end of player speech")
         ax.set_title(title or "Voice-to-voice latency by stage")
-        ax.legend(fontsize=7, loc="lower right", ncols=4)
-        fig.tight_layout()
-        fig.savefig(path, dpi=110)
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncols=7)
+        fig.savefig(path, dpi=110, bbox_inches="tight")
     finally:
         plt.close(fig)
     return True

@@ -56,6 +56,9 @@ class ScenePlan:
     def due_commands(self, k: int) -> list[DmCommand]:
         due: list[DmCommand] = []
         while self._dm and _frame(self._dm[0].at) + self.shift <= k:
+            at = self._dm[0].at
+            if any(self.lines[i].line.at <= at for i in self._pending):
+                break  # a line planned before this command has not started yet
             due.append(self._dm.pop(0))
         return due
 
