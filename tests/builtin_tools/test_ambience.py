@@ -7,7 +7,7 @@ import random
 from pathlib import Path
 
 import pytest
-from conftest import result_text, stdio_session
+from .conftest import result_text, stdio_session
 
 from bot.speech.ambience import AmbiencePlayer
 from tools.builtin.ambience import create_server

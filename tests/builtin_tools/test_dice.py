@@ -7,7 +7,7 @@ import random
 from pathlib import Path
 
 import pytest
-from conftest import result_text, stdio_session
+from .conftest import result_text, stdio_session
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import result_text, stdio_session
+from .conftest import result_text, stdio_session
 
 from tools.builtin import create_server
 from tools.builtin.files import MAX_FILE_BYTES, Sandbox

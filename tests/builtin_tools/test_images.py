@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import FakeOpenAIImages, result_text, stdio_session, tiny_png
+from .conftest import FakeOpenAIImages, result_text, stdio_session, tiny_png
 
 from tools.builtin.images import create_server
 from tools.spec import ToolContext, ToolError

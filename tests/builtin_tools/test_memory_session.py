@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import result_text, stdio_session
+from .conftest import result_text, stdio_session
 
 from campaigns.content import EntitiesFile
 from campaigns.memory import MemoryStore

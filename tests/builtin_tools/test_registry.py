@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import result_text, stdio_session
+from .conftest import result_text, stdio_session
 
 from campaigns.errors import GlyphoxaError
 from tools.builtin import (

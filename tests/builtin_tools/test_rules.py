@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import SRD_PATH, result_text, stdio_session
+from .conftest import SRD_PATH, result_text, stdio_session
 
 from campaigns.errors import GlyphoxaError
 from tools.builtin import create_server

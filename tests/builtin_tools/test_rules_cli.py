@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import SRD_PATH
+from .conftest import SRD_PATH
 
 from bot.cli import main
 

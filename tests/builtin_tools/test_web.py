@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Callable
 
 import httpx
 import pytest
-from conftest import WebSite, result_text, stdio_session
+from .conftest import WebSite, result_text, stdio_session
 
 from tools.builtin.web import create_server
 from tools.builtin.web_fetch import GuardedTransport, html_to_text

@@ -16,7 +16,7 @@ from typing import Any
 import discord
 import discord.http
 import pytest
-from discord_api import APP_ID, FakeDiscordApi, user
+from .discord_api import APP_ID, FakeDiscordApi, user
 
 from bot.config import GlyphoxaConfig
 from bot.discord_bot import GlyphoxaBot, TableParts, TableRuntime

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 import time
 
-from conftest import KEY, SPEAKER_SSRC, Rig, tone
+from .conftest import KEY, SPEAKER_SSRC, Rig, tone
 
 from bot.voice.receiver import DropReason
 from bot.voice.rtp import build_header

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import threading
 
-from conftest import SPEAKER_SSRC, SPEAKER_USER, Rig, reference_decode, tone
+from .conftest import SPEAKER_SSRC, SPEAKER_USER, Rig, reference_decode, tone
 
 from bot.voice.receiver import DropReason, VoiceFrame
 from bot.voice.speakers import SpeakerQueues
@@ -49,7 +49,7 @@ async def test_bad_padding_is_dropped(rig: Rig) -> None:
     opus = _opus(rig, 1)[0]
     packet = bytearray(rig.speaker.packet(opus, padding=4))
     # Re-encrypt the same body with an impossible padding count (larger than the payload).
-    from conftest import KEY
+    from .conftest import KEY
 
     from bot.voice.rtp import build_header
     from bot.voice.transport_crypto import XChaCha20Cipher

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-import vectors as v
+from . import vectors as v
 
 from bot.voice.receiver import DropReason, VoiceReceiver
 from bot.voice.rtp import RtpParseError, build_header, parse_header, strip_padding_and_extension

@@ -19,8 +19,8 @@ import discord.http
 import pytest
 import yarl
 from discord.gateway import DiscordWebSocket
-from discord_api import APP_ID, BOT_ID, FakeDiscordApi, user
-from local_discord import LocalDiscord
+from .discord_api import APP_ID, BOT_ID, FakeDiscordApi, user
+from .local_discord import LocalDiscord
 
 from bot.config import GlyphoxaConfig
 from bot.discord_bot import GlyphoxaBot, TableParts

@@ -19,10 +19,10 @@ import davey
 import discord
 import discord.http
 import pytest
-from conftest import reference_decode, tone
+from .conftest import reference_decode, tone
 from discord.gateway import DiscordVoiceWebSocket
 from discord.voice_state import ConnectionFlowState
-from discord_api import BOT_ID, FakeDiscordApi
+from .discord_api import BOT_ID, FakeDiscordApi
 
 from bot.voice.client import ListeningVoiceClient
 from bot.voice.dave import DaveReceiver

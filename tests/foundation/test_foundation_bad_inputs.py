@@ -6,7 +6,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from foundation_support import BAD, CONFIG
+from .foundation_support import BAD, CONFIG
 
 from bot.cli import main
 

@@ -6,7 +6,7 @@ import wave
 from pathlib import Path
 
 import pytest
-from foundation_support import CONFIG, EXAMPLE
+from .foundation_support import CONFIG, EXAMPLE
 
 from bot.cli import main
 from bot.commands.check import run_check

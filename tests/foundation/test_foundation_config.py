@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from foundation_support import CONFIG, REPO
+from .foundation_support import CONFIG, REPO
 
 from bot.cli import main
 from bot.config_loader import (

@@ -8,7 +8,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 import yaml
-from foundation_support import CONFIG, EXAMPLE, REPO
+from .foundation_support import CONFIG, EXAMPLE, REPO
 
 from bot.cli import main
 from bot.commands.schema import SCHEMA_MODELS, json_schema, schema_file_name

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 
 import pytest
-from npcs_fake_openai import FakeOpenAI, Step
+from .npcs_fake_openai import FakeOpenAI, Step
 from openai import AsyncOpenAI
 
 from npcs.engines import (

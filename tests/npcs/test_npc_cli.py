@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from npcs_fake_openai import FakeOpenAI, Step
+from .npcs_fake_openai import FakeOpenAI, Step
 
 from bot.cli import main
 

@@ -8,8 +8,8 @@ import contextlib
 from typing import Any
 
 import pytest
-from npcs_fake_openai import FakeOpenAI, Step
-from npcs_fake_realtime import FakeRealtime, Reply
+from .npcs_fake_openai import FakeOpenAI, Step
+from .npcs_fake_realtime import FakeRealtime, Reply
 from openai import AsyncOpenAI
 
 from npcs.context import SceneLine

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from speech_helpers import ESPEAK_LINES, PLAYER_LINES, espeak_pcm, piper_pcm
+from .speech_helpers import ESPEAK_LINES, PLAYER_LINES, espeak_pcm, piper_pcm
 
 from bot.speech import FasterWhisperStt, PiperTts
 

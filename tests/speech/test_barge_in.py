@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import soxr
-from speech_helpers import pcm_to_frames, piper_pcm, wer
+from .speech_helpers import pcm_to_frames, piper_pcm, wer
 
 from bot.speech import (
     SILENCE_FRAME,

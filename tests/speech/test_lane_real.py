@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from speech_helpers import (
+from .speech_helpers import (
     pcm_to_frames,
     piper_pcm,
     run_lane,

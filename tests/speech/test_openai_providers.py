@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import soxr
-from local_openai_audio import LocalOpenAiAudio
+from .local_openai_audio import LocalOpenAiAudio
 from pydantic import SecretStr
-from speech_helpers import piper_pcm, wer
+from .speech_helpers import piper_pcm, wer
 
 from bot.speech import (
     EspeakTts,

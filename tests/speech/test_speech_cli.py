@@ -6,7 +6,7 @@ import wave
 from pathlib import Path
 
 import pytest
-from speech_helpers import wer
+from .speech_helpers import wer
 
 from bot.cli import main
 

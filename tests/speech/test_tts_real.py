@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 import numpy as np
 import pytest
 import soxr
-from speech_helpers import requires_espeak, wer
+from .speech_helpers import requires_espeak, wer
 
 from bot.speech import (
     AudioChunk,
