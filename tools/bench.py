@@ -43,10 +43,14 @@ if __name__ == "__main__":
 
 
 async def run_bench(quick: bool) -> list[BenchResult]:
+    """Host overheads, then the built-in tools' own hot paths (rules search, dice, file I/O)."""
+    from tools.builtin import bench as builtin_bench
+
     return [
         await _bench_call_overhead(300 if quick else 5000),
         *await _bench_visible_tools(300 if quick else 5000),
         await _bench_stdio_ratio(2 if quick else 6, 40 if quick else 100),
+        *await builtin_bench.run_bench(quick=quick),
     ]
 
 
