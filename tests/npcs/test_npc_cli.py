@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-import io
 import json
 import sys
 from pathlib import Path
 
 import pytest
-from .npcs_fake_openai import FakeOpenAI, Step
 
 from bot.cli import main
+
+from .npcs_fake_openai import FakeOpenAI, Step
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "campaigns" / "example"
 
@@ -60,9 +60,7 @@ def test_tier_unknown_npc_is_a_clean_error(
     assert err.startswith("error: no NPC named 'Nobody'") and "Traceback" not in err
 
 
-async def test_chat_through_an_openai_compatible_server(
-    config_file: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_chat_through_an_openai_compatible_server(config_file: Path) -> None:
     def script(body: dict) -> Step:
         return Step(content="Stout and mead tonight, friend.")
 
@@ -73,11 +71,25 @@ async def test_chat_through_an_openai_compatible_server(
             f"    base_url: {server.base_url}\n    api_key: test-key\n"
         )
         await asyncio.to_thread(config_file.write_text, text)
-        monkeypatch.setattr(sys, "stdin", io.StringIO("What's on tap?\n/quit\n"))
-        argv = ["--config", str(config_file), "chat", "--npc", "Bartok"]
-        code = await asyncio.to_thread(main, argv)
-    assert code == 0
-    out = capsys.readouterr().out
+        # A real user session: the CLI in its own process, typing on its stdin.
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "bot",
+            "--config",
+            str(config_file),
+            "chat",
+            "--npc",
+            "Bartok",
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        out_bytes, err_bytes = await asyncio.wait_for(
+            process.communicate(b"What's on tap?\n/quit\n"), timeout=60
+        )
+    assert process.returncode == 0, err_bytes.decode()
+    out = out_bytes.decode()
     assert "Bartok: Stout and mead tonight, friend." in out
     body = server.requests[0]
     assert body["model"] == "scripted"
