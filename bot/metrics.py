@@ -11,8 +11,9 @@ make a private one; the bot uses the module-level ``METRICS``. Other parts recor
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +25,7 @@ from prometheus_client import (
     generate_latest,
     start_http_server,
 )
+from prometheus_client.metrics_core import Metric
 
 from bot.config import MetricsConfig
 
@@ -107,6 +109,26 @@ class Metrics:
     def observe_tool(self, status: str, tier: str) -> None:
         self.tool_calls.labels(status, tier).inc()
 
+    def attach(self, registry: CollectorRegistry) -> Callable[[], None]:
+        """Serve another registry's metrics (e.g. a tool host's) here; returns ``detach``.
+
+        A table's parts keep private registries, so a second table (another guild, or a new
+        session after ``/session stop``) never collides; while two tables run at once, only the
+        first one's part metrics are exposed.
+        """
+        bridge = _RegistryBridge(registry)
+        try:
+            self.registry.register(bridge)  # type: ignore[arg-type]
+        except ValueError as error:
+            log.info("metrics of a second table are not exposed: %s", error)
+            return lambda: None
+
+        def detach() -> None:
+            with contextlib.suppress(KeyError):
+                self.registry.unregister(bridge)  # type: ignore[arg-type]
+
+        return detach
+
     def exposition(self) -> str:
         """The text a scrape would return (used by tests and ``status``)."""
         return generate_latest(self.registry).decode()
@@ -115,6 +137,16 @@ class Metrics:
         """Current value of one sample, e.g. ``sample("glyphoxa_tier_tool_calls", {...})``."""
         value = self.registry.get_sample_value(name, dict(labels or {}))
         return None if value is None else float(value)
+
+
+class _RegistryBridge:
+    """A collector that yields everything another registry holds."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self._registry = registry
+
+    def collect(self) -> Iterator[Metric]:
+        yield from self._registry.collect()
 
 
 METRICS = Metrics()

@@ -120,8 +120,8 @@ async def open_table(
             calibration_path=Path(config.tools.calibration_path),
             ceilings_ms={Tier.parse(k): v for k, v in config.tiers.ceilings_ms.items()},
             on_invocation=on_invocation,
-            metrics_registry=metrics.registry,
         )
+        stack.callback(metrics.attach(host.metrics.registry))
         await stack.enter_async_context(host)
         engines = await _engines(config, host, llm_base_url, stack, say)
         session = TableSession(

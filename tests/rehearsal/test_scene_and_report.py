@@ -158,3 +158,24 @@ def test_metrics_port_in_use_is_a_clear_error() -> None:
         port = sock.getsockname()[1]
         with pytest.raises(GlyphoxaError, match=r"metrics\.port"):
             start_metrics_server(MetricsConfig(enabled=True, port=port), Metrics())
+
+
+def test_part_registries_attach_and_detach_per_table() -> None:
+    from prometheus_client import CollectorRegistry, Counter
+
+    metrics = Metrics()
+    line = 'glyphoxa_tool_calls_total{status="ok",tool="roll"} 1.0'
+    for _ in range(2):  # a second table after the first closed: no duplicate-series error
+        first, second = CollectorRegistry(), CollectorRegistry()
+        counters = [
+            Counter("glyphoxa_tool_calls", "calls", ["tool", "status"], registry=registry)
+            for registry in (first, second)
+        ]
+        counters[0].labels("roll", "ok").inc()
+        detach_first = metrics.attach(first)
+        detach_second = metrics.attach(second)  # same names while the first runs: skipped
+        assert line in metrics.exposition()
+        detach_second()
+        detach_first()
+        assert "glyphoxa_tool_calls_total" not in metrics.exposition()
+    assert line not in metrics.exposition()
