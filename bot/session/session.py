@@ -23,6 +23,7 @@ from bot.metrics import METRICS, Metrics
 from bot.session.entities import EntityLookup
 from bot.session.events import BargedIn, DmAction, NpcSpoke, PlayerSpoke, Routed, SessionEvent
 from bot.session.recorder import TranscriptRecorder
+from bot.session.speculation import PauseDetector, Speculation, normalize
 from bot.session.timing import StreamClock, TimedStt, TimedTts
 from bot.session.trace import TurnTrace
 from bot.session.turns import NpcTurn, run_turn
@@ -72,6 +73,10 @@ class _Speaker:
     partial_tier: str | None = None
     awaiting: dict[int, float] = field(default_factory=dict)
     """Utterances that ended and whose final transcript has not arrived (id -> end time)."""
+    pause: PauseDetector = field(default_factory=PauseDetector)
+    utterance_id: int = 0
+    last_partial: str | None = None
+    speculation: Speculation | None = None
 
 
 @dataclass(slots=True)
@@ -98,6 +103,7 @@ class TableSession:
         dm_speakers: Iterable[str] = (),
         vad_factory: Callable[[], Any] | None = None,
         session_title: str | None = None,
+        speculate: bool = True,
     ) -> None:
         self.config = config
         self.campaign = campaign
@@ -111,6 +117,7 @@ class TableSession:
         self._engines = engines
         self._vad_factory = vad_factory
         self._title = session_title
+        self.speculate = speculate
         self.dm_speakers = set(dm_speakers)
         self.addressing = AddressDetector(
             campaign.npcs, continuation_window_s=config.tiers.continuation_window_s
@@ -241,6 +248,8 @@ class TableSession:
             speaker = self._open_lane(speaker_id, user_name)
         speaker.lane.push(frame)
         speaker.clock.record(time.monotonic())
+        if self.speculate and speaker.pause.push(frame) and speaker.speaking:
+            self._speculate(speaker)
 
     def _open_lane(self, speaker_id: str, user_name: str) -> _Speaker:
         stt = TimedStt(self._stt, self.metrics)
@@ -262,6 +271,8 @@ class TableSession:
             async for event in speaker.lane:
                 self.barge_in.observe(event)
                 if isinstance(event, SpeechStarted):
+                    speaker.utterance_id = event.utterance_id
+                    speaker.last_partial = None
                     self._set_speaking(speaker, True)
                 elif isinstance(event, SpeechEnded):
                     speaker.awaiting[event.utterance_id] = time.monotonic()
@@ -273,6 +284,7 @@ class TableSession:
                     self._on_final(speaker, event)
                 elif isinstance(event, Backchannel):
                     speaker.awaiting.pop(event.utterance_id, None)
+                    self._drop_speculation(speaker, event.utterance_id)
         except GlyphoxaError as error:
             log.error("lane of %s stopped: %s", speaker.name, error)
         finally:
@@ -290,6 +302,11 @@ class TableSession:
         decision = self.tiers.select(event.text, npc=npc, queue_depth=self.queue_depth(), now=now)
         speaker.partial_tier = decision.tier.label
         self.entities.prefetch(event.text)
+        if event.utterance_id == speaker.utterance_id:
+            speaker.last_partial = event.text
+        spec = speaker.speculation
+        if spec is not None and spec.key != normalize(event.text):
+            self._drop_speculation(speaker)  # the player went on talking
 
     def _on_final(self, speaker: _Speaker, event: FinalTranscript) -> None:
         now = time.monotonic()
@@ -305,16 +322,31 @@ class TableSession:
         self.entities.prefetch(event.text)
         names = [n for n in decision.npcs if n in self.campaign.npcs and not self.is_muted(n)]
         tier_label = tier_reason = None
+        spec = speaker.speculation
+        if spec is not None and spec.utterance_id == event.utterance_id:
+            speaker.speculation = None
+        else:
+            spec = None
         for name in names:
             npc = self.campaign.npcs[name]
             tier = self.tiers.select(event.text, npc=npc, queue_depth=self.queue_depth(), now=now)
             self.tiers.commit(tier, npc=name, now=now)
+            adopted = None
+            if (
+                spec is not None
+                and spec.npc == name
+                and spec.tier == tier.tier
+                and spec.key == normalize(event.text)
+                and decision.puppet_text is None
+            ):
+                adopted, spec = spec, None
             tier_label, tier_reason = tier.tier.label, tier.reason
             trace = self._new_trace(name, speaker.name, event.text, tier.tier, tier.reason)
             trace.address_reason = decision.reason
             trace.speech_end = speech_end
             trace.final_transcript = event.wall_time
             trace.stt_compute_ms = round(stt_ms, 2) if stt_ms is not None else None
+            trace.speculative = adopted is not None
             self._enqueue(
                 name,
                 speaker.name,
@@ -323,7 +355,10 @@ class TableSession:
                 trace,
                 verbatim=decision.puppet_text,
                 snapshot_text=event.text,
+                speculation=adopted,
             )
+        if spec is not None:
+            spec.cancel()  # the final said something else
         self._emit(
             Routed(
                 speaker.name,
@@ -355,6 +390,7 @@ class TableSession:
         *,
         verbatim: str | None = None,
         snapshot_text: str | None = None,
+        speculation: Speculation | None = None,
     ) -> NpcTurn:
         lookup = self.entities
         snapshot = (lambda: lookup.snapshot(snapshot_text, trace)) if snapshot_text else None
@@ -367,6 +403,7 @@ class TableSession:
             handle=self.mixer.speak(npc),  # floor order = order of address
             verbatim=verbatim,
             snapshot=snapshot,
+            speculation=speculation,
         )
         state = self._npcs.setdefault(npc, _NpcState())
         state.queue.put_nowait(turn)
@@ -380,6 +417,8 @@ class TableSession:
             npc = self.campaign.npcs.get(name)
             if npc is None or turn.handle.done():
                 turn.handle.cancel()
+                if turn.speculation is not None:
+                    turn.speculation.cancel()
                 continue
             state.current = turn
             try:
@@ -535,6 +574,47 @@ class TableSession:
             "recent_voice_to_voice_ms": v2v,
         }
 
+    # --- speculation -------------------------------------------------------------------------
+    def _speculate(self, speaker: _Speaker) -> None:
+        """The player paused: start the named NPC's answer on the latest partial."""
+        text = speaker.last_partial
+        if not text or speaker.speculation is not None:
+            return
+        spoken_to = [m.npc for m in self.addressing.mentions(text) if m.vocative]
+        if len(spoken_to) != 1 or speaker.name in self.dm_speakers:
+            return
+        name = spoken_to[0]
+        npc = self.campaign.npcs.get(name)
+        state = self._npcs.get(name)
+        if npc is None or self.is_muted(name):
+            return
+        if state is not None and (state.current is not None or not state.queue.empty()):
+            return  # answers keep their order; this one waits for the final
+        engine = self._engines(npc)
+        if engine is None:
+            return
+        now = time.monotonic()
+        tier = self.tiers.select(text, npc=npc, queue_depth=self.queue_depth(), now=now)
+        lookup = self.entities
+        spec = Speculation(
+            speaker.name,
+            speaker.utterance_id,
+            name,
+            text,
+            tier.tier,
+            snapshot=lambda: lookup.snapshot(text),
+        )
+        speaker.speculation = spec.start(engine, npc, list(self.scene))
+        if spec.task is not None:
+            self._tasks.add(spec.task)
+            spec.task.add_done_callback(self._tasks.discard)
+
+    def _drop_speculation(self, speaker: _Speaker, utterance_id: int | None = None) -> None:
+        spec = speaker.speculation
+        if spec is not None and (utterance_id is None or spec.utterance_id == utterance_id):
+            spec.cancel()
+            speaker.speculation = None
+
     # --- helpers -----------------------------------------------------------------------------
     def _npc_name(self, name: str) -> str:
         npc = self.campaign.find_npc(name)
@@ -548,7 +628,10 @@ class TableSession:
         if state is None:
             return
         while not state.queue.empty():
-            state.queue.get_nowait().handle.cancel()
+            queued = state.queue.get_nowait()
+            queued.handle.cancel()
+            if queued.speculation is not None:
+                queued.speculation.cancel()
         if state.current is not None:
             state.current.handle.cancel()
             if state.current.task is not None:

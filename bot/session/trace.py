@@ -65,6 +65,8 @@ class TurnTrace:
     """What players actually heard (differs from ``reply`` after a barge-in)."""
     interrupted: bool = False
     error: str | None = None
+    speculative: bool = False
+    """The answer was started on an STT partial that the final transcript confirmed."""
     speculative_entities: int = 0
     """Entities found by the lookup started on STT partials."""
 
@@ -80,7 +82,9 @@ class TurnTrace:
         """Time spent inside models and tools on the way to the first audio."""
         total = self.stt_compute_ms or 0.0
         if self.engine_start is not None and self.first_sentence is not None:
-            total += (self.first_sentence - self.engine_start) * 1000.0
+            # only the LLM time on the critical path: a speculative start overlaps the final
+            start = max(self.engine_start, self.final_transcript or self.engine_start)
+            total += max(0.0, self.first_sentence - start) * 1000.0
         return total + self.tts_compute_ms
 
     def overhead_ms(self) -> float | None:
@@ -121,6 +125,7 @@ class TurnTrace:
             "stt_compute_ms": self.stt_compute_ms,
             "tts_compute_ms": round(self.tts_compute_ms, 2),
             "floor_wait_ms": round(self.floor_wait_ms, 2),
+            "speculative": self.speculative,
             "speculative_entities": self.speculative_entities,
             "stages_ms": self.stages_ms(),
             "model_ms": round(self.model_ms(), 2),

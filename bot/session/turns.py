@@ -14,6 +14,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
+from bot.session.speculation import Speculation
 from bot.session.trace import ToolUse, TurnTrace
 from bot.speech.audio import AudioChunk as SpeechChunk
 from bot.speech.handle import SpeechHandle
@@ -50,6 +51,8 @@ class NpcTurn:
     handle: SpeechHandle
     verbatim: str | None = None
     snapshot: Callable[[], Awaitable[str | None]] | None = None
+    speculation: Speculation | None = None
+    """An engine run already started on the partial that matched this turn's final."""
     task: asyncio.Task[None] | None = None
     floor_at: float | None = None
     cancelled_by: str | None = field(default=None)
@@ -83,22 +86,27 @@ async def run_turn(
                     say(sentence)
                 trace.reply = text
                 return
-            snapshot = await turn.snapshot() if turn.snapshot is not None else None
-            request = TurnRequest(
-                npc=npc,
-                speaker=turn.speaker,
-                text=turn.text,
-                tier=turn.tier,
-                scene=list(scene),
-                entity_snapshot=snapshot,
-                played_ms=lambda: handle.played_s * 1000.0,
-            )
-            trace.engine_start = time.monotonic()
+            if turn.speculation is not None:
+                trace.engine_start = turn.speculation.started
+                source = turn.speculation.events()
+            else:
+                snapshot = await turn.snapshot() if turn.snapshot is not None else None
+                request = TurnRequest(
+                    npc=npc,
+                    speaker=turn.speaker,
+                    text=turn.text,
+                    tier=turn.tier,
+                    scene=list(scene),
+                    entity_snapshot=snapshot,
+                    played_ms=lambda: handle.played_s * 1000.0,
+                )
+                trace.engine_start = time.monotonic()
+                source = engine.respond(request)
             spoken: list[str] = []
-            async with contextlib.aclosing(engine.respond(request)) as events:  # type: ignore[type-var]
+            async with contextlib.aclosing(source) as events:  # type: ignore[type-var]
                 async for event in events:
                     if isinstance(event, FirstToken):
-                        trace.first_token = trace.first_token or time.monotonic()
+                        trace.first_token = trace.first_token or event.at
                     elif isinstance(event, Sentence):
                         spoken.append(event.text)
                         say(event.text)

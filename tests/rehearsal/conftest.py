@@ -56,6 +56,22 @@ class Table:
 async def table(
     config: GlyphoxaConfig, campaign: Campaign, memory: MemoryStore
 ) -> AsyncIterator[Table]:
+    """Speculation off: each test sees exactly the engine turns it scripts."""
+    async for made in _table(config, campaign, memory, speculate=False):
+        yield made
+
+
+@pytest.fixture
+async def speculating_table(
+    config: GlyphoxaConfig, campaign: Campaign, memory: MemoryStore
+) -> AsyncIterator[Table]:
+    async for made in _table(config, campaign, memory, speculate=True):
+        yield made
+
+
+async def _table(
+    config: GlyphoxaConfig, campaign: Campaign, memory: MemoryStore, *, speculate: bool
+) -> AsyncIterator[Table]:
     stt, tts, metrics = ToneStt(), ToneTts(), Metrics()
     engine = ScriptedEngine(replies={})
     session = TableSession(
@@ -68,6 +84,7 @@ async def table(
         metrics=metrics,
         vad_factory=EnergyVad,
         dm_speakers=["DM"],
+        speculate=speculate,
     )
     await session.start()
     driver = TableDriver(session, stt, ["Arin", "Tobble", "DM"])

@@ -42,11 +42,15 @@ class ToneStt:
 
     def __init__(self) -> None:
         self.texts: dict[int, str] = {}
+        self.stable: set[int] = set()
         self.finals = 0
 
-    def register(self, text: str) -> int:
+    def register(self, text: str, *, stable: bool = False) -> int:
+        """``stable``: partials already hold every word (the recognizer got it early)."""
         freq = 300 + 60 * len(self.texts)
         self.texts[freq] = text
+        if stable:
+            self.stable.add(freq)
         return freq
 
     async def transcribe(self, audio: np.ndarray, *, partial: bool = False, vocabulary=None) -> str:
@@ -58,7 +62,9 @@ class ToneStt:
         words = self.texts[freq].split()
         if not partial:
             self.finals += 1
-        return " ".join(words[: max(1, len(words) // 2)]) if partial else " ".join(words)
+        if partial and freq not in self.stable:
+            return " ".join(words[: max(1, len(words) // 2)])
+        return " ".join(words)
 
 
 class ToneTts:
@@ -131,8 +137,8 @@ class TableDriver:
         self.audible: list[str | None] = []
         session.listeners.append(self.events.append)
 
-    def say(self, player: str, text: str, seconds: float = 1.0) -> None:
-        self.queued[player] += tone_frames(self.stt.register(text), seconds)
+    def say(self, player: str, text: str, seconds: float = 1.0, *, stable: bool = False) -> None:
+        self.queued[player] += tone_frames(self.stt.register(text, stable=stable), seconds)
 
     async def tick(self) -> None:
         for number, player in enumerate(self.players):

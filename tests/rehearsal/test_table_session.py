@@ -42,8 +42,8 @@ async def test_named_npc_answers_and_everything_is_recorded(table: Table) -> Non
     assert trace.overhead_ms() is not None
     assert "Bartok" in table.driver.audible  # the audio really went through the mixer
     assert table.tts.spoken == ["Dark ale tonight.", "Two coppers a mug."]
-    request = table.engine.requests[0]
-    assert request.speaker == "Arin" and request.npc.name == "Bartok"
+    request = table.engine.requests[-1]
+    assert (request.speaker, request.npc.name, request.text) == ("Arin", "Bartok", heard)
     await table.session.recorder.flush()
     sid = table.session.recorder.session_id
     rows = await table.session.memory.search_sessions("coppers", session_id=sid)
@@ -185,3 +185,34 @@ async def test_push_before_start_is_a_clear_error(config: GlyphoxaConfig, campai
     )  # fmt: skip
     with pytest.raises(GlyphoxaError, match="start"):
         session.push_frame(1, "Arin", b"\0" * 3840)
+
+
+async def test_answer_starts_on_the_partial_when_the_final_confirms_it(
+    speculating_table: Table,
+) -> None:
+    table = speculating_table
+    table.engine.replies["Bartok"] = ["Dark ale."]
+    table.driver.say("Arin", "Bartok, what is on tap?", stable=True)
+    await table.driver.run_until(lambda: len(spoken(table)) == 1)
+    trace = spoken(table)[0].trace
+    assert trace.speculative and trace.spoken == "Dark ale."
+    assert [r.text for r in table.engine.requests] == ["Bartok, what is on tap?"]  # one run
+    assert trace.engine_start is not None and trace.final_transcript is not None
+    assert trace.engine_start < trace.final_transcript  # started before the final existed
+    assert table.engine.cancelled == []
+
+
+async def test_speculation_on_a_stale_partial_is_dropped(speculating_table: Table) -> None:
+    table = speculating_table
+    table.engine.replies["Bartok"] = ["Dark ale."]
+    table.engine.hold = asyncio.Event()  # the speculative "LLM" is still writing at the final
+    table.driver.say("Arin", "Bartok, what is on tap tonight?")  # partial: first half only
+    await table.driver.run_until(lambda: len(table.driver.of_type(Routed)) == 1)
+    await table.driver.run_until(lambda: table.engine.cancelled == ["Bartok"])
+    table.engine.hold.set()
+    await table.driver.run_until(lambda: len(spoken(table)) == 1)
+    trace = spoken(table)[0].trace
+    assert not trace.speculative and trace.spoken == "Dark ale."
+    texts = [r.text for r in table.engine.requests]
+    assert texts == ["Bartok, what is", "Bartok, what is on tap tonight?"]
+    assert table.tts.spoken == ["Dark ale."]  # nothing of the stale run was voiced

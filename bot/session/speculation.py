@@ -1,0 +1,113 @@
+"""Start the NPC's answer on the last STT partial, before the final transcript exists.
+
+When a player pauses (the frames fall quiet for ``pause_ms``) and their latest partial names
+an NPC, the engine is started on that partial. Its events are buffered, nothing is spoken. If
+the final transcript says the same words (and routes to the same NPC at the same tier), the turn
+adopts the running answer and saves the endpointing wait and the final's recognition time;
+otherwise the speculation is cancelled and the turn starts normally.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import re
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from npcs.context import SceneLine
+from npcs.engines import Engine, EngineEvent, TurnRequest
+from npcs.schema import NpcDefinition
+from tools.tiers import Tier
+
+__all__ = ["PauseDetector", "Speculation", "normalize"]
+
+log = logging.getLogger(__name__)
+
+_WORDS = re.compile(r"[a-z0-9']+")
+
+
+def normalize(text: str) -> str:
+    """Words only, lower case: what must match between a partial and the final."""
+    return " ".join(_WORDS.findall(text.lower()))
+
+
+class PauseDetector:
+    """Counts quiet 20 ms frames of one speaker (RMS below ``threshold``), cheaply."""
+
+    def __init__(self, pause_ms: float = 240.0, threshold: float = 400.0) -> None:
+        self.frames_needed = max(1, round(pause_ms / 20))
+        self.threshold_sq = threshold * threshold
+        self.quiet_frames = 0
+
+    def push(self, frame: bytes) -> bool:
+        """True exactly once per pause: on the frame that completes ``pause_ms`` of quiet."""
+        samples = np.frombuffer(frame, dtype="<i2").astype(np.float32)
+        if float(np.dot(samples, samples)) / max(1, samples.size) > self.threshold_sq:
+            self.quiet_frames = 0
+            return False
+        self.quiet_frames += 1
+        return self.quiet_frames == self.frames_needed
+
+
+@dataclass(slots=True)
+class Speculation:
+    """An engine turn running on a partial; ``events()`` replays it for the adopting turn."""
+
+    speaker: str
+    utterance_id: int
+    npc: str
+    text: str
+    tier: Tier
+    snapshot: Callable[[], Awaitable[str | None]] | None = None
+    started: float = field(default_factory=time.monotonic)
+    task: asyncio.Task[None] | None = None
+    _queue: asyncio.Queue[EngineEvent | None] = field(default_factory=asyncio.Queue)
+    _error: BaseException | None = None
+
+    @property
+    def key(self) -> str:
+        return normalize(self.text)
+
+    def start(self, engine: Engine, npc: NpcDefinition, scene: list[SceneLine]) -> Speculation:
+        lines = [*scene, SceneLine(self.speaker, self.text, None, self.started)]
+        self.task = asyncio.create_task(
+            self._run(engine, npc, lines), name=f"table:speculate:{self.npc}"
+        )
+        log.debug("speculating %s on %r", self.npc, self.text)
+        return self
+
+    async def _run(self, engine: Engine, npc: NpcDefinition, scene: list[SceneLine]) -> None:
+        try:
+            request = TurnRequest(
+                npc=npc,
+                speaker=self.speaker,
+                text=self.text,
+                tier=self.tier,
+                scene=scene,
+                entity_snapshot=await self.snapshot() if self.snapshot is not None else None,
+            )
+            async with contextlib.aclosing(engine.respond(request)) as events:  # type: ignore[type-var]
+                async for event in events:
+                    self._queue.put_nowait(event)
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:  # handed to the adopting turn, which records it
+            self._error = error
+        finally:
+            self._queue.put_nowait(None)
+
+    async def events(self) -> AsyncIterator[EngineEvent]:
+        while (event := await self._queue.get()) is not None:
+            yield event
+        if self._error is not None:
+            raise self._error
+
+    def cancel(self) -> None:
+        if self.task is not None and not self.task.done():
+            self.task.cancel()
+            log.debug("speculation for %s on %r dropped", self.npc, self.text)
