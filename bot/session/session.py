@@ -20,19 +20,20 @@ from typing import Any
 
 from bot.config import GlyphoxaConfig
 from bot.metrics import METRICS, Metrics
+from bot.session.controls import DmControls
 from bot.session.entities import EntityLookup
-from bot.session.events import BargedIn, DmAction, NpcSpoke, PlayerSpoke, Routed, SessionEvent
+from bot.session.events import BargedIn, NpcSpoke, PlayerSpoke, Routed, SessionEvent
+from bot.session.npc_queue import NpcQueues
 from bot.session.recorder import TranscriptRecorder
 from bot.session.speculation import PauseDetector, Speculation, normalize
 from bot.session.timing import StreamClock, TimedStt, TimedTts
 from bot.session.trace import TurnTrace
-from bot.session.turns import NpcTurn, run_turn
+from bot.session.turns import NpcTurn
 from bot.speech import (
     Backchannel,
     BargeIn,
     BargeInController,
     FinalTranscript,
-    HandleState,
     Mixer,
     PartialTranscript,
     SpeakerLane,
@@ -79,14 +80,7 @@ class _Speaker:
     speculation: Speculation | None = None
 
 
-@dataclass(slots=True)
-class _NpcState:
-    queue: asyncio.Queue[NpcTurn] = field(default_factory=asyncio.Queue)
-    worker: asyncio.Task[None] | None = None
-    current: NpcTurn | None = None
-
-
-class TableSession:
+class TableSession(DmControls):
     """The whole table pipeline for one voice connection (Discord or rehearsal)."""
 
     def __init__(
@@ -138,7 +132,15 @@ class TableSession:
         self.muted: set[str] = set()
         self.all_muted = False
         self._speakers: dict[str, _Speaker] = {}
-        self._npcs: dict[str, _NpcState] = {}
+        self.turns = NpcQueues(
+            mixer=self.mixer,
+            campaign=campaign,
+            engines=engines,
+            tts=self._tts,
+            scene=lambda: self.scene,
+            spawn=self._spawn,
+            on_done=self._finish_trace,
+        )
         self._turn_ids = 0
         self._tasks: set[asyncio.Task[Any]] = set()
         self._watcher: CampaignWatcher | None = None
@@ -146,7 +148,6 @@ class TableSession:
         self._loop_thread: int | None = None
         self._started = False
         self._stopped = False
-        self.mixer.add_listener(self._mixer_changed)
 
     # --- lifecycle ---------------------------------------------------------------------------
     async def start(self) -> None:
@@ -170,9 +171,8 @@ class TableSession:
         self._stopped = True
         if self._watcher is not None:
             self._watcher.close()
-        for state in self._npcs.values():
-            turn = state.current
-            if turn is not None and turn.trace not in self.traces:
+        for turn in self.turns.running():
+            if turn.trace not in self.traces:
                 turn.trace.error = turn.trace.error or "cut off: the session ended"
                 turn.trace.spoken = turn.handle.played_text
                 turn.trace.playback_start = turn.handle.playback_started_at
@@ -206,9 +206,7 @@ class TableSession:
     @property
     def busy(self) -> bool:
         """An NPC turn is queued, thinking or speaking."""
-        return self.mixer.busy or any(
-            state.current is not None or not state.queue.empty() for state in self._npcs.values()
-        )
+        return self.mixer.busy or self.turns.busy()
 
     @property
     def listening(self) -> bool:
@@ -374,7 +372,7 @@ class TableSession:
     # --- turns -------------------------------------------------------------------------------
     def queue_depth(self) -> int:
         """Players waiting for an NPC (turns queued, not yet started)."""
-        return sum(state.queue.qsize() for state in self._npcs.values())
+        return self.turns.depth()
 
     def _new_trace(self, npc: str, speaker: str, text: str, tier: Tier, reason: str) -> TurnTrace:
         self._turn_ids += 1
@@ -391,59 +389,13 @@ class TableSession:
         verbatim: str | None = None,
         snapshot_text: str | None = None,
         speculation: Speculation | None = None,
-    ) -> NpcTurn:
+    ) -> None:
         lookup = self.entities
         snapshot = (lambda: lookup.snapshot(snapshot_text, trace)) if snapshot_text else None
-        turn = NpcTurn(
-            npc=npc,
-            speaker=speaker,
-            text=text,
-            tier=tier,
-            trace=trace,
-            handle=self.mixer.speak(npc),  # floor order = order of address
-            verbatim=verbatim,
-            snapshot=snapshot,
-            speculation=speculation,
-        )
-        state = self._npcs.setdefault(npc, _NpcState())
-        state.queue.put_nowait(turn)
-        if state.worker is None or state.worker.done():
-            state.worker = self._spawn(self._npc_worker(npc, state), f"table:npc:{npc}")
-        return turn
-
-    async def _npc_worker(self, name: str, state: _NpcState) -> None:
-        while not state.queue.empty():
-            turn = state.queue.get_nowait()
-            npc = self.campaign.npcs.get(name)
-            if npc is None or turn.handle.done():
-                turn.handle.cancel()
-                if turn.speculation is not None:
-                    turn.speculation.cancel()
-                continue
-            state.current = turn
-            try:
-                await self._play_turn(turn, npc)
-            finally:
-                state.current = None
-
-    async def _play_turn(self, turn: NpcTurn, npc: NpcDefinition) -> None:
-        engine = None if turn.verbatim is not None else self._engines(npc)
-        if engine is None and turn.verbatim is None:
-            turn.trace.error = f"no engine for {npc.name} ({npc.engine.value})"
-        turn.task = asyncio.create_task(
-            run_turn(turn, npc=npc, engine=engine, tts=self._tts, scene=tuple(self.scene)),
-            name=f"table:turn:{turn.trace.turn_id}:{npc.name}",
-        )
-        await asyncio.wait([turn.task])  # a barge-in cancels the turn, not this worker
-        result = await turn.handle.wait()
-        trace = turn.trace
-        trace.playback_start = turn.handle.playback_started_at
-        trace.done = time.monotonic()
-        trace.spoken = result.played_text
-        trace.interrupted = result.interrupted
-        if turn.floor_at and trace.first_audio and turn.floor_at > trace.first_audio:
-            trace.floor_wait_ms = round((turn.floor_at - trace.first_audio) * 1000.0, 2)
-        self._finish_trace(turn)
+        self.turns.enqueue(
+            npc, speaker, text, tier, trace,
+            verbatim=verbatim, snapshot=snapshot, speculation=speculation,
+        )  # fmt: skip
 
     def _finish_trace(self, turn: NpcTurn) -> None:
         trace = turn.trace
@@ -465,114 +417,11 @@ class TableSession:
             )
         self._emit(NpcSpoke(trace, now))
 
-    def _mixer_changed(self) -> None:
-        """Any thread: note when a queued handle got the floor (for floor-wait accounting)."""
-        holder = self.mixer.current
-        if holder is None:
-            return
-        for state in list(self._npcs.values()):
-            turn = state.current
-            if turn is not None and turn.handle is holder and turn.floor_at is None:
-                if holder.state is HandleState.PLAYING:
-                    turn.floor_at = time.monotonic()
-
     def _on_barge_in(self, barge: BargeIn) -> None:
-        state = self._npcs.get(barge.npc)
-        turn = state.current if state is not None else None
-        if turn is not None and turn.task is not None and not turn.task.done():
-            turn.task.cancel()
+        self.turns.interrupt(barge.npc)
         speaker = self._speakers.get(barge.speaker)
         who = speaker.name if speaker else barge.speaker
         self._emit(BargedIn(who, barge.npc, barge.heard.played_text, time.monotonic()))
-
-    # --- DM controls -------------------------------------------------------------------------
-    def set_tier_override(
-        self, tier: Tier | str | None, npc: str | None = None, duration_s: float | None = None
-    ) -> None:
-        """Force a tier for one NPC or all (None/``auto`` clears), optionally for a while."""
-        name = self._npc_name(npc) if npc else None
-        self.tiers.set_override(tier, npc=name, duration_s=duration_s, now=time.monotonic())
-        label = tier.label if isinstance(tier, Tier) else str(tier or "auto")
-        self._dm("tier", f"{label} for {name or 'all NPCs'}")
-
-    def mute(self, npc: str | None = None) -> None:
-        """Silence one NPC (or all): cut what it is saying and drop its queued turns."""
-        if npc is None or npc.lower() == "all":
-            self.all_muted = True
-            targets = list(self._npcs)
-        else:
-            name = self._npc_name(npc)
-            self.muted.add(name)
-            targets = [name]
-        for name in targets:
-            self._cancel_npc(name)
-        self._dm("mute", npc or "all")
-
-    def unmute(self, npc: str | None = None) -> None:
-        if npc is None or npc.lower() == "all":
-            self.all_muted = False
-            self.muted.clear()
-        else:
-            self.muted.discard(self._npc_name(npc))
-        self._dm("unmute", npc or "all")
-
-    def is_muted(self, npc: str) -> bool:
-        return self.all_muted or npc in self.muted
-
-    def say(self, npc: str, text: str) -> None:
-        """DM puppeting: ``npc`` speaks ``text`` verbatim in its voice (queued like a turn)."""
-        name = self._npc_name(npc)
-        if not text.strip():
-            raise GlyphoxaError("nothing to say")
-        npc_def = self.campaign.npcs[name]
-        trace = self._new_trace(name, "DM", "", npc_def.budget_tier, "DM say")
-        trace.address_reason = "DM say"
-        self._enqueue(name, "DM", "", npc_def.budget_tier, trace, verbatim=text)
-        self._dm("say", f"{name}: {text}")
-
-    async def reload_npcs(self) -> list[str]:
-        """Apply NPC file edits now (the same path as hot reload); returns change summaries."""
-        watcher = self._watcher
-        if watcher is None:
-            raise GlyphoxaError("the session is not started")
-        changes = await watcher.poll_once()
-        changes += await watcher.poll_once()  # a change counts once it was stable for one poll
-        self._npcs_changed()
-        summary = [f"{c.kind} {c.name or c.path.name}" for c in changes]
-        self._dm("reload", ", ".join(summary) or "no changes")
-        return summary
-
-    def status(self) -> dict[str, Any]:
-        """A snapshot for the DM: NPCs, speakers, overrides, recent latency."""
-        now = time.monotonic()
-        holder = self.mixer.current
-        npcs = {}
-        for name, npc in self.campaign.npcs.items():
-            state = self._npcs.get(name)
-            override = self.tiers.override_for(name, now)
-            npcs[name] = {
-                "muted": self.is_muted(name),
-                "speaking": holder is not None and holder.npc == name and self.mixer.npc_speaking,
-                "thinking": state is not None and state.current is not None,
-                "queued": state.queue.qsize() if state else 0,
-                "override": override[1] if override else None,
-                "engine": npc.engine.value,
-                "budget_tier": npc.budget_tier.label,
-            }
-        recent = [t.stages_ms()["voice_to_voice"] for t in self.traces[-20:]]
-        v2v = [ms for ms in recent if ms is not None]
-        return {
-            "campaign": self.campaign.name,
-            "session_id": self.recorder.session_id,
-            "npcs": npcs,
-            "speakers": {
-                s.name: {"speaking": s.speaking, "partial_tier": s.partial_tier}
-                for s in self._speakers.values()
-            },
-            "turns": len(self.traces),
-            "queue_depth": self.queue_depth(),
-            "recent_voice_to_voice_ms": v2v,
-        }
 
     # --- speculation -------------------------------------------------------------------------
     def _speculate(self, speaker: _Speaker) -> None:
@@ -585,10 +434,9 @@ class TableSession:
             return
         name = spoken_to[0]
         npc = self.campaign.npcs.get(name)
-        state = self._npcs.get(name)
         if npc is None or self.is_muted(name):
             return
-        if state is not None and (state.current is not None or not state.queue.empty()):
+        if self.turns.npc_busy(name):
             return  # answers keep their order; this one waits for the final
         engine = self._engines(npc)
         if engine is None:
@@ -616,27 +464,6 @@ class TableSession:
             speaker.speculation = None
 
     # --- helpers -----------------------------------------------------------------------------
-    def _npc_name(self, name: str) -> str:
-        npc = self.campaign.find_npc(name)
-        if npc is None:
-            known = ", ".join(sorted(self.campaign.npcs)) or "none"
-            raise GlyphoxaError(f"no NPC named {name!r}; known: {known}")
-        return npc.name
-
-    def _cancel_npc(self, name: str) -> None:
-        state = self._npcs.get(name)
-        if state is None:
-            return
-        while not state.queue.empty():
-            queued = state.queue.get_nowait()
-            queued.handle.cancel()
-            if queued.speculation is not None:
-                queued.speculation.cancel()
-        if state.current is not None:
-            state.current.handle.cancel()
-            if state.current.task is not None:
-                state.current.task.cancel()
-
     def _npcs_changed(self) -> None:
         self.addressing.set_npcs(self.campaign.npcs)
         self.vocabulary = Vocabulary.from_campaign(self.campaign)
@@ -653,9 +480,6 @@ class TableSession:
     def _add_scene(self, line: SceneLine) -> None:
         self.scene.append(line)
         del self.scene[:-_MAX_SCENE]
-
-    def _dm(self, action: str, detail: str) -> None:
-        self._emit(DmAction(action, detail, time.monotonic()))
 
     def _emit(self, event: SessionEvent) -> None:
         for listener in self.listeners:

@@ -1,0 +1,147 @@
+"""What the DM steers while the table runs: tier overrides, mute, puppeting, reload, status.
+
+A mixin of ``TableSession`` (the Discord cog and the rehearsal call these on the session).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from bot.session.events import DmAction
+from campaigns.errors import GlyphoxaError
+from tools.tiers import Tier
+
+if TYPE_CHECKING:
+    from bot.session.events import SessionEvent
+    from bot.session.npc_queue import NpcQueues
+    from bot.session.recorder import TranscriptRecorder
+    from bot.session.trace import TurnTrace
+    from bot.speech import Mixer
+    from npcs.campaign import Campaign, CampaignWatcher
+    from npcs.tier_selector import TierSelector
+
+__all__ = ["DmControls"]
+
+
+class DmControls:
+    """DM controls over the session state declared below (provided by ``TableSession``)."""
+
+    campaign: Campaign
+    tiers: TierSelector
+    turns: NpcQueues
+    mixer: Mixer
+    recorder: TranscriptRecorder
+    traces: list[TurnTrace]
+    muted: set[str]
+    all_muted: bool
+    _watcher: CampaignWatcher | None
+    _speakers: dict[str, Any]
+
+    if TYPE_CHECKING:  # provided by TableSession
+
+        def queue_depth(self) -> int: ...
+        def _new_trace(
+            self, npc: str, speaker: str, text: str, tier: Tier, reason: str
+        ) -> TurnTrace: ...
+        def _enqueue(self, *args: Any, **kwargs: Any) -> None: ...
+        def _npcs_changed(self) -> None: ...
+        def _emit(self, event: SessionEvent) -> None: ...
+
+    # --- DM controls -------------------------------------------------------------------------
+    def set_tier_override(
+        self, tier: Tier | str | None, npc: str | None = None, duration_s: float | None = None
+    ) -> None:
+        """Force a tier for one NPC or all (None/``auto`` clears), optionally for a while."""
+        name = self._npc_name(npc) if npc else None
+        self.tiers.set_override(tier, npc=name, duration_s=duration_s, now=time.monotonic())
+        label = tier.label if isinstance(tier, Tier) else str(tier or "auto")
+        self._dm("tier", f"{label} for {name or 'all NPCs'}")
+
+    def mute(self, npc: str | None = None) -> None:
+        """Silence one NPC (or all): cut what it is saying and drop its queued turns."""
+        if npc is None or npc.lower() == "all":
+            self.all_muted = True
+            targets = self.turns.names()
+        else:
+            name = self._npc_name(npc)
+            self.muted.add(name)
+            targets = [name]
+        for name in targets:
+            self.turns.cancel(name)
+        self._dm("mute", npc or "all")
+
+    def unmute(self, npc: str | None = None) -> None:
+        if npc is None or npc.lower() == "all":
+            self.all_muted = False
+            self.muted.clear()
+        else:
+            self.muted.discard(self._npc_name(npc))
+        self._dm("unmute", npc or "all")
+
+    def is_muted(self, npc: str) -> bool:
+        return self.all_muted or npc in self.muted
+
+    def say(self, npc: str, text: str) -> None:
+        """DM puppeting: ``npc`` speaks ``text`` verbatim in its voice (queued like a turn)."""
+        name = self._npc_name(npc)
+        if not text.strip():
+            raise GlyphoxaError("nothing to say")
+        npc_def = self.campaign.npcs[name]
+        trace = self._new_trace(name, "DM", "", npc_def.budget_tier, "DM say")
+        trace.address_reason = "DM say"
+        self._enqueue(name, "DM", "", npc_def.budget_tier, trace, verbatim=text)
+        self._dm("say", f"{name}: {text}")
+
+    async def reload_npcs(self) -> list[str]:
+        """Apply NPC file edits now (the same path as hot reload); returns change summaries."""
+        watcher = self._watcher
+        if watcher is None:
+            raise GlyphoxaError("the session is not started")
+        changes = await watcher.poll_once()
+        changes += await watcher.poll_once()  # a change counts once it was stable for one poll
+        self._npcs_changed()
+        summary = [f"{c.kind} {c.name or c.path.name}" for c in changes]
+        self._dm("reload", ", ".join(summary) or "no changes")
+        return summary
+
+    def status(self) -> dict[str, Any]:
+        """A snapshot for the DM: NPCs, speakers, overrides, recent latency."""
+        now = time.monotonic()
+        holder = self.mixer.current
+        npcs = {}
+        for name, npc in self.campaign.npcs.items():
+            override = self.tiers.override_for(name, now)
+            npcs[name] = {
+                "muted": self.is_muted(name),
+                "speaking": holder is not None and holder.npc == name and self.mixer.npc_speaking,
+                "thinking": self.turns.current(name) is not None,
+                "queued": self.turns.queued(name),
+                "override": override[1] if override else None,
+                "engine": npc.engine.value,
+                "budget_tier": npc.budget_tier.label,
+            }
+        recent = [t.stages_ms()["voice_to_voice"] for t in self.traces[-20:]]
+        v2v = [ms for ms in recent if ms is not None]
+        return {
+            "campaign": self.campaign.name,
+            "session_id": self.recorder.session_id,
+            "npcs": npcs,
+            "speakers": {
+                s.name: {"speaking": s.speaking, "partial_tier": s.partial_tier}
+                for s in self._speakers.values()
+            },
+            "turns": len(self.traces),
+            "queue_depth": self.queue_depth(),
+            "recent_voice_to_voice_ms": v2v,
+        }
+
+    def _npc_name(self, name: str) -> str:
+        npc = self.campaign.find_npc(name)
+        if npc is None:
+            known = ", ".join(sorted(self.campaign.npcs)) or "none"
+            raise GlyphoxaError(f"no NPC named {name!r}; known: {known}")
+        return npc.name
+
+    def _dm(self, action: str, detail: str) -> None:
+        self._emit(DmAction(action, detail, time.monotonic()))

@@ -1,0 +1,181 @@
+"""Per-NPC turn queues: one answer at a time per NPC, voices in the order NPCs were addressed.
+
+A turn takes its mixer handle when it is queued, so the floor order is the order of address
+even while several NPCs think at once. Each NPC has a worker task that plays its turns one by
+one; a barge-in cancels the running turn's task, never the worker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from bot.session.speculation import Speculation
+from bot.session.trace import TurnTrace
+from bot.session.turns import NpcTurn, run_turn
+from bot.speech import HandleState, Mixer, TtsProvider
+from npcs.campaign import Campaign
+from npcs.context import SceneLine
+from npcs.engines import Engine
+from npcs.schema import NpcDefinition
+from tools.tiers import Tier
+
+__all__ = ["NpcQueues"]
+
+
+@dataclass(slots=True)
+class _NpcState:
+    queue: asyncio.Queue[NpcTurn] = field(default_factory=asyncio.Queue)
+    worker: asyncio.Task[None] | None = None
+    current: NpcTurn | None = None
+
+
+class NpcQueues:
+    """Queues, workers and floor accounting for every NPC of one table."""
+
+    def __init__(
+        self,
+        *,
+        mixer: Mixer,
+        campaign: Campaign,
+        engines: Callable[[NpcDefinition], Engine | None],
+        tts: TtsProvider,
+        scene: Callable[[], Sequence[SceneLine]],
+        spawn: Callable[[Any, str], asyncio.Task[Any]],
+        on_done: Callable[[NpcTurn], None],
+    ) -> None:
+        self._mixer = mixer
+        self._campaign = campaign
+        self._engines = engines
+        self._tts = tts
+        self._scene = scene
+        self._spawn = spawn
+        self._on_done = on_done
+        self._states: dict[str, _NpcState] = {}
+        mixer.add_listener(self._mixer_changed)
+
+    # --- queries -------------------------------------------------------------------------------
+    def depth(self) -> int:
+        """Players waiting for an NPC (turns queued, not yet started)."""
+        return sum(state.queue.qsize() for state in self._states.values())
+
+    def busy(self) -> bool:
+        return any(s.current is not None or not s.queue.empty() for s in self._states.values())
+
+    def npc_busy(self, name: str) -> bool:
+        state = self._states.get(name)
+        return state is not None and (state.current is not None or not state.queue.empty())
+
+    def current(self, name: str) -> NpcTurn | None:
+        state = self._states.get(name)
+        return state.current if state is not None else None
+
+    def queued(self, name: str) -> int:
+        state = self._states.get(name)
+        return state.queue.qsize() if state is not None else 0
+
+    def names(self) -> list[str]:
+        return list(self._states)
+
+    def running(self) -> list[NpcTurn]:
+        return [s.current for s in self._states.values() if s.current is not None]
+
+    # --- changes -------------------------------------------------------------------------------
+    def enqueue(
+        self,
+        npc: str,
+        speaker: str,
+        text: str,
+        tier: Tier,
+        trace: TurnTrace,
+        *,
+        verbatim: str | None = None,
+        snapshot: Callable[[], Any] | None = None,
+        speculation: Speculation | None = None,
+    ) -> NpcTurn:
+        turn = NpcTurn(
+            npc=npc,
+            speaker=speaker,
+            text=text,
+            tier=tier,
+            trace=trace,
+            handle=self._mixer.speak(npc),  # floor order = order of address
+            verbatim=verbatim,
+            snapshot=snapshot,
+            speculation=speculation,
+        )
+        state = self._states.setdefault(npc, _NpcState())
+        state.queue.put_nowait(turn)
+        if state.worker is None or state.worker.done():
+            state.worker = self._spawn(self._worker(npc, state), f"table:npc:{npc}")
+        return turn
+
+    def cancel(self, name: str) -> None:
+        """Cut what ``name`` says now and drop its queued turns."""
+        state = self._states.get(name)
+        if state is None:
+            return
+        while not state.queue.empty():
+            _drop(state.queue.get_nowait())
+        if state.current is not None:
+            state.current.handle.cancel()
+            if state.current.task is not None:
+                state.current.task.cancel()
+
+    def interrupt(self, name: str) -> None:
+        """Barge-in: the mixer already cut the voice; stop the engine turn too."""
+        turn = self.current(name)
+        if turn is not None and turn.task is not None and not turn.task.done():
+            turn.task.cancel()
+
+    # --- workers -------------------------------------------------------------------------------
+    async def _worker(self, name: str, state: _NpcState) -> None:
+        while not state.queue.empty():
+            turn = state.queue.get_nowait()
+            npc = self._campaign.npcs.get(name)
+            if npc is None or turn.handle.done():
+                _drop(turn)
+                continue
+            state.current = turn
+            try:
+                await self._play(turn, npc)
+            finally:
+                state.current = None
+
+    async def _play(self, turn: NpcTurn, npc: NpcDefinition) -> None:
+        engine = None if turn.verbatim is not None else self._engines(npc)
+        if engine is None and turn.verbatim is None:
+            turn.trace.error = f"no engine for {npc.name} ({npc.engine.value})"
+        turn.task = asyncio.create_task(
+            run_turn(turn, npc=npc, engine=engine, tts=self._tts, scene=tuple(self._scene())),
+            name=f"table:turn:{turn.trace.turn_id}:{npc.name}",
+        )
+        await asyncio.wait([turn.task])  # a barge-in cancels the turn, not this worker
+        result = await turn.handle.wait()
+        trace = turn.trace
+        trace.playback_start = turn.handle.playback_started_at
+        trace.done = time.monotonic()
+        trace.spoken = result.played_text
+        trace.interrupted = result.interrupted
+        if turn.floor_at and trace.first_audio and turn.floor_at > trace.first_audio:
+            trace.floor_wait_ms = round((turn.floor_at - trace.first_audio) * 1000.0, 2)
+        self._on_done(turn)
+
+    def _mixer_changed(self) -> None:
+        """Any thread: note when a queued handle got the floor (for floor-wait accounting)."""
+        holder = self._mixer.current
+        if holder is None or holder.state is not HandleState.PLAYING:
+            return
+        for state in list(self._states.values()):
+            turn = state.current
+            if turn is not None and turn.handle is holder and turn.floor_at is None:
+                turn.floor_at = time.monotonic()
+
+
+def _drop(turn: NpcTurn) -> None:
+    turn.handle.cancel()
+    if turn.speculation is not None:
+        turn.speculation.cancel()
