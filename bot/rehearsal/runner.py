@@ -173,12 +173,12 @@ async def _play(
     progress_at = t0  # wall time of the last line start or audible NPC frame
     try:
         while True:
-            for cmd in plan.due_commands(k):
+            quiet = not session.busy and not session.listening
+            for cmd in plan.due_commands(k, quiet=quiet):
                 try:
                     _apply(session, cmd)
                 except GlyphoxaError as error:
                     log.warning("DM command at %gs failed: %s", cmd.at, error)
-            quiet = not session.busy and not session.listening
             for item in plan.advance(k, quiet=quiet, npc_audible=session.mixer.npc_speaking):
                 progress_at = time.monotonic()
                 say(f"  {k * _TICK_S:5.1f}s {item.line.speaker}: {item.line.text or item.line.wav}")

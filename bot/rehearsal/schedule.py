@@ -53,12 +53,17 @@ class ScenePlan:
     def audio_end_frame(self) -> int:
         return max((t.end_frame for t in self.timelines.values()), default=0)
 
-    def due_commands(self, k: int) -> list[DmCommand]:
+    def due_commands(self, k: int, *, quiet: bool = True) -> list[DmCommand]:
+        """DM commands due at frame ``k``; a ``say`` also waits for a quiet table."""
         due: list[DmCommand] = []
         while self._dm and _frame(self._dm[0].at) + self.shift <= k:
-            at = self._dm[0].at
-            if any(self.lines[i].line.at <= at for i in self._pending):
+            cmd = self._dm[0]
+            if any(self.lines[i].line.at <= cmd.at for i in self._pending):
                 break  # a line planned before this command has not started yet
+            if cmd.say is not None and self.scene.wait_for_answers and not quiet:
+                break
+            if cmd.say is not None and k < self.audio_end_frame:
+                break  # the NPC would talk over a player
             due.append(self._dm.pop(0))
         return due
 

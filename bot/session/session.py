@@ -304,7 +304,10 @@ class TableSession(DmControls):
             speaker.last_partial = event.text
         spec = speaker.speculation
         if spec is not None and spec.key != normalize(event.text):
-            self._drop_speculation(speaker)  # the player went on talking
+            self._drop_speculation(speaker)  # the player went on talking, or a late partial
+        paused = speaker.pause.quiet_frames >= speaker.pause.frames_needed
+        if self.speculate and paused and speaker.speaking:
+            self._speculate(speaker)  # this partial finished computing during the pause
 
     def _on_final(self, speaker: _Speaker, event: FinalTranscript) -> None:
         now = time.monotonic()
