@@ -135,6 +135,7 @@ async def open_table(
             metrics=metrics,
             dm_speakers=dm_speakers,
             session_title=title,
+            speculate=_speculate(config),
         )
         session.tools = host
         session_ref.append(session)
@@ -143,6 +144,16 @@ async def open_table(
         context.session_id = session.recorder.session_id
         stack.push_async_callback(session.stop)
         yield session
+
+
+def _speculate(config: GlyphoxaConfig) -> bool:
+    """Speculative answers on partials, unless ``providers.llm.options.speculate`` says no.
+
+    Off by default for the bundled local server: it serves one request at a time and cannot
+    abort a non-streamed tool round, so a dropped speculation would delay the real answer.
+    """
+    llm = config.providers.llm
+    return bool(llm.options.get("speculate", llm.name != "local"))
 
 
 async def _engines(
