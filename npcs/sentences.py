@@ -1,8 +1,9 @@
 """Incremental sentence splitting of streamed LLM text, so TTS can start on the first sentence.
 
-An LLM streams tokens; speaking starts as soon as one sentence is complete. The splitter avoids
-cutting after abbreviations ("Mr.", "e.g."), initials and decimal numbers, and holds back a
-terminator until it sees what follows, because "3." may become "3.5".
+The one splitter of the project: engines use it to emit ``Sentence`` events and the speech stack
+uses it to pipeline TTS. It never cuts after abbreviations ("Mr.", "e.g."), initials or a leading
+list number, and a boundary is only certain once the whitespace after the terminator has arrived,
+so "3.5" never splits.
 """
 
 from __future__ import annotations
@@ -12,62 +13,93 @@ import re
 __all__ = ["SentenceSplitter", "split_sentences"]
 
 _ABBREVIATIONS = frozenset(
-    "mr mrs ms dr st sr jr vs etc e.g i.e prof capt lt col gen sgt mt ft no approx".split()
-)
-# A terminator run ("." "?!" "...") followed by optional closing quotes/brackets, then whitespace.
-_BOUNDARY = re.compile(r"([.!?…]+)([\"'”’)\]]*)(\s+)")
-_MIN_CHARS = 2
+    {
+        "mr", "mrs", "ms", "dr", "st", "sr", "jr", "prof", "capt", "col", "gen", "lt", "sgt",
+        "mt", "ft", "vs", "etc", "eg", "ie", "no", "vol", "approx", "inc", "ltd", "co", "lord",
+        "lady", "sir", "rev", "fr",
+    }
+)  # fmt: skip
+_CLOSERS = "\"')]}»”’"
+# A terminator run, optional closing quotes/brackets, then whitespace: a candidate boundary.
+_BOUNDARY = re.compile(r"([.!?…]+)([" + re.escape(_CLOSERS) + r"]*)(\s+)")
+_CLAUSE = re.compile(r"([,;:]|\s[—–-])(\s+)")
 
 
 class SentenceSplitter:
     """Feed text deltas with ``push``; get back the sentences they completed.
 
-    ``flush`` returns whatever remains at the end of the stream.
+    ``flush`` returns whatever remains at the end of the stream. With ``first_clause_words`` set,
+    the very first piece may end at a comma, semicolon, colon or dash once it has that many
+    words: TTS time to first audio grows with the length of what it is given.
     """
 
-    __slots__ = ("_buffer",)
+    __slots__ = ("_buffer", "_emitted", "_first_clause_words", "_min_chars")
 
-    def __init__(self) -> None:
+    def __init__(self, *, min_chars: int = 2, first_clause_words: int | None = None) -> None:
         self._buffer = ""
+        self._min_chars = min_chars
+        self._first_clause_words = first_clause_words
+        self._emitted = False
 
     def push(self, delta: str) -> list[str]:
         """Add a delta; return completed sentences (stripped, non-empty)."""
         if not delta:
             return []
         self._buffer += delta
-        sentences: list[str] = []
-        start = 0
-        for match in _BOUNDARY.finditer(self._buffer):
-            end = match.end(2)
-            candidate = self._buffer[start:end].strip()
-            if len(candidate) < _MIN_CHARS or _ends_with_abbreviation(candidate, match.group(1)):
-                continue
-            sentences.append(candidate)
-            start = match.end(3)
-        if start:
-            self._buffer = self._buffer[start:]
+        sentences = self._sentences()
+        if not sentences and not self._emitted and self._first_clause_words:
+            sentences = self._first_clause()
+        self._emitted = self._emitted or bool(sentences)
         return sentences
 
     def flush(self) -> str | None:
         """The unterminated rest of the stream, or None if nothing is left."""
         rest = self._buffer.strip()
         self._buffer = ""
+        self._emitted = self._emitted or bool(rest)
         return rest or None
 
     @property
     def pending(self) -> str:
         return self._buffer
 
+    def _sentences(self) -> list[str]:
+        sentences: list[str] = []
+        search_from = 0
+        while (match := _BOUNDARY.search(self._buffer, search_from)) is not None:
+            candidate = self._buffer[: match.end(2)].strip()
+            if len(candidate) >= self._min_chars and _is_real_boundary(
+                self._buffer, match.start(1), match.group(1)
+            ):
+                sentences.append(candidate)
+                self._buffer = self._buffer[match.end() :]
+                search_from = 0
+            else:
+                search_from = match.end()
+        return sentences
 
-def _ends_with_abbreviation(candidate: str, terminator: str) -> bool:
+    def _first_clause(self) -> list[str]:
+        assert self._first_clause_words is not None
+        for clause in _CLAUSE.finditer(self._buffer):
+            if len(self._buffer[: clause.start()].split()) >= self._first_clause_words:
+                first = self._buffer[: clause.end(1)].strip()
+                self._buffer = self._buffer[clause.end() :]
+                return [first, *self._sentences()]
+        return []
+
+
+def _is_real_boundary(text: str, start: int, terminator: str) -> bool:
+    """False after "Mr." / "e.g." / an initial ("J. R. R.") / a leading list number ("3.")."""
     if terminator != ".":
-        return False
-    words = candidate[:-1].rsplit(None, 1)
-    last = (words[-1] if words else "").lstrip("\"'(“‘")
-    if last.lower() in _ABBREVIATIONS:
         return True
-    # A single capital letter is an initial ("J. R. R. Tolkien"), not a sentence end; "I." is.
-    return len(last) == 1 and last.isupper() and last != "I"
+    before = text[:start]
+    word = re.split(r"[\s(\[\"'“‘]", before)[-1]
+    bare = word.replace(".", "")
+    if bare.lower() in _ABBREVIATIONS:
+        return False
+    if len(bare) == 1 and bare.isalpha() and bare.isupper() and bare != "I":
+        return False
+    return not (bare.isdigit() and len(before.split()) <= 1)
 
 
 def split_sentences(text: str) -> list[str]:

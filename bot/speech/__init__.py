@@ -8,7 +8,7 @@ Input:  ``SpeakerLane(speaker, stt=...)``; ``lane.push(frame)`` with 20 ms 48 kH
         ``FinalTranscript`` or ``Backchannel``. ``lane.end_input()`` / ``await lane.aclose()``.
 STT:    ``FasterWhisperStt`` (local, default tiny.en), ``OpenAiStt``; ``Vocabulary`` for names.
 TTS:    ``PiperTts``, ``OpenAiTts``, ``EspeakTts`` or ``VoiceRouter`` (by ``voice.provider``):
-        ``synthesize(text, voice) -> AsyncIterator[AudioChunk]``; ``SentenceStreamer``;
+        ``synthesize(text, voice) -> AsyncIterator[AudioChunk]``; ``SentenceSplitter``;
         ``speak_stream(handle, tts, voice, llm_deltas)`` pipelines sentences into a handle.
 Output: ``Mixer.next_frame()`` (never blocks); ``mixer.speak(npc) -> SpeechHandle`` with
         ``feed(chunk, text=...)``, ``finish()``, ``cancel()``, ``played_text``, ``await wait()``;
@@ -44,7 +44,6 @@ from bot.speech.handle import HandleState, SpeechHandle, SpeechResult
 from bot.speech.lane import SpeakerLane
 from bot.speech.mixer import Mixer
 from bot.speech.protocols import SttProvider, TtsProvider, VadModel
-from bot.speech.sentences import SentenceStreamer, split_sentences
 from bot.speech.sinks import WavSink
 from bot.speech.stt_openai import OpenAiStt
 from bot.speech.stt_whisper import FasterWhisperStt, resolve_whisper_model
@@ -55,6 +54,7 @@ from bot.speech.tts_openai import OpenAiTts
 from bot.speech.tts_piper import PiperTts
 from bot.speech.vad import SileroVad, WebRtcVad, create_vad
 from bot.speech.vocabulary import Vocabulary
+from npcs.sentences import SentenceSplitter, split_sentences
 
 __all__ = [
     "CHANNELS",
@@ -81,7 +81,7 @@ __all__ = [
     "OpenAiTts",
     "PartialTranscript",
     "PiperTts",
-    "SentenceStreamer",
+    "SentenceSplitter",
     "SileroVad",
     "SpeakerLane",
     "SpeechEnded",

@@ -17,13 +17,13 @@ from bot.config import ProviderConfig
 from bot.speech.audio import AudioChunk
 from bot.speech.handle import SpeechHandle, SpeechResult
 from bot.speech.protocols import TtsProvider
-from bot.speech.sentences import SentenceStreamer
 from bot.speech.trace import TurnTimer
 from bot.speech.tts_espeak import EspeakTts
 from bot.speech.tts_openai import OpenAiTts
 from bot.speech.tts_piper import PiperTts
 from campaigns.errors import GlyphoxaError
 from npcs.schema import VoiceSettings
+from npcs.sentences import SentenceSplitter
 
 __all__ = ["VoiceRouter", "speak_stream", "speak_text"]
 
@@ -127,23 +127,23 @@ async def speak_stream(
 ) -> SpeechResult:
     """Speak streaming LLM text: sentence N is synthesized while sentence N+1 is written.
 
-    The first piece may be just a clause (see ``SentenceStreamer``) so audio starts sooner.
+    The first piece may be just a clause (see ``SentenceSplitter``) so audio starts sooner.
     Cancelling this coroutine cancels both stages and the handle (barge-in).
     """
     sentences: asyncio.Queue[str | None] = asyncio.Queue()
 
     async def split() -> None:
-        streamer = SentenceStreamer(first_clause_words=first_clause_words)
+        splitter = SentenceSplitter(first_clause_words=first_clause_words)
         try:
             async for delta in deltas:
-                for sentence in streamer.feed(delta):
+                for sentence in splitter.push(delta):
                     if timer is not None:
                         timer.mark("first_sentence")
                     sentences.put_nowait(sentence)
-            for sentence in streamer.flush():
+            if (rest := splitter.flush()) is not None:
                 if timer is not None:
                     timer.mark("first_sentence")
-                sentences.put_nowait(sentence)
+                sentences.put_nowait(rest)
         finally:
             sentences.put_nowait(None)
 

@@ -5,26 +5,27 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bot.speech import BackchannelDetector, SentenceStreamer, Vocabulary, split_sentences
+from bot.speech import BackchannelDetector, SentenceSplitter, Vocabulary, split_sentences
 from bot.speech.vocabulary import phonetic_key
 
 
 def stream(text: str, step: int) -> list[str]:
-    streamer = SentenceStreamer()
+    streamer = SentenceSplitter()
     out: list[str] = []
     for i in range(0, len(text), step):
-        out += streamer.feed(text[i : i + step])
-    return out + streamer.flush()
+        out += streamer.push(text[i : i + step])
+    rest = streamer.flush()
+    return out + ([rest] if rest else [])
 
 
 def test_sentences_stream_out_as_soon_as_they_end() -> None:
-    streamer = SentenceStreamer()
-    assert streamer.feed("Welcome, traveler") == []
-    assert streamer.feed("! The ale") == ["Welcome, traveler!"]
-    assert streamer.feed(" costs 3.5 gold.") == []  # not certain until the next whitespace
-    assert streamer.feed(" Mr. Smith") == ["The ale costs 3.5 gold."]
-    assert streamer.feed(" paid. Anything else?") == ["Mr. Smith paid."]
-    assert streamer.flush() == ["Anything else?"]
+    streamer = SentenceSplitter()
+    assert streamer.push("Welcome, traveler") == []
+    assert streamer.push("! The ale") == ["Welcome, traveler!"]
+    assert streamer.push(" costs 3.5 gold.") == []  # not certain until the next whitespace
+    assert streamer.push(" Mr. Smith") == ["The ale costs 3.5 gold."]
+    assert streamer.push(" paid. Anything else?") == ["Mr. Smith paid."]
+    assert streamer.flush() == "Anything else?"
 
 
 def test_abbreviations_initials_and_quotes() -> None:
@@ -68,10 +69,10 @@ def test_backchannels_are_recognized_but_real_words_are_not() -> None:
 
 
 def test_first_clause_can_be_spoken_early() -> None:
-    streamer = SentenceStreamer(first_clause_words=3)
-    assert streamer.feed("Ah, you") == []  # "Ah," is too short to stand alone
-    assert streamer.feed(" again, my old friend, welcome") == ["Ah, you again,"]
-    assert streamer.feed(" back. It has been,") == ["my old friend, welcome back."]
-    assert streamer.feed(" what, years?") == []
-    assert streamer.flush() == ["It has been, what, years?"]
-    assert SentenceStreamer().feed("Ah, you again, my old friend, welcome ") == []
+    streamer = SentenceSplitter(first_clause_words=3)
+    assert streamer.push("Ah, you") == []  # "Ah," is too short to stand alone
+    assert streamer.push(" again, my old friend, welcome") == ["Ah, you again,"]
+    assert streamer.push(" back. It has been,") == ["my old friend, welcome back."]
+    assert streamer.push(" what, years?") == []
+    assert streamer.flush() == "It has been, what, years?"
+    assert SentenceSplitter().push("Ah, you again, my old friend, welcome ") == []
