@@ -17,6 +17,7 @@ from pydantic import SecretStr
 from bot.speech.audio import STT_SAMPLE_RATE, float_to_pcm16
 from bot.speech.vocabulary import Vocabulary
 from campaigns.errors import GlyphoxaError
+from npcs.openai_client import openai_client
 
 __all__ = ["OpenAiStt", "wav_bytes"]
 
@@ -48,12 +49,7 @@ class OpenAiStt:
         language: str | None = "en",
         timeout_s: float = 15.0,
     ) -> None:
-        import openai
-
-        key = api_key.get_secret_value() if isinstance(api_key, SecretStr) else api_key
-        self._client = openai.AsyncOpenAI(
-            api_key=key or "not-needed", base_url=base_url, timeout=timeout_s, max_retries=1
-        )
+        self._client = openai_client(api_key, base_url, timeout_s=timeout_s)
         self.model = model
         self.stream = stream
         self.partials = partials

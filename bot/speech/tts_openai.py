@@ -14,6 +14,7 @@ from pydantic import SecretStr
 from bot.speech.audio import AudioChunk
 from bot.speech.tts_piper import pitch_factor
 from campaigns.errors import GlyphoxaError
+from npcs.openai_client import openai_client
 from npcs.schema import VoiceSettings
 
 __all__ = ["OPENAI_TTS_RATE", "OpenAiTts"]
@@ -36,12 +37,7 @@ class OpenAiTts:
         default_voice: str = "alloy",
         timeout_s: float = 15.0,
     ) -> None:
-        import openai
-
-        key = api_key.get_secret_value() if isinstance(api_key, SecretStr) else api_key
-        self._client = openai.AsyncOpenAI(
-            api_key=key or "not-needed", base_url=base_url, timeout=timeout_s, max_retries=1
-        )
+        self._client = openai_client(api_key, base_url, timeout_s=timeout_s)
         self.model = model
         self.default_voice = default_voice
 

@@ -31,13 +31,20 @@ from npcs.engines.events import (
 )
 from npcs.sentences import SentenceSplitter, split_sentences
 from tools.host.types import ToolCall, ToolResult, TurnToolReport
+from tools.tiers import Tier
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
     from tools.host import ToolHost
 
-__all__ = ["DEFAULT_FILLERS", "CascadedEngine", "expected_cost_ms", "stream_error"]
+__all__ = [
+    "DEFAULT_FILLERS",
+    "CascadedEngine",
+    "expected_cost_ms",
+    "offered_tools",
+    "stream_error",
+]
 
 log = logging.getLogger(__name__)
 
@@ -132,7 +139,7 @@ class CascadedEngine:
         """The tool loop. ``prefix``: words already spoken (sentence cascade) to continue from."""
         npc = request.npc
         whitelist = tuple(npc.tools)
-        tools = self.host.openai_tools(whitelist, request.tier) if self.host and whitelist else []
+        tools = offered_tools(self.host, whitelist, request.tier)
         messages = build_messages(
             npc,
             request.speaker,
@@ -296,6 +303,13 @@ class CascadedEngine:
         return line
 
 
+def offered_tools(
+    host: ToolHost | None, whitelist: Sequence[str], tier: Tier
+) -> list[dict[str, Any]]:
+    """The tools an NPC with this whitelist may call at ``tier``, in OpenAI's function format."""
+    return host.openai_tools(whitelist, tier) if host is not None and whitelist else []
+
+
 def stream_error(client: Any, error: Exception) -> GlyphoxaError:
     """A broken response stream (connection lost, server error mid-answer) as a clear error."""
     return GlyphoxaError(f"LLM stream broke at {client.base_url}: {_short(str(error))}")
@@ -344,7 +358,4 @@ def _assistant_tool_message(content: str, calls: Sequence[ToolCall]) -> dict[str
 
 
 def _tool_message(result: ToolResult) -> dict[str, Any]:
-    content = result.content
-    if result.is_error and not content.lower().startswith("error"):
-        content = f"Error ({result.status}): {content}"
-    return {"role": "tool", "tool_call_id": result.call_id, "content": content}
+    return {"role": "tool", "tool_call_id": result.call_id, "content": result.model_text()}

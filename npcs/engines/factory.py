@@ -7,11 +7,11 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from campaigns.errors import GlyphoxaError
 from npcs.engines.cascaded import CascadedEngine
 from npcs.engines.events import Engine
 from npcs.engines.realtime import DEFAULT_REALTIME_MODEL, RealtimeEngine
 from npcs.engines.sentence_cascade import SentenceCascadeEngine
+from npcs.openai_client import make_openai_client
 from npcs.schema import EngineKind, NpcDefinition
 
 if TYPE_CHECKING:
@@ -20,24 +20,6 @@ if TYPE_CHECKING:
 __all__ = ["EngineSet", "build_engines", "make_openai_client"]
 
 log = logging.getLogger(__name__)
-
-
-def make_openai_client(provider: Any, *, base_url: str | None = None) -> Any:
-    """An ``AsyncOpenAI`` for a provider section of glyphoxa.yaml (``name``, ``model``,
-    ``base_url``, ``api_key`` as SecretStr). ``base_url`` overrides (the local server's)."""
-    from openai import AsyncOpenAI
-
-    key = getattr(provider, "api_key", None)
-    api_key = key.get_secret_value() if key is not None else None
-    url = base_url or getattr(provider, "base_url", None)
-    if api_key is None:
-        if url is None:
-            raise GlyphoxaError(
-                f"provider {provider.name!r} needs an api_key "
-                "(write ${OPENAI_API_KEY}) or a base_url"
-            )
-        api_key = "not-needed"  # local OpenAI-compatible servers ignore the key
-    return AsyncOpenAI(api_key=api_key, base_url=url, max_retries=1)
 
 
 @dataclass

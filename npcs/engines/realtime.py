@@ -26,6 +26,7 @@ from websockets.exceptions import ConnectionClosed
 
 from campaigns.errors import GlyphoxaError
 from npcs.context import build_system_prompt, render_scene
+from npcs.engines.cascaded import offered_tools
 from npcs.engines.events import (
     AudioChunk,
     Engine,
@@ -36,6 +37,7 @@ from npcs.engines.events import (
     TurnDone,
     TurnRequest,
 )
+from npcs.openai_client import openai_client
 from npcs.sentences import SentenceSplitter
 from tools.host.types import ToolCall
 from tools.tiers import Tier
@@ -114,17 +116,11 @@ class RealtimeEngine:
     ) -> RealtimeEngine:
         """From the ``providers.realtime`` section (``model``, ``base_url``, ``api_key``;
         ``options.voice``, ``options.max_realtime_tier``)."""
-        from openai import AsyncOpenAI
-
         key = getattr(provider, "api_key", None)
         base_url = getattr(provider, "base_url", None)
         if key is None and base_url is None:
             raise GlyphoxaError("providers.realtime needs an api_key (write ${OPENAI_API_KEY})")
-        client = AsyncOpenAI(
-            api_key=key.get_secret_value() if key is not None else "not-needed",
-            base_url=base_url or None,
-            max_retries=1,
-        )
+        client = openai_client(key, base_url)
         options = dict(getattr(provider, "options", {}) or {})
         try:
             max_tier = Tier.parse(str(options.get("max_realtime_tier", "standard")))
@@ -235,8 +231,7 @@ class RealtimeEngine:
                 session={"type": "realtime", "instructions": instructions}
             )
             session.instructions = instructions
-        whitelist = tuple(npc.tools)
-        tools = self.host.openai_tools(whitelist, request.tier) if self.host and whitelist else []
+        tools = offered_tools(self.host, tuple(npc.tools), request.tier)
         names = tuple(t["function"]["name"] for t in tools)
         if session.declared == (request.tier, names):
             return
@@ -363,11 +358,12 @@ class RealtimeEngine:
             calls, whitelist=npc.tools, tier=request.tier, npc=npc.name
         )
         for result in report.results:
-            output = result.content
-            if result.is_error and not output.lower().startswith("error"):
-                output = f"Error ({result.status}): {output}"
             await session.connection.conversation.item.create(
-                item={"type": "function_call_output", "call_id": result.call_id, "output": output}
+                item={
+                    "type": "function_call_output",
+                    "call_id": result.call_id,
+                    "output": result.model_text(),
+                }
             )
         return ToolsUsed(report)
 

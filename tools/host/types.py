@@ -42,6 +42,13 @@ class ToolResult:
     duration_ms: float = 0.0
     cached: bool = False
 
+    def model_text(self) -> str:
+        """``content`` as the model reads it: a failure says so up front (``Error (status):``)
+        unless its content already starts with "error"."""
+        if self.is_error and not self.content.lower().startswith("error"):
+            return f"Error ({self.status}): {self.content}"
+        return self.content
+
 
 @dataclass(frozen=True, slots=True)
 class TurnToolReport:
