@@ -9,9 +9,10 @@ from __future__ import annotations
 import difflib
 import math
 import time
+from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import Column, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from campaigns.content import ENTITY_TYPES, EntitiesFile
@@ -230,32 +231,8 @@ async def entity_summary(connection: AsyncConnection, entity_id: str) -> dict[st
         hint = f"; did you mean {', '.join(m['id'] for m in matches)}?" if matches else ""
         raise GlyphoxaError(f"no entity with id {entity_id!r}{hint}")
     summary = _public(row)
-    outgoing = (
-        await connection.execute(
-            select(
-                RELATIONS.c.type,
-                RELATIONS.c.description,
-                ENTITIES.c.id,
-                ENTITIES.c.name,
-                ENTITIES.c.type.label("entity_type"),
-            )
-            .join(ENTITIES, ENTITIES.c.id == RELATIONS.c.target_id)
-            .where(RELATIONS.c.source_id == row.id)
-        )
-    ).all()
-    incoming = (
-        await connection.execute(
-            select(
-                RELATIONS.c.type,
-                RELATIONS.c.description,
-                ENTITIES.c.id,
-                ENTITIES.c.name,
-                ENTITIES.c.type.label("entity_type"),
-            )
-            .join(ENTITIES, ENTITIES.c.id == RELATIONS.c.source_id)
-            .where(RELATIONS.c.target_id == row.id)
-        )
-    ).all()
+    outgoing = await _neighbours(connection, row.id, RELATIONS.c.target_id, RELATIONS.c.source_id)
+    incoming = await _neighbours(connection, row.id, RELATIONS.c.source_id, RELATIONS.c.target_id)
     summary["relations"] = [
         {
             "direction": direction,
@@ -275,3 +252,22 @@ async def entity_summary(connection: AsyncConnection, entity_id: str) -> dict[st
     ).all()
     summary["facts"] = [{"id": f.id, "npc": f.npc, "text": f.text} for f in facts]
     return summary
+
+
+async def _neighbours(
+    connection: AsyncConnection, entity_id: str, other_end: Column[Any], this_end: Column[Any]
+) -> Sequence[Any]:
+    """Relations whose ``this_end`` is the entity, with the entity at ``other_end``."""
+    return (
+        await connection.execute(
+            select(
+                RELATIONS.c.type,
+                RELATIONS.c.description,
+                ENTITIES.c.id,
+                ENTITIES.c.name,
+                ENTITIES.c.type.label("entity_type"),
+            )
+            .join(ENTITIES, ENTITIES.c.id == other_end)
+            .where(this_end == entity_id)
+        )
+    ).all()

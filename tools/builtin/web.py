@@ -26,25 +26,22 @@ _USER_AGENT = "Glyphoxa/0.1 (tabletop NPC assistant)"
 
 def _results_searxng(data: Any) -> list[dict[str, str]]:
     rows = data.get("results", []) if isinstance(data, dict) else []
-    return [
-        {
-            "title": str(r.get("title", "")),
-            "url": str(r.get("url", "")),
-            "snippet": str(r.get("content", "")),
-        }
-        for r in rows
-        if isinstance(r, dict) and r.get("url")
-    ]
+    return _results(rows, snippet="content")
 
 
 def _results_brave(data: Any) -> list[dict[str, str]]:
     web = data.get("web", {}) if isinstance(data, dict) else {}
     rows = web.get("results", []) if isinstance(web, dict) else []
+    return _results(rows, snippet="description")
+
+
+def _results(rows: Any, *, snippet: str) -> list[dict[str, str]]:
+    """A backend's result rows as title/url/snippet; rows without a URL are dropped."""
     return [
         {
             "title": str(r.get("title", "")),
             "url": str(r.get("url", "")),
-            "snippet": str(r.get("description", "")),
+            "snippet": str(r.get(snippet, "")),
         }
         for r in rows
         if isinstance(r, dict) and r.get("url")
