@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib
 import inspect
 import logging
-import pkgutil
 import sys
 from collections.abc import Sequence
 
@@ -39,13 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     from bot import commands
 
-    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
-        if info.name.startswith("_"):
-            continue
-        module = importlib.import_module(f"bot.commands.{info.name}")
-        register = getattr(module, "register", None)
-        if register is not None:
-            register(sub)
+    commands.register_modules(commands.__path__, commands.__name__, sub)
     return parser
 
 

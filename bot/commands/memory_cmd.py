@@ -146,15 +146,12 @@ def _print_json(data: Any) -> None:
 
 
 async def _search(args: argparse.Namespace) -> int:
-    store = await _open(args)
-    try:
+    async with await _open(args) as store:
         if args.facts:
             hits = await store.search_facts(args.query, top_k=args.limit)
         else:
             session = await store.resolve_session(args.session) if args.session else None
             hits = await store.search_sessions(args.query, session_id=session, limit=args.limit)
-    finally:
-        await store.close()
     if args.json:
         _print_json(hits)
     elif not hits:
@@ -173,11 +170,8 @@ async def _search(args: argparse.Namespace) -> int:
 
 
 async def _entities(args: argparse.Namespace) -> int:
-    store = await _open(args)
-    try:
+    async with await _open(args) as store:
         found = await store.query_entities(args.name, args.type, limit=args.limit)
-    finally:
-        await store.close()
     if args.json:
         _print_json(found)
         return 0
@@ -190,11 +184,8 @@ async def _entities(args: argparse.Namespace) -> int:
 
 
 async def _entity(args: argparse.Namespace) -> int:
-    store = await _open(args)
-    try:
+    async with await _open(args) as store:
         summary = await store.get_summary(args.entity_id)
-    finally:
-        await store.close()
     print(f"{summary['name']} [{summary['type']}] ({summary['id']})")
     if summary["description"]:
         print(f"  {summary['description']}")
@@ -209,11 +200,8 @@ async def _entity(args: argparse.Namespace) -> int:
 
 
 async def _sessions(args: argparse.Namespace) -> int:
-    store = await _open(args)
-    try:
+    async with await _open(args) as store:
         sessions = await store.list_sessions()
-    finally:
-        await store.close()
     if args.json:
         _print_json(sessions)
         return 0
@@ -227,12 +215,9 @@ async def _sessions(args: argparse.Namespace) -> int:
 
 
 async def _facts(args: argparse.Namespace) -> int:
-    store = await _open(args)
-    try:
+    async with await _open(args) as store:
         status = None if args.status == "all" else (args.status or "pending")
         facts = await store.list_facts(status)
-    finally:
-        await store.close()
     if not facts:
         print(f"no {status or ''} facts".replace("  ", " "))
     for fact in facts:
@@ -242,25 +227,19 @@ async def _facts(args: argparse.Namespace) -> int:
 
 
 async def _decide(args: argparse.Namespace) -> int:
-    store = await _open(args)
-    try:
+    async with await _open(args) as store:
         if args.verb == "approve":
             await store.approve_fact(args.fact_id)
         else:
             await store.reject_fact(args.fact_id)
         await store.wait_idle()
-    finally:
-        await store.close()
     print(f"fact #{args.fact_id} {args.verb}d")
     return 0
 
 
 async def _export(args: argparse.Namespace) -> int:
-    store = await _open(args)
-    try:
+    async with await _open(args) as store:
         counts = await store.export_json(args.file)
-    finally:
-        await store.close()
     print(f"wrote {args.file}: " + ", ".join(f"{n} {table}" for table, n in counts.items()))
     return 0
 
@@ -268,12 +247,9 @@ async def _export(args: argparse.Namespace) -> int:
 async def _import(args: argparse.Namespace) -> int:
     if not args.file.is_file():
         raise GlyphoxaError(f"{args.file}: no such file")
-    store = await _open(args)
-    try:
+    async with await _open(args) as store:
         report = await store.import_json(args.file)
         await store.wait_idle()
-    finally:
-        await store.close()
     print(f"imported {args.file}: {report.describe()}")
     return 0
 
@@ -281,9 +257,6 @@ async def _import(args: argparse.Namespace) -> int:
 async def _recap(args: argparse.Namespace) -> int:
     if args.sessions < 1:
         raise GlyphoxaError("--sessions must be at least 1")
-    store = await _open(args)
-    try:
+    async with await _open(args) as store:
         print(await store.recap(args.sessions))
-    finally:
-        await store.close()
     return 0

@@ -12,7 +12,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, get_args
 
 from campaigns.bench_result import percentile
 
@@ -29,15 +29,8 @@ Stage = Literal[
     "first_tts_audio",
     "playback_start",
 ]
-STAGES: tuple[Stage, ...] = (
-    "speech_end",
-    "final_transcript",
-    "tier_decision",
-    "first_llm_token",
-    "first_sentence",
-    "first_tts_audio",
-    "playback_start",
-)
+STAGES: tuple[Stage, ...] = get_args(Stage)
+"""The stages in the order a turn reaches them."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,9 +8,9 @@ module here without editing this file.
 from __future__ import annotations
 
 import argparse
-import importlib
-import pkgutil
 from typing import Any
+
+from bot.commands import register_modules
 
 __all__ = ["register"]
 
@@ -18,13 +18,7 @@ __all__ = ["register"]
 def register(sub: Any) -> None:
     parser = sub.add_parser("npc", help="NPC authoring: scaffold and inspect NPC files")
     group = parser.add_subparsers(dest="npc_command", metavar="SUBCOMMAND")
-    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
-        if info.name.startswith("_"):
-            continue
-        module = importlib.import_module(f"{__name__}.{info.name}")
-        register_sub = getattr(module, "register", None)
-        if register_sub is not None:
-            register_sub(group)
+    register_modules(__path__, __name__, group)
     parser.set_defaults(func=lambda args: _help(parser))
 
 
