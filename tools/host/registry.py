@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -180,67 +180,29 @@ class Registry:
     def rebuild(self, servers: Sequence[ServerTools]) -> None:
         """Assign names deterministically and keep validators of unchanged tools."""
         previous = {(e.server, e.original): e for e in self.entries.values()}
-        taken: dict[str, str] = {}
-        names: dict[tuple[str, str], str] = {}
-        collisions: list[NameCollision] = []
-        # Explicit names first, so an override always gets the name it asked for if free.
-        for server in servers:
-            for spec in server.tools:
-                wanted = server.expose_as.get(spec.original)
-                if wanted is None:
-                    continue
-                name = safe_name(wanted)
-                if name != wanted:
-                    log.warning(
-                        "expose_as %r of %s is not provider-safe; using %r",
-                        wanted,
-                        server.server,
-                        name,
-                    )
-                owner = f"{server.server}/{spec.original}"
-                if name in taken:
-                    continue  # falls through to derived naming below
-                taken[name] = owner
-                names[(server.server, spec.original)] = name
-        for server in servers:
-            for spec in server.tools:
-                if (server.server, spec.original) in names:
-                    continue
-                owner = f"{server.server}/{spec.original}"
-                wanted = safe_name(server.expose_as.get(spec.original, spec.original))
-                name = wanted
-                if name in taken:
-                    name = safe_name(f"{server.server}_{spec.original}")
-                    suffix = 2
-                    while name in taken:
-                        name = safe_name(f"{server.server}_{spec.original}_{suffix}")
-                        suffix += 1
-                    collisions.append(NameCollision(wanted, taken[wanted], owner, name))
-                taken[name] = owner
-                names[(server.server, spec.original)] = name
+        names, collisions = _assign_names(servers)
         entries: dict[str, ToolEntry] = {}
-        for server in servers:
-            for spec in server.tools:
-                name = names[(server.server, spec.original)]
-                entry = ToolEntry(
-                    name=name,
-                    server=server.server,
-                    original=spec.original,
-                    description=spec.description,
-                    input_schema=spec.input_schema,
-                    latency=spec.latency,
-                    kind=server.kind,
-                    timeout_s=_timeout_s(spec.latency, server.default_timeout_s),
-                    stats=self.calibration.stats(f"{server.server}/{spec.original}"),
-                    healthy=server.healthy,
-                    handler=spec.handler,
-                    connection=server.connection,
-                )
-                old = previous.get((server.server, spec.original))
-                if old is not None and old.input_schema == spec.input_schema:
-                    entry.validator = old.validator
-                entry.retier(self.ceilings)
-                entries[name] = entry
+        for server, spec in _offers(servers):
+            name = names[(server.server, spec.original)]
+            entry = ToolEntry(
+                name=name,
+                server=server.server,
+                original=spec.original,
+                description=spec.description,
+                input_schema=spec.input_schema,
+                latency=spec.latency,
+                kind=server.kind,
+                timeout_s=_timeout_s(spec.latency, server.default_timeout_s),
+                stats=self.calibration.stats(f"{server.server}/{spec.original}"),
+                healthy=server.healthy,
+                handler=spec.handler,
+                connection=server.connection,
+            )
+            old = previous.get((server.server, spec.original))
+            if old is not None and old.input_schema == spec.input_schema:
+                entry.validator = old.validator
+            entry.retier(self.ceilings)
+            entries[name] = entry
         new_collisions = [c for c in collisions if c not in self.collisions]
         for collision in new_collisions:
             log.warning("tool name collision: %s", collision.describe())
@@ -258,3 +220,49 @@ def _timeout_s(latency: LatencyMeta, default_s: float) -> float:
     if latency.max_duration_ms is not None and latency.max_duration_ms > 0:
         return latency.max_duration_ms / 1000.0
     return default_s
+
+
+def _offers(servers: Sequence[ServerTools]) -> Iterator[tuple[ServerTools, ToolSpecLite]]:
+    """Every tool of every server, in server order: the order names are handed out in."""
+    for server in servers:
+        for spec in server.tools:
+            yield server, spec
+
+
+def _assign_names(
+    servers: Sequence[ServerTools],
+) -> tuple[dict[tuple[str, str], str], list[NameCollision]]:
+    """Exposed name per (server, original tool name), and the clashes renamed on the way."""
+    taken: dict[str, str] = {}
+    names: dict[tuple[str, str], str] = {}
+    collisions: list[NameCollision] = []
+    # Explicit names first, so an override always gets the name it asked for if free.
+    for server, spec in _offers(servers):
+        wanted = server.expose_as.get(spec.original)
+        if wanted is None:
+            continue
+        name = safe_name(wanted)
+        if name != wanted:
+            log.warning(
+                "expose_as %r of %s is not provider-safe; using %r", wanted, server.server, name
+            )
+        if name in taken:
+            continue  # falls through to derived naming below
+        taken[name] = f"{server.server}/{spec.original}"
+        names[(server.server, spec.original)] = name
+    for server, spec in _offers(servers):
+        if (server.server, spec.original) in names:
+            continue
+        owner = f"{server.server}/{spec.original}"
+        wanted = safe_name(server.expose_as.get(spec.original, spec.original))
+        name = wanted
+        if name in taken:
+            name = safe_name(f"{server.server}_{spec.original}")
+            suffix = 2
+            while name in taken:
+                name = safe_name(f"{server.server}_{spec.original}_{suffix}")
+                suffix += 1
+            collisions.append(NameCollision(wanted, taken[wanted], owner, name))
+        taken[name] = owner
+        names[(server.server, spec.original)] = name
+    return names, collisions
