@@ -43,6 +43,7 @@ __all__ = [
     "CascadedEngine",
     "expected_cost_ms",
     "offered_tools",
+    "request_messages",
     "stream_error",
 ]
 
@@ -140,14 +141,7 @@ class CascadedEngine:
         npc = request.npc
         whitelist = tuple(npc.tools)
         tools = offered_tools(self.host, whitelist, request.tier)
-        messages = build_messages(
-            npc,
-            request.speaker,
-            request.text,
-            scene=request.scene,
-            entity_snapshot=request.entity_snapshot,
-            has_tools=bool(tools),
-        )
+        messages = request_messages(request, has_tools=bool(tools))
         spoken: list[str] = []
         if prefix:
             messages.append({"role": "assistant", "content": prefix})
@@ -301,6 +295,18 @@ class CascadedEngine:
         line = self._rng.choice(choices)
         self._last_filler[npc_name] = line
         return line
+
+
+def request_messages(request: TurnRequest, *, has_tools: bool = False) -> list[dict[str, Any]]:
+    """Chat Completions messages for a turn: the NPC's system prompt, then the player's words."""
+    return build_messages(
+        request.npc,
+        request.speaker,
+        request.text,
+        scene=request.scene,
+        entity_snapshot=request.entity_snapshot,
+        has_tools=has_tools,
+    )
 
 
 def offered_tools(

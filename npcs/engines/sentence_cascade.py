@@ -15,8 +15,7 @@ from typing import TYPE_CHECKING, Any, cast
 import openai
 
 from campaigns.errors import GlyphoxaError
-from npcs.context import build_messages
-from npcs.engines.cascaded import CascadedEngine, stream_error
+from npcs.engines.cascaded import CascadedEngine, request_messages, stream_error
 from npcs.engines.events import EngineEvent, FirstToken, Sentence, TurnDone, TurnRequest
 from npcs.sentences import SentenceSplitter
 
@@ -80,13 +79,7 @@ class SentenceCascadeEngine:
     async def _opener(self, request: TurnRequest) -> AsyncGenerator[EngineEvent, None]:
         """Stream the fast model only until its first sentence is complete."""
         npc = request.npc
-        messages = build_messages(
-            npc,
-            request.speaker,
-            request.text,
-            scene=request.scene,
-            entity_snapshot=request.entity_snapshot,
-        )
+        messages = request_messages(request)
         messages.append({"role": "system", "content": npc.cascade.opener_instruction})
         try:
             stream: Any = await self.fast_client.chat.completions.create(
