@@ -3,7 +3,7 @@
 Import merges into the target database in one transaction: sessions already present (same id) are
 skipped, row ids are re-assigned (so a SQLite export restores into a PostgreSQL database that has
 its own rows), entities and calibration windows from the file win. A file that fails validation or
-any write error changes nothing.
+any write error changes nothing. The file format and its validation live in ``backup_format``.
 """
 
 from __future__ import annotations
@@ -15,15 +15,14 @@ import logging
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from campaigns.content import ENTITY_TYPES
 from campaigns.errors import GlyphoxaError
+from campaigns.memory.backup_format import FORMAT, VERSION, ChunkRow, Tables, load_backup
 from campaigns.memory.database import write_transaction
 from campaigns.memory.graph import search_names
 from campaigns.memory.models import (
@@ -43,8 +42,6 @@ __all__ = ["FORMAT", "VERSION", "ImportReport", "export_memory", "import_memory"
 
 log = logging.getLogger(__name__)
 
-FORMAT = "glyphoxa-memory"
-VERSION = 1
 T = {
     model.__tablename__: table_of(model)
     for model in (
@@ -52,116 +49,6 @@ T = {
         ToolCalibration,
     )
 }  # fmt: skip
-
-
-class _Row(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=False)
-
-
-class SessionRow(_Row):
-    id: str = Field(min_length=1, max_length=36)
-    campaign: str
-    title: str | None = None
-    started_at: float
-    ended_at: float | None = None
-
-
-class UtteranceRow(_Row):
-    id: int
-    session_id: str
-    speaker: str
-    npc: str | None = None
-    text: str
-    started_at: float
-    ended_at: float
-    tier: str | None = None
-    interrupted: bool = False
-    chunk_id: int | None = None
-
-
-class ChunkRow(_Row):
-    id: int
-    kind: Literal["transcript", "fact"]
-    session_id: str | None = None
-    entity_id: str | None = None
-    first_utterance_id: int | None = None
-    last_utterance_id: int | None = None
-    text: str
-    created_at: float
-    embedding: str | None = None
-    """base64 of little-endian float32."""
-    embedding_model: str | None = None
-    embedded_at: float | None = None
-
-
-class EntityRow(_Row):
-    id: str = Field(min_length=1, max_length=100)
-    name: str = Field(min_length=1)
-    type: Literal[ENTITY_TYPES]  # type: ignore[valid-type]
-    description: str = ""
-    aliases: list[str] = Field(default_factory=list)
-    attributes: dict[str, Any] = Field(default_factory=dict)
-
-
-class RelationRow(_Row):
-    source_id: str
-    type: str = Field(min_length=1)
-    target_id: str
-    description: str = ""
-
-
-class FactRow(_Row):
-    id: int
-    npc: str
-    text: str
-    entity_id: str | None = None
-    session_id: str | None = None
-    status: Literal["pending", "approved", "rejected"]
-    proposed_at: float
-    decided_at: float | None = None
-
-
-class SummaryRow(_Row):
-    session_id: str
-    text: str
-    source: str
-    created_at: float
-
-
-class InvocationRow(_Row):
-    session_id: str | None = None
-    npc: str
-    tool: str
-    tier: str
-    status: str
-    duration_ms: float
-    created_at: float
-
-
-class CalibrationRow(_Row):
-    environment: str
-    tool: str
-    samples: list[tuple[float, bool]]
-    updated_at: float
-
-
-class Tables(_Row):
-    sessions: list[SessionRow] = Field(default_factory=list)
-    utterances: list[UtteranceRow] = Field(default_factory=list)
-    chunks: list[ChunkRow] = Field(default_factory=list)
-    entities: list[EntityRow] = Field(default_factory=list)
-    relations: list[RelationRow] = Field(default_factory=list)
-    proposed_facts: list[FactRow] = Field(default_factory=list)
-    summaries: list[SummaryRow] = Field(default_factory=list)
-    tool_invocations: list[InvocationRow] = Field(default_factory=list)
-    tool_calibration: list[CalibrationRow] = Field(default_factory=list)
-
-
-class Backup(_Row):
-    format: Literal["glyphoxa-memory"]
-    version: Literal[1]
-    exported_at: float
-    tables: Tables
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,73 +98,6 @@ def _encode(row: dict[str, Any]) -> dict[str, Any]:
     if isinstance(row.get("embedding"), bytes | memoryview):
         row["embedding"] = base64.b64encode(bytes(row["embedding"])).decode("ascii")
     return row
-
-
-def load_backup(path: Path) -> Backup:
-    """Parse and validate a backup file; a GlyphoxaError says exactly what is wrong."""
-    try:
-        raw = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise GlyphoxaError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise GlyphoxaError(f"{path}: cannot read backup: {error}") from None
-    try:
-        data = json.loads(raw)
-    except json.JSONDecodeError as error:
-        raise GlyphoxaError(
-            f"{path}:{error.lineno}:{error.colno}: not valid JSON: {error.msg}"
-        ) from None
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise GlyphoxaError(f"{path}: not a Glyphoxa memory backup (format must be {FORMAT!r})")
-    try:
-        backup = Backup.model_validate(data)
-    except ValidationError as error:
-        details = "; ".join(
-            f"{_location(e['loc'])}: {e['msg']}" for e in error.errors(include_url=False)[:5]
-        )
-        more = f" (and {error.error_count() - 5} more)" if error.error_count() > 5 else ""
-        raise GlyphoxaError(f"{path}: invalid backup: {details}{more}") from None
-    _check_references(path, backup.tables)
-    return backup
-
-
-def _location(loc: tuple[Any, ...]) -> str:
-    text = ""
-    for part in loc:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
-    return text
-
-
-def _check_references(path: Path, tables: Tables) -> None:
-    def refuse(message: str) -> None:
-        raise GlyphoxaError(f"{path}: invalid backup: {message}")
-
-    for name in ("sessions", "utterances", "chunks", "entities", "proposed_facts"):
-        ids = [row.id for row in getattr(tables, name)]
-        if len(ids) != len(set(ids)):
-            refuse(f"tables.{name} has duplicate ids")
-    sessions = {s.id for s in tables.sessions}
-    utterances = {u.id for u in tables.utterances}
-    chunks = {c.id for c in tables.chunks}
-    for i, u in enumerate(tables.utterances):
-        if u.session_id not in sessions:
-            refuse(f"tables.utterances[{i}].session_id {u.session_id!r} is not in tables.sessions")
-        if u.chunk_id is not None and u.chunk_id not in chunks:
-            refuse(f"tables.utterances[{i}].chunk_id {u.chunk_id} is not in tables.chunks")
-    for i, c in enumerate(tables.chunks):
-        if c.session_id is not None and c.session_id not in sessions:
-            refuse(f"tables.chunks[{i}].session_id {c.session_id!r} is not in tables.sessions")
-        for ref in (c.first_utterance_id, c.last_utterance_id):
-            if ref is not None and ref not in utterances:
-                refuse(f"tables.chunks[{i}] refers to utterance {ref}, not in tables.utterances")
-        if c.embedding is not None:
-            try:
-                base64.b64decode(c.embedding, validate=True)
-            except ValueError:
-                refuse(f"tables.chunks[{i}].embedding is not base64")
-    for i, s in enumerate(tables.summaries):
-        if s.session_id not in sessions:
-            refuse(f"tables.summaries[{i}].session_id {s.session_id!r} is not in tables.sessions")
 
 
 async def import_memory(engine: AsyncEngine, path: Path) -> ImportReport:
