@@ -3,7 +3,8 @@
 A DM edits these files by hand, so every problem must name the file, line and column, and all
 problems of a file are reported at once. Loading is defensive: a size cap, no binary input, no
 tabs in indentation, no duplicate keys, no object construction (only plain YAML types), and a
-hard budget on alias expansion so a "billion laughs" document is refused in milliseconds.
+hard budget on alias expansion so a "billion laughs" document is refused in milliseconds (the
+node-level guards live in ``campaigns.yamlsafe``).
 Pydantic errors are translated back to the line that caused them, with "did you mean ...?" for
 misspelt keys.
 """
@@ -20,6 +21,15 @@ import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from campaigns.errors import GlyphoxaError
+from campaigns.yamlsafe import (
+    EXPANSION_SLACK,
+    MAX_ALIASES,
+    MAX_DEPTH,
+    MERGE_TAG,
+    CountingLoader,
+    NodeBuilder,
+    Refused,
+)
 
 __all__ = [
     "MAX_ALIASES",
@@ -42,16 +52,6 @@ log = logging.getLogger(__name__)
 
 MAX_BYTES = 1024 * 1024
 """Largest YAML file we read; campaign files are small, anything bigger is a mistake."""
-MAX_ALIASES = 100
-"""Most ``*alias`` references a document may contain."""
-MAX_DEPTH = 64
-"""Deepest nesting of mappings and sequences."""
-_EXPANSION_SLACK = 10_000
-"""Nodes visited beyond twice the distinct ones before alias expansion is refused."""
-
-_MERGE_TAG = "tag:yaml.org,2002:merge"
-_MAP_TAG = "tag:yaml.org,2002:map"
-_SEQ_TAG = "tag:yaml.org,2002:seq"
 
 Loc = tuple[str | int, ...]
 
@@ -80,34 +80,6 @@ class ContentError(GlyphoxaError):
     def __init__(self, issues: Iterable[Issue]) -> None:
         self.issues = list(issues)
         super().__init__("\n".join(str(issue) for issue in self.issues))
-
-
-class _Refused(Exception):
-    def __init__(self, message: str, node: Node | None = None) -> None:
-        super().__init__(message)
-        self.node = node
-
-
-class _CountingLoader(yaml.SafeLoader):
-    """SafeLoader that counts aliases and distinct nodes while composing (never expanding)."""
-
-    def __init__(self, stream: str) -> None:
-        super().__init__(stream)
-        self.alias_count = 0
-        self.node_count = 0
-
-    def compose_node(self, parent: Node | None, index: Any) -> Node | None:  # type: ignore[override]
-        if self.check_event(yaml.AliasEvent):
-            self.alias_count += 1
-            if self.alias_count > MAX_ALIASES:
-                event = self.peek_event()
-                raise _Refused(
-                    f"more than {MAX_ALIASES} aliases; refusing a possible alias bomb",
-                    ScalarNode("", "", event.start_mark, event.end_mark),
-                )
-        else:
-            self.node_count += 1
-        return super().compose_node(parent, index)  # type: ignore[no-any-return]
 
 
 @dataclass(slots=True)
@@ -168,7 +140,7 @@ def _child(node: Node, part: str | int) -> tuple[Node | None, Node] | None:
         return None
     merges: list[Node] = []
     for key_node, value_node in node.value:
-        if key_node.tag == _MERGE_TAG:
+        if key_node.tag == MERGE_TAG:
             merges.append(value_node)
         elif isinstance(key_node, ScalarNode) and _scalar_matches(key_node, part):
             return key_node, value_node
@@ -232,10 +204,10 @@ def parse_yaml(content: str | bytes, path: str | Path = "<string>") -> YamlDocum
     tab_issues = _tab_issues(text, name)
     if tab_issues:
         raise ContentError(tab_issues)
-    loader = _CountingLoader(text)
+    loader = CountingLoader(text)
     try:
         root = loader.get_single_node()
-    except _Refused as refused:
+    except Refused as refused:
         raise ContentError([_refused_issue(name, refused)]) from None
     except yaml.MarkedYAMLError as error:
         raise ContentError([_syntax_issue(name, error)]) from None
@@ -248,10 +220,10 @@ def parse_yaml(content: str | bytes, path: str | Path = "<string>") -> YamlDocum
     doc = YamlDocument(path=path, data=None, root=root)
     if root is None:
         return doc
-    builder = _Builder(loader, doc, budget=2 * loader.node_count + _EXPANSION_SLACK)
+    builder = NodeBuilder(loader, doc, budget=2 * loader.node_count + EXPANSION_SLACK)
     try:
         doc.data = builder.build(root, 0)
-    except _Refused as refused:
+    except Refused as refused:
         raise ContentError([_refused_issue(name, refused)]) from None
     return doc
 
@@ -317,87 +289,11 @@ def _syntax_issue(name: str, error: yaml.MarkedYAMLError) -> Issue:
     return Issue(name, mark.line + 1, mark.column + 1, message)
 
 
-def _refused_issue(name: str, refused: _Refused) -> Issue:
+def _refused_issue(name: str, refused: Refused) -> Issue:
     if refused.node is None:
         return Issue(name, None, None, str(refused))
     mark = refused.node.start_mark
     return Issue(name, mark.line + 1, mark.column + 1, str(refused))
-
-
-class _Builder:
-    """Turns nodes into plain Python data with a budget, so aliases cannot explode memory."""
-
-    def __init__(self, loader: yaml.SafeLoader, doc: YamlDocument, budget: int) -> None:
-        self._loader = loader
-        self._doc = doc
-        self._budget = budget
-
-    def build(self, node: Node, depth: int) -> Any:
-        self._budget -= 1
-        if self._budget < 0:
-            raise _Refused("alias expansion too large; refusing a possible alias bomb", node)
-        if depth > MAX_DEPTH:
-            raise _Refused(f"nesting deeper than {MAX_DEPTH} levels", node)
-        if isinstance(node, ScalarNode):
-            return self._scalar(node)
-        if isinstance(node, SequenceNode):
-            self._check_tag(node, _SEQ_TAG)
-            return [self.build(item, depth + 1) for item in node.value]
-        if isinstance(node, MappingNode):
-            self._check_tag(node, _MAP_TAG)
-            return self._mapping(node, depth)
-        raise _Refused(f"unsupported YAML node {type(node).__name__}", node)
-
-    def _check_tag(self, node: Node, expected: str) -> None:
-        if node.tag != expected:
-            raise _Refused(f"unsupported tag {node.tag!r}; only plain YAML is allowed", node)
-
-    def _scalar(self, node: ScalarNode) -> Any:
-        try:
-            return self._loader.construct_object(node)
-        except yaml.constructor.ConstructorError as error:
-            problem = error.problem or "cannot read this value"
-            if "constructor for the tag" in problem:
-                problem = f"unsupported tag {node.tag!r}; only plain YAML is allowed"
-            raise _Refused(problem, node) from None
-
-    def _mapping(self, node: MappingNode, depth: int) -> dict[Any, Any]:
-        result: dict[Any, Any] = {}
-        seen: dict[Any, Node] = {}
-        merged: dict[Any, Any] = {}
-        for key_node, value_node in node.value:
-            if key_node.tag == _MERGE_TAG:
-                merged.update(self._merge_sources(value_node, depth))
-                continue
-            if not isinstance(key_node, ScalarNode):
-                raise _Refused("keys must be plain scalars", key_node)
-            key = self._scalar(key_node)
-            try:
-                hash(key)
-            except TypeError:
-                raise _Refused("keys must be plain scalars", key_node) from None
-            if key in seen:
-                first = seen[key].start_mark.line + 1
-                self._doc.issues.append(
-                    self._doc.issue_at(
-                        key_node, f"duplicate key '{key}' (first defined on line {first})"
-                    )
-                )
-            seen[key] = key_node
-            result[key] = self.build(value_node, depth + 1)
-        for key, value in merged.items():
-            result.setdefault(key, value)
-        return result
-
-    def _merge_sources(self, value_node: Node, depth: int) -> dict[Any, Any]:
-        sources = value_node.value if isinstance(value_node, SequenceNode) else [value_node]
-        merged: dict[Any, Any] = {}
-        for source in sources:
-            if not isinstance(source, MappingNode):
-                raise _Refused("'<<' merge needs a mapping or a list of mappings", source)
-            for key, value in self._mapping(source, depth + 1).items():
-                merged.setdefault(key, value)
-        return merged
 
 
 # The validation half lives in campaigns.yamlvalidate (which imports this module); its public
