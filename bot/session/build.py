@@ -135,7 +135,7 @@ async def open_table(
             metrics=metrics,
             dm_speakers=dm_speakers,
             session_title=title,
-            speculate=_speculate(config),
+            speculate=_speculation_policy(config, host),
         )
         session.tools = host
         session_ref.append(session)
@@ -146,14 +146,25 @@ async def open_table(
         yield session
 
 
-def _speculate(config: GlyphoxaConfig) -> bool:
-    """Speculative answers on partials, unless ``providers.llm.options.speculate`` says no.
+def _speculation_policy(
+    config: GlyphoxaConfig, host: ToolHost
+) -> bool | Callable[[NpcDefinition, Tier], bool]:
+    """Speculative answers on partials (``providers.llm.options.speculate`` overrides).
 
-    Off by default for the bundled local server: it serves one request at a time and cannot
-    abort a non-streamed tool round, so a dropped speculation would delay the real answer.
+    The bundled local server runs one request at a time and cannot abort a non-streamed tool
+    round, so there it only speculates on turns that offer no tools (streamed, cancellable);
+    even a dropped one then leaves the prompt prefix in llama.cpp's cache for the real turn.
     """
     llm = config.providers.llm
-    return bool(llm.options.get("speculate", llm.name != "local"))
+    if "speculate" in llm.options:
+        return bool(llm.options["speculate"])
+    if llm.name != "local":
+        return True
+
+    def streamed_turns_only(npc: NpcDefinition, tier: Tier) -> bool:
+        return not npc.tools or not host.visible_tools(npc.tools, tier)
+
+    return streamed_turns_only
 
 
 async def _engines(

@@ -97,7 +97,7 @@ class TableSession(DmControls):
         dm_speakers: Iterable[str] = (),
         vad_factory: Callable[[], Any] | None = None,
         session_title: str | None = None,
-        speculate: bool = True,
+        speculate: bool | Callable[[NpcDefinition, Tier], bool] = True,
     ) -> None:
         self.config = config
         self.campaign = campaign
@@ -111,7 +111,9 @@ class TableSession(DmControls):
         self._engines = engines
         self._vad_factory = vad_factory
         self._title = session_title
-        self.speculate = speculate
+        self.speculate = bool(speculate)
+        """Start answers on partials; a callable decides per NPC and tier."""
+        self._may_speculate = speculate if callable(speculate) else None
         self.dm_speakers = set(dm_speakers)
         self.addressing = AddressDetector(
             campaign.npcs, continuation_window_s=config.tiers.continuation_window_s
@@ -446,6 +448,8 @@ class TableSession(DmControls):
             return
         now = time.monotonic()
         tier = self.tiers.select(text, npc=npc, queue_depth=self.queue_depth(), now=now)
+        if self._may_speculate is not None and not self._may_speculate(npc, tier.tier):
+            return
         lookup = self.entities
         spec = Speculation(
             speaker.name,
