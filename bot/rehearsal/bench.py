@@ -10,6 +10,8 @@ endpointing wait and waiting for another NPC to finish.
 
 from __future__ import annotations
 
+import re
+import shutil
 import sys
 import tempfile
 import time
@@ -97,6 +99,22 @@ async def run_bench(quick: bool) -> list[BenchResult]:
                 {"p95_ms": fast_stats["p95"], "n": fast_stats["n"]},
             )
         )
+    if not quick:
+        no_tools = await _fast_without_tools(config)
+        if no_tools:
+            stats = _stats(no_tools)
+            results.append(
+                BenchResult(
+                    "voice-to-voice p50 (FAST turns, NPC without tools)",
+                    stats["p50"],
+                    "ms",
+                    "4 short lines to Bartok with an empty tool whitelist (no tool "
+                    "round: the LLM streams at once), same stack and clock",
+                    "<= 1000 ms",
+                    stats["p50"] <= 1000.0,
+                    {"p95_ms": stats["p95"], "n": stats["n"]},
+                )
+            )
     if overhead:
         p95 = percentile(overhead, 95)
         results.append(
@@ -112,3 +130,43 @@ async def run_bench(quick: bool) -> list[BenchResult]:
             )
         )
     return results
+
+
+_NO_TOOL_LINES = (
+    "Bartok, what's on tap tonight?",
+    "Bartok, is the stew any good?",
+    "Bartok, who is that in the corner?",
+    "Bartok, is it raining outside?",
+)
+
+
+async def _fast_without_tools(config: Any) -> list[float]:
+    """Voice-to-voice of FAST turns when the LLM needs no tool round (what the pipeline can do
+    with this model when no tool is offered)."""
+    from bot.rehearsal.runner import rehearse
+    from bot.rehearsal.scene import Scene
+
+    with tempfile.TemporaryDirectory(prefix="glyphoxa-e2e-notools-") as folder:
+        campaign = Path(folder) / "campaign"
+        shutil.copytree(EXAMPLE_SCENE.parent, campaign)
+        npc_file = campaign / "npcs" / "bartok.yaml"
+        npc_file.write_text(re.sub(r"(?m)^tools:.*$", "tools: []", npc_file.read_text()))
+        scene = Scene.model_validate(
+            {
+                "title": "FAST turns without tools",
+                "campaign": str(campaign),
+                "lines": [
+                    {"at": 1 + 2 * i, "speaker": "Arin", "text": text}
+                    for i, text in enumerate(_NO_TOOL_LINES)
+                ],
+                "tail_s": 60,
+            }
+        )
+        result = await rehearse(
+            scene, config, Path(folder) / "out", playout_speed=8.0, progress=_progress
+        )
+    return [
+        t["stages_ms"]["voice_to_voice"]
+        for t in result.turns
+        if t["tier"] == "fast" and t["stages_ms"]["voice_to_voice"] is not None
+    ]
