@@ -20,7 +20,6 @@ from tools.config import McpConfig, McpServerConfig
 from tools.host.calibration import Calibration
 from tools.host.connections import McpConnection, RestartPolicy, ServerState, describe_error
 from tools.host.executor import DEFAULT_MAX_RESULT_CHARS, Executor
-from tools.host.latency import clean_input_schema
 from tools.host.metrics import InvocationCallback, ToolMetrics
 from tools.host.registry import NameCollision, Registry, ServerTools, ToolSpecLite
 from tools.host.types import ToolCall, ToolInfo, ToolResult, TurnToolReport
@@ -30,8 +29,6 @@ from tools.tiers import DEFAULT_CEILINGS_MS, Tier
 __all__ = ["ToolHost"]
 
 log = logging.getLogger(__name__)
-
-_VIEW_CACHE_LIMIT = 256
 
 
 class ToolHost:
@@ -68,7 +65,6 @@ class ToolHost:
         )
         self._connections: dict[str, McpConnection] = {}
         self._started_builtins: list[BuiltinServer] = []
-        self._view_cache: dict[tuple[Any, Tier, bool], list[Any]] = {}
         self._builtin_errors: dict[str, str] = {}
         self._probes: set[asyncio.Task[Any]] = set()
         self._last_state: dict[str, ServerState] = {}
@@ -297,30 +293,11 @@ class ToolHost:
     def visible_tools(self, whitelist: Iterable[str], tier: Tier) -> list[ToolInfo]:
         """The NPC's whitelist intersected with healthy tools at or below ``tier``, fastest
         first. ``"*"`` in the whitelist means every tool."""
-        return list(self._view(whitelist, tier, openai=False))
+        return list(self.registry.view(whitelist, tier, openai=False))
 
     def openai_tools(self, whitelist: Iterable[str], tier: Tier) -> list[dict[str, Any]]:
         """``visible_tools`` in the Chat Completions ``tools=`` format."""
-        return list(self._view(whitelist, tier, openai=True))
-
-    def _view(self, whitelist: Iterable[str], tier: Tier, *, openai: bool) -> list[Any]:
-        allowed = whitelist if isinstance(whitelist, tuple | frozenset) else tuple(whitelist)
-        key = (allowed, tier, openai)
-        cached = self._view_cache.get(key)
-        if cached is not None:
-            return cached
-        wanted = set(allowed)
-        everything = "*" in wanted
-        view: list[Any] = []
-        for entry in self.registry.ordered:
-            if not (everything or entry.name in wanted):
-                continue
-            if entry.healthy and entry.within_budget and entry.tier <= tier:
-                view.append(entry.info.as_openai() if openai else entry.info)  # type: ignore[union-attr]
-        if len(self._view_cache) >= _VIEW_CACHE_LIMIT:
-            self._view_cache.clear()
-        self._view_cache[key] = view
-        return view
+        return list(self.registry.view(whitelist, tier, openai=True))
 
     # -- execution -------------------------------------------------------------------------
 
@@ -360,7 +337,6 @@ class ToolHost:
 
     def _retiered(self) -> None:
         self.registry.reorder()
-        self._view_cache.clear()
         self._notify_change()
 
     def _rebuild(self) -> None:
@@ -368,16 +344,7 @@ class ToolHost:
         for builtin in self._builtins:
             if builtin.name in self._builtin_errors:
                 continue
-            specs = [
-                ToolSpecLite(
-                    original=t.name,
-                    description=t.description,
-                    input_schema=clean_input_schema(t.input_schema),
-                    latency=t.latency,
-                    handler=t.handler,
-                )
-                for t in builtin.tools
-            ]
+            specs = [ToolSpecLite.from_builtin(tool) for tool in builtin.tools]
             timeout_s = self._builtin_timeout_s
             servers.append(ServerTools(builtin.name, "builtin", specs, default_timeout_s=timeout_s))
         for config in self._mcp_config.servers:
@@ -397,7 +364,6 @@ class ToolHost:
                 )
             )
         self.registry.rebuild(servers)
-        self._view_cache.clear()
         self._notify_change()
 
     def _notify_change(self) -> None:

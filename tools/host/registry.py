@@ -1,4 +1,4 @@
-"""Registry of every tool the host knows: provider-safe names, collisions, tiers.
+"""Registry of every tool the host knows: provider-safe names, collisions, tiers, views.
 
 Names are rebuilt from scratch whenever a server's tool list changes, always in the same
 order (built-ins first, then MCP servers in config order), so a name never depends on which
@@ -11,14 +11,14 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from tools.host.calibration import Calibration, ToolStats
 from tools.host.latency import clean_input_schema, parse_latency, tier_for
 from tools.host.types import ToolInfo
-from tools.spec import LatencyMeta, ToolHandler
+from tools.spec import LatencyMeta, ToolDef, ToolHandler
 from tools.tiers import Tier
 
 __all__ = [
@@ -36,6 +36,8 @@ log = logging.getLogger(__name__)
 #: Longest tool name providers accept (OpenAI: ``^[a-zA-Z0-9_-]{1,64}$``).
 MAX_NAME_LENGTH = 64
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+#: Distinct (whitelist, tier, format) views kept before the cache starts over.
+_VIEW_CACHE_LIMIT = 256
 
 
 def safe_name(name: str) -> str:
@@ -57,6 +59,17 @@ class ToolSpecLite:
     input_schema: dict[str, Any]
     latency: LatencyMeta
     handler: ToolHandler | None = None
+
+    @classmethod
+    def from_builtin(cls, tool: ToolDef) -> ToolSpecLite:
+        """From a built-in server's tool definition (called in-process through its handler)."""
+        return cls(
+            original=tool.name,
+            description=tool.description,
+            input_schema=clean_input_schema(tool.input_schema),
+            latency=tool.latency,
+            handler=tool.handler,
+        )
 
     @classmethod
     def from_mcp(cls, tool: Any, server: str) -> ToolSpecLite:
@@ -176,6 +189,7 @@ class Registry:
         self.entries: dict[str, ToolEntry] = {}
         self.ordered: list[ToolEntry] = []
         self.collisions: list[NameCollision] = []
+        self._views: dict[tuple[Any, Tier, bool], list[Any]] = {}
 
     def rebuild(self, servers: Sequence[ServerTools]) -> None:
         """Assign names deterministically and keep validators of unchanged tools."""
@@ -213,6 +227,32 @@ class Registry:
     def reorder(self) -> None:
         """Fastest first (by the p50 that decides the tier), then by name."""
         self.ordered = sorted(self.entries.values(), key=lambda e: (e.sort_key, e.name))
+        self.clear_views()
+
+    def view(self, whitelist: Iterable[str], tier: Tier, *, openai: bool) -> list[Any]:
+        """Whitelisted, healthy, in-budget tools at or below ``tier``, fastest first, as
+        ``ToolInfo`` or (``openai``) Chat Completions tools. Cached until the next reorder."""
+        allowed = whitelist if isinstance(whitelist, tuple | frozenset) else tuple(whitelist)
+        key = (allowed, tier, openai)
+        cached = self._views.get(key)
+        if cached is not None:
+            return cached
+        wanted = set(allowed)
+        everything = "*" in wanted
+        view: list[Any] = []
+        for entry in self.ordered:
+            if not (everything or entry.name in wanted):
+                continue
+            if entry.healthy and entry.within_budget and entry.tier <= tier:
+                view.append(entry.info.as_openai() if openai else entry.info)  # type: ignore[union-attr]
+        if len(self._views) >= _VIEW_CACHE_LIMIT:
+            self._views.clear()
+        self._views[key] = view
+        return view
+
+    def clear_views(self) -> None:
+        """Forget cached views (done by every rebuild and reorder)."""
+        self._views.clear()
 
 
 def _timeout_s(latency: LatencyMeta, default_s: float) -> float:
