@@ -12,13 +12,25 @@ from __future__ import annotations
 import logging
 import math
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from sqlalchemy import text
+from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-__all__ = ["FULLTEXT_TABLES", "VectorIndex", "fulltext", "query_terms", "reciprocal_rank_fusion"]
+from campaigns.memory.models import Chunk, table_of
+
+if TYPE_CHECKING:
+    from campaigns.memory.embeddings import Embedder
+
+__all__ = [
+    "FULLTEXT_TABLES",
+    "VectorIndex",
+    "fulltext",
+    "hybrid",
+    "query_terms",
+    "reciprocal_rank_fusion",
+]
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +53,9 @@ _STOP_WORDS = frozenset(
 _WORD = re.compile(r"[^\W_]+")
 _RRF_K = 60
 _LATE_COMMIT_S = 5.0
+#: Candidates each ranking contributes to a hybrid search before fusion.
+_CANDIDATES = 50
+_CHUNKS = table_of(Chunk)
 
 
 def query_terms(query: str) -> list[str]:
@@ -179,3 +194,63 @@ class VectorIndex:
         best = np.argpartition(-similarities, k - 1)[:k]
         best = best[np.argsort(-similarities[best])]
         return [(int(self._ids[i]), float(similarities[i])) for i in best]
+
+
+async def hybrid(
+    conn: AsyncConnection,
+    query: str,
+    top_k: int,
+    *,
+    embeddings: Embedder | None,
+    vectors: VectorIndex,
+) -> list[dict[str, Any]]:
+    """Chunks for ``query``, best first: full-text and vector ranks fused (reciprocal rank
+    fusion) when ``embeddings`` and stored vectors exist, else full text alone.
+
+    Each result says which rankings ``matched`` it, its cosine ``similarity`` (vector hits) and
+    its fused ``score``. A failed query embedding falls back to full text.
+    """
+    textual = await fulltext(conn, "chunks", query, limit=max(top_k, _CANDIDATES))
+    vector_hits: list[tuple[int, float]] = []
+    if embeddings is not None:
+        await vectors.refresh(conn)
+        if len(vectors):
+            try:
+                [vector] = await embeddings.embed([query])
+                vector_hits = vectors.top(vector, _CANDIDATES)
+            except Exception as error:
+                log.warning("embedding the query failed (%s); full-text only", error)
+    if not vector_hits:
+        for item in textual[:top_k]:
+            item["matched"] = ["fulltext"]
+        return textual[:top_k]
+    by_id = {item["id"]: item for item in textual}
+    similarity = dict(vector_hits)
+    fused = reciprocal_rank_fusion([item["id"] for item in textual], [i for i, _ in vector_hits])[
+        :top_k
+    ]
+    missing = [i for i, _ in fused if i not in by_id]
+    if missing:
+        rows = await conn.execute(
+            select(
+                _CHUNKS.c.id,
+                _CHUNKS.c.kind,
+                _CHUNKS.c.session_id,
+                _CHUNKS.c.entity_id,
+                _CHUNKS.c.text,
+                _CHUNKS.c.created_at,
+            ).where(_CHUNKS.c.id.in_(missing))
+        )
+        by_id.update({row.id: dict(row._mapping) for row in rows})
+    results = []
+    for chunk_id, score in fused:
+        item = dict(by_id[chunk_id])
+        item["matched"] = [
+            name
+            for name, hit in (("fulltext", "score" in item), ("vector", chunk_id in similarity))
+            if hit
+        ]
+        item["similarity"] = similarity.get(chunk_id)
+        item["score"] = score
+        results.append(item)
+    return results

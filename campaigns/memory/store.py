@@ -26,7 +26,7 @@ from campaigns.memory.embedding_jobs import EmbeddingJobs
 from campaigns.memory.embeddings import Embedder
 from campaigns.memory.models import Chunk, Session, Summary, Utterance, table_of
 from campaigns.memory.records import tier_label
-from campaigns.memory.search import VectorIndex, fulltext, reciprocal_rank_fusion
+from campaigns.memory.search import VectorIndex, fulltext, hybrid
 from campaigns.memory.summaries import ExtractiveSummarizer, Summarizer
 
 __all__ = ["MemoryStore"]
@@ -37,7 +37,6 @@ SESSIONS = table_of(Session)
 UTTERANCES = table_of(Utterance)
 CHUNKS = table_of(Chunk)
 SUMMARIES = table_of(Summary)
-_CANDIDATES = 50
 
 
 class MemoryStore(records.RecordsMixin):
@@ -260,50 +259,9 @@ class MemoryStore(records.RecordsMixin):
     async def search_facts(self, query: str, top_k: int = 10) -> list[dict[str, Any]]:
         """Chunks and approved facts for ``query``: hybrid when embeddings exist, else full text."""
         async with self._read() as conn:
-            textual = await fulltext(conn, "chunks", query, limit=max(top_k, _CANDIDATES))
-            vector_hits: list[tuple[int, float]] = []
-            if self._embeddings is not None:
-                await self._vectors.refresh(conn)
-                if len(self._vectors):
-                    try:
-                        [vector] = await self._embeddings.embed([query])
-                        vector_hits = self._vectors.top(vector, _CANDIDATES)
-                    except Exception as error:
-                        log.warning("embedding the query failed (%s); full-text only", error)
-            if not vector_hits:
-                for item in textual[:top_k]:
-                    item["matched"] = ["fulltext"]
-                return textual[:top_k]
-            by_id = {item["id"]: item for item in textual}
-            similarity = dict(vector_hits)
-            fused = reciprocal_rank_fusion(
-                [item["id"] for item in textual], [i for i, _ in vector_hits]
-            )[:top_k]
-            missing = [i for i, _ in fused if i not in by_id]
-            if missing:
-                rows = await conn.execute(
-                    select(
-                        CHUNKS.c.id,
-                        CHUNKS.c.kind,
-                        CHUNKS.c.session_id,
-                        CHUNKS.c.entity_id,
-                        CHUNKS.c.text,
-                        CHUNKS.c.created_at,
-                    ).where(CHUNKS.c.id.in_(missing))
-                )
-                by_id.update({row.id: dict(row._mapping) for row in rows})
-        results = []
-        for chunk_id, score in fused:
-            item = dict(by_id[chunk_id])
-            item["matched"] = [
-                name
-                for name, hit in (("fulltext", "score" in item), ("vector", chunk_id in similarity))
-                if hit
-            ]
-            item["similarity"] = similarity.get(chunk_id)
-            item["score"] = score
-            results.append(item)
-        return results
+            return await hybrid(
+                conn, query, top_k, embeddings=self._embeddings, vectors=self._vectors
+            )
 
     async def search_history(self, query: str, limit: int = 10) -> list[dict[str, Any]]:
         """Session summaries matching ``query`` (the campaign's long-term history)."""
