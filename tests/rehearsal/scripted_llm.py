@@ -1,0 +1,112 @@
+"""A local OpenAI-compatible chat-completions server (stdlib asyncio, real HTTP + SSE) whose
+answers are scripted: with tools offered and no tool result yet it calls ``roll``; otherwise it
+streams a fixed line per NPC. Every request body is recorded."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from typing import Any
+
+ANSWERS = {
+    "Bartok": "The dark ale is on tap tonight. It costs two copper coins.",
+    "Greymantle": "The candle burns in the dark. I have read of it in old books. "
+    "It is a secret society of smugglers. They meet under the old mill at night.",
+}
+
+
+def _npc(body: dict[str, Any]) -> str:
+    system = body["messages"][0]["content"]
+    return next((name for name in ANSWERS if f"You are {name}" in system), "Bartok")
+
+
+def _chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+    payload = {
+        "id": "chatcmpl-scripted",
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": "scripted",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
+    return f"data: {json.dumps(payload)}\n\n".encode()
+
+
+class ScriptedLlm:
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self.base_url = ""
+        self._server: asyncio.Server | None = None
+
+    async def __aenter__(self) -> ScriptedLlm:
+        self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+        port = self._server.sockets[0].getsockname()[1]
+        self.base_url = f"http://127.0.0.1:{port}/v1"
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._server is not None
+        self._server.close()
+        await self._server.wait_closed()
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            head = await reader.readuntil(b"\r\n\r\n")
+            length = 0
+            for line in head.decode("latin-1").split("\r\n"):
+                if line.lower().startswith("content-length:"):
+                    length = int(line.split(":", 1)[1])
+            body = json.loads(await reader.readexactly(length))
+            self.requests.append(body)
+            if not body.get("stream"):
+                payload = json.dumps(self._completion(body)).encode()
+                writer.write(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                    + f"Content-Length: {len(payload)}\r\nConnection: close\r\n\r\n".encode()
+                    + payload
+                )
+                await writer.drain()
+                return
+            writer.write(
+                b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                b"Cache-Control: no-cache\r\nConnection: close\r\n\r\n"
+            )
+            for piece in self._answer(body):
+                writer.write(piece)
+                await writer.drain()
+                await asyncio.sleep(0.01)
+            writer.write(b"data: [DONE]\n\n")
+            await writer.drain()
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            writer.close()
+
+    def _answer(self, body: dict[str, Any]) -> list[bytes]:
+        tools = [t["function"]["name"] for t in body.get("tools", [])]
+        answered_tool = any(m["role"] == "tool" for m in body["messages"])
+        out = [_chunk({"role": "assistant", "content": ""})]
+        if "roll" in tools and not answered_tool:
+            arguments = json.dumps({"expression": "1d20"})
+            call = {"index": 0, "id": "call_roll", "type": "function",
+                    "function": {"name": "roll", "arguments": arguments}}  # fmt: skip
+            return [*out, _chunk({"tool_calls": [call]}), _chunk({}, "tool_calls")]
+        for word in ANSWERS[_npc(body)].split(" "):
+            out.append(_chunk({"content": word + " "}))
+        return [*out, _chunk({}, "stop")]
+
+    def _completion(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Unstreamed requests (session summaries): one plain answer."""
+        return {
+            "id": "chatcmpl-scripted",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": "scripted",
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": "The party visited the tavern."},
+                    "finish_reason": "stop",
+                }
+            ],
+        }

@@ -1,0 +1,131 @@
+"""``glyphoxa rehearse`` end to end with real Whisper, Piper, espeak-ng, tools and memory, and a
+scripted OpenAI-compatible server (real HTTP + SSE) as the LLM, so the run is deterministic and
+needs no llama.cpp: a tool call, a barge-in, a DM line, every output file."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import shutil
+import threading
+import wave
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soxr
+import yaml
+from scripted_llm import ANSWERS, ScriptedLlm
+
+from bot.cli import main
+from bot.speech import FasterWhisperStt
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "campaigns" / "example"
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(shutil.which("espeak-ng") is None, reason="espeak-ng missing"),
+]
+
+
+@pytest.fixture
+def llm() -> Iterator[ScriptedLlm]:
+    """The scripted server on its own loop thread (the CLI runs its own asyncio.run)."""
+    loop = asyncio.new_event_loop()
+    server = ScriptedLlm()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    asyncio.run_coroutine_threadsafe(server.__aenter__(), loop).result(10)
+    try:
+        yield server
+    finally:
+        asyncio.run_coroutine_threadsafe(server.__aexit__(), loop).result(10)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(5)
+        loop.close()
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[a-z']+", text.lower())
+
+
+def _transcribe(path: Path) -> str:
+    with wave.open(str(path)) as wav:
+        rate = wav.getframerate()
+        raw = wav.readframes(wav.getnframes())
+    stereo = np.frombuffer(raw, dtype="<i2").reshape(-1, 2).astype(np.float32) / 32768
+    mono = soxr.resample(stereo.mean(axis=1), rate, 16_000).astype(np.float32)
+    return FasterWhisperStt().transcribe_sync(mono)
+
+
+def test_rehearse_command_end_to_end(tmp_path: Path, llm: ScriptedLlm) -> None:
+    config = tmp_path / "glyphoxa.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "providers": {
+                    "llm": {"name": "openai", "base_url": llm.base_url, "model": "scripted",
+                            "api_key": "scripted"}  # fmt: skip
+                },
+                "campaign": {"path": str(EXAMPLE), "hot_reload": False},
+                "tools": {
+                    "sandbox_dir": str(tmp_path / "files"),
+                    "calibration_path": str(tmp_path / "calibration.json"),
+                },
+            }
+        )
+    )
+    scene = tmp_path / "scene.yaml"
+    scene.write_text(
+        yaml.safe_dump(
+            {
+                "title": "scripted",
+                "campaign": str(EXAMPLE),
+                "players": {"Tobble": {"provider": "espeak", "voice": "en-us+m3"}},
+                # Cole has addressed nobody, so his interruption routes to no NPC
+                "lines": [
+                    {"at": 0.5, "speaker": "Arin", "text": "Bartok, what's on tap tonight?",
+                     "expect_npc": "Bartok"},
+                    {"at": 2, "speaker": "Tobble",
+                     "text": "Greymantle, tell me about the Black Candle.",
+                     "expect_npc": "Greymantle"},
+                    {"at": 3, "speaker": "Cole", "text": "Wait, someone is at the door!",
+                     "interrupt": True},
+                ],  # fmt: skip
+                "dm": [{"at": 4, "say": "Last call, friends!", "npc": "Bartok"}],
+                "tail_s": 60,
+            }
+        )
+    )
+    out = tmp_path / "out"
+    code = main(["--config", str(config), "rehearse", str(scene), "--out", str(out),
+                 "--playout-speed", "8"])  # fmt: skip
+    assert code == 0  # every expect_npc check passed
+    records = [json.loads(line) for line in (out / "transcript.jsonl").read_text().splitlines()]
+    npc_lines = [r for r in records if r["type"] == "npc"]
+    assert [r["npc"] for r in npc_lines] == ["Bartok", "Greymantle", "Bartok"]
+    bartok, greymantle, last_call = npc_lines
+    # the tool round: Bartok's FAST tools were offered, roll ran, its result went back
+    assert bartok["tools"] == ["roll"] and bartok["text"] == ANSWERS["Bartok"]
+    bartok_requests = [r for r in llm.requests if "You are Bartok" in r["messages"][0]["content"]]
+    offered = {t["function"]["name"] for t in bartok_requests[0]["tools"]}
+    assert offered == {"roll", "roll_table", "query_entities"}
+    assert any(m["role"] == "tool" for r in bartok_requests for m in r["messages"])
+    # the barge-in cut Greymantle; only the words heard were kept
+    (barge,) = [r for r in records if r["type"] == "barge_in"]
+    assert barge["npc"] == "Greymantle" and greymantle["interrupted"]
+    assert ANSWERS["Greymantle"].startswith(greymantle["text"])
+    assert greymantle["text"] != ANSWERS["Greymantle"]
+    assert last_call["text"] == "Last call, friends!"
+    latency = json.loads((out / "latency.json").read_text())
+    assert latency["summary"]["turns"] == 3 and latency["summary"]["interrupted"] == 1
+    assert all(t["overhead_ms"] is not None for t in latency["turns"] if t["heard"])
+    assert (out / "latency.png").stat().st_size > 1000
+    assert "Bartok" in (out / "report.md").read_text()
+    # Bartok's own track says what he said
+    heard = _words(_transcribe(out / "npc-bartok.wav"))
+    said = set(_words(ANSWERS["Bartok"] + " Last call, friends!"))
+    assert sum(word in said for word in heard) / max(1, len(heard)) >= 0.7, heard
+    assert len(heard) >= 8
