@@ -66,8 +66,12 @@ def test_rehearse_command_end_to_end(tmp_path: Path, llm: ScriptedLlm) -> None:
         yaml.safe_dump(
             {
                 "providers": {
-                    "llm": {"name": "openai", "base_url": llm.base_url, "model": "scripted",
-                            "api_key": "scripted"}  # fmt: skip
+                    "llm": {
+                        "name": "openai",
+                        "base_url": llm.base_url,
+                        "model": "scripted",
+                        "api_key": "scripted",
+                    }
                 },
                 "campaign": {"path": str(EXAMPLE), "hot_reload": False},
                 "tools": {
@@ -86,14 +90,25 @@ def test_rehearse_command_end_to_end(tmp_path: Path, llm: ScriptedLlm) -> None:
                 "players": {"Tobble": {"provider": "espeak", "voice": "en-us+m3"}},
                 # Cole has addressed nobody, so his interruption routes to no NPC
                 "lines": [
-                    {"at": 0.5, "speaker": "Arin", "text": "Bartok, what's on tap tonight?",
-                     "expect_npc": "Bartok"},
-                    {"at": 2, "speaker": "Tobble",
-                     "text": "Greymantle, tell me about the Black Candle.",
-                     "expect_npc": "Greymantle"},
-                    {"at": 3, "speaker": "Cole", "text": "Wait, someone is at the door!",
-                     "interrupt": True},
-                ],  # fmt: skip
+                    {
+                        "at": 0.5,
+                        "speaker": "Arin",
+                        "text": "Bartok, what's on tap tonight?",
+                        "expect_npc": "Bartok",
+                    },
+                    {
+                        "at": 2,
+                        "speaker": "Tobble",
+                        "text": "Greymantle, tell me about the Black Candle.",
+                        "expect_npc": "Greymantle",
+                    },
+                    {
+                        "at": 3,
+                        "speaker": "Cole",
+                        "text": "Wait, someone is at the door!",
+                        "interrupt": True,
+                    },
+                ],
                 "dm": [{"at": 4, "say": "Last call, friends!", "npc": "Bartok"}],
                 "tail_s": 60,
             }
