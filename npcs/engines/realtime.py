@@ -7,7 +7,8 @@ re-declared when the tier changes. Function calls run through the host and go ba
 ``response.cancel`` and ``conversation.item.truncate`` with the audio actually played, so the
 model's memory matches what the players heard. A turn whose tier exposes tools slower than
 ``max_realtime_tier`` is answered entirely by the fallback (cascaded) engine instead of
-switching engines mid-utterance (DESIGN.md section 4).
+switching engines mid-utterance (DESIGN.md section 4). The protocol's payloads are built in
+``realtime_wire``.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from websockets.exceptions import ConnectionClosed
 
 from campaigns.errors import GlyphoxaError
 from npcs.context import build_system_prompt, render_scene
+from npcs.engines import realtime_wire as wire
 from npcs.engines.cascaded import offered_tools
 from npcs.engines.events import (
     AudioChunk,
@@ -37,6 +39,7 @@ from npcs.engines.events import (
     TurnDone,
     TurnRequest,
 )
+from npcs.engines.realtime_wire import BYTES_PER_MS, REALTIME_SAMPLE_RATE
 from npcs.openai_client import openai_client
 from npcs.sentences import SentenceSplitter
 from tools.host.types import ToolCall
@@ -51,11 +54,7 @@ __all__ = ["DEFAULT_REALTIME_MODEL", "REALTIME_SAMPLE_RATE", "RealtimeEngine"]
 
 log = logging.getLogger(__name__)
 
-REALTIME_SAMPLE_RATE = 24_000
 DEFAULT_REALTIME_MODEL = "gpt-realtime"
-_BYTES_PER_MS = REALTIME_SAMPLE_RATE * 2 // 1000
-_APPEND_CHUNK = REALTIME_SAMPLE_RATE * 2  # one second of audio per append event
-_PCM: Any = {"type": "audio/pcm", "rate": REALTIME_SAMPLE_RATE}
 
 
 @dataclass
@@ -206,17 +205,7 @@ class RealtimeEngine:
             npc.voice.voice if npc.voice.provider == "openai" and npc.voice.voice else self.voice
         )
         instructions = build_system_prompt(npc, has_tools=bool(npc.tools))
-        await connection.session.update(
-            session={
-                "type": "realtime",
-                "instructions": instructions,
-                "output_modalities": ["audio"],
-                "audio": {
-                    "input": {"format": _PCM, "turn_detection": None},
-                    "output": {"format": _PCM, "voice": voice},
-                },
-            }
-        )
+        await connection.session.update(session=wire.session_setup(instructions, voice))
         session = _Session(connection=connection, manager=manager, instructions=instructions)
         self._sessions[npc.name] = session
         return session
@@ -235,21 +224,7 @@ class RealtimeEngine:
         names = tuple(t["function"]["name"] for t in tools)
         if session.declared == (request.tier, names):
             return
-        await session.connection.session.update(
-            session={
-                "type": "realtime",
-                "tools": [
-                    {
-                        "type": "function",
-                        "name": t["function"]["name"],
-                        "description": t["function"].get("description", ""),
-                        "parameters": t["function"].get("parameters", {}),
-                    }
-                    for t in tools
-                ],
-                "tool_choice": "auto" if tools else "none",
-            }
-        )
+        await session.connection.session.update(session=wire.function_tools(tools))
         session.declared = (request.tier, names)
 
     async def _send_input(self, session: _Session, request: TurnRequest) -> None:
@@ -267,15 +242,16 @@ class RealtimeEngine:
         if request.entity_snapshot:
             context.append(f"Facts from the campaign notes:\n{request.entity_snapshot.strip()}")
         if context:
-            await connection.conversation.item.create(item=_message("system", "\n\n".join(context)))
+            await connection.conversation.item.create(
+                item=wire.message("system", "\n\n".join(context))
+            )
         if request.audio:
-            for start in range(0, len(request.audio), _APPEND_CHUNK):
-                chunk = request.audio[start : start + _APPEND_CHUNK]
-                await connection.input_audio_buffer.append(audio=base64.b64encode(chunk).decode())
+            for piece in wire.audio_appends(request.audio):
+                await connection.input_audio_buffer.append(audio=piece)
             await connection.input_audio_buffer.commit()
         else:
             text = f"{request.speaker} says to you: {request.text.strip()}"
-            await connection.conversation.item.create(item=_message("user", text))
+            await connection.conversation.item.create(item=wire.message("user", text))
 
     # -- one turn ---------------------------------------------------------------------------
 
@@ -319,7 +295,7 @@ class RealtimeEngine:
                 if session.first_audio_at is None:
                     session.first_audio_at = time.monotonic()
                 session.audio_item = (event.item_id, event.content_index)
-                session.audio_ms += len(pcm) / _BYTES_PER_MS
+                session.audio_ms += len(pcm) / BYTES_PER_MS
                 yield AudioChunk(pcm, REALTIME_SAMPLE_RATE)
             elif kind == "response.output_audio_transcript.delta":
                 transcript.append(event.delta)
@@ -359,11 +335,7 @@ class RealtimeEngine:
         )
         for result in report.results:
             await session.connection.conversation.item.create(
-                item={
-                    "type": "function_call_output",
-                    "call_id": result.call_id,
-                    "output": result.model_text(),
-                }
+                item=wire.function_output(result.call_id, result.model_text())
             )
         return ToolsUsed(report)
 
@@ -391,7 +363,3 @@ class RealtimeEngine:
                 session.audio_item = None
         except Exception as error:  # the connection may already be gone
             log.warning("realtime barge-in failed: %s", error)
-
-
-def _message(role: str, text: str) -> dict[str, Any]:
-    return {"type": "message", "role": role, "content": [{"type": "input_text", "text": text}]}
