@@ -3,7 +3,8 @@
 One ``Metrics`` object holds every collector in its own registry, so tests and rehearsals can
 make a private one; the bot uses the module-level ``METRICS``. Other parts record through it:
 
-- receive path: ``METRICS.packets.labels("received"|"dropped"|"decrypt_failed").inc()``
+- receive path: ``detach = METRICS.track_receiver(receiver.snapshot)`` (read at scrape time),
+  or ``METRICS.packets.labels("received"|"dropped"|"decrypt_failed").inc()``
 - speech: ``METRICS.stt_seconds.labels("partial"|"final").observe(s)``,
   ``METRICS.tts_seconds.observe(s)`` (time to first audio), ``METRICS.active_speakers.set(n)``
 - table session: ``METRICS.observe_turn(stages_ms)``, ``METRICS.observe_tool(status, tier)``
@@ -25,7 +26,7 @@ from prometheus_client import (
     generate_latest,
     start_http_server,
 )
-from prometheus_client.metrics_core import Metric
+from prometheus_client.metrics_core import CounterMetricFamily, Metric
 
 from bot.config import MetricsConfig
 
@@ -50,7 +51,7 @@ class Metrics:
     tool_calls: Counter = field(init=False)
     stt_seconds: Histogram = field(init=False)
     tts_seconds: Histogram = field(init=False)
-    packets: Counter = field(init=False)
+    packets: _PacketCounts = field(init=False)
     active_speakers: Gauge = field(init=False)
     turns: Counter = field(init=False)
 
@@ -82,12 +83,8 @@ class Metrics:
             buckets=_LATENCY_BUCKETS,
             registry=reg,
         )
-        self.packets = Counter(
-            "glyphoxa_voice_packets_total",
-            "Voice packets by outcome: received, dropped, decrypt_failed.",
-            ["outcome"],
-            registry=reg,
-        )
+        self.packets = _PacketCounts()
+        reg.register(self.packets)  # type: ignore[arg-type]
         self.active_speakers = Gauge(
             "glyphoxa_active_speakers", "Players currently speaking.", registry=reg
         )
@@ -97,8 +94,6 @@ class Metrics:
             ["outcome", "tier"],
             registry=reg,
         )
-        for outcome in ("received", "dropped", "decrypt_failed"):
-            self.packets.labels(outcome)  # expose zeros so dashboards see the series
 
     def observe_turn(self, stages_ms: Mapping[str, float | None]) -> None:
         """Record one turn's stage latencies (milliseconds; ``None`` stages are skipped)."""
@@ -108,6 +103,21 @@ class Metrics:
 
     def observe_tool(self, status: str, tier: str) -> None:
         self.tool_calls.labels(status, tier).inc()
+
+    def track_receiver(self, snapshot: Callable[[], Any]) -> Callable[[], None]:
+        """Count a voice receive path's packets at scrape time; returns ``detach``.
+
+        ``snapshot()`` returns ``bot.voice`` ``ReceiveCounters`` (``received`` and a
+        ``dropped`` mapping by reason): decrypt failures (transport or DAVE) are reported as
+        ``decrypt_failed``, every other drop as ``dropped``.
+        """
+        self.packets.sources.append(snapshot)
+
+        def detach() -> None:
+            with contextlib.suppress(ValueError):
+                self.packets.sources.remove(snapshot)
+
+        return detach
 
     def attach(self, registry: CollectorRegistry) -> Callable[[], None]:
         """Serve another registry's metrics (e.g. a tool host's) here; returns ``detach``.
@@ -137,6 +147,59 @@ class Metrics:
         """Current value of one sample, e.g. ``sample("glyphoxa_tier_tool_calls", {...})``."""
         value = self.registry.get_sample_value(name, dict(labels or {}))
         return None if value is None else float(value)
+
+
+_DECRYPT_REASONS = frozenset({"decrypt_failed", "dave_failed"})
+
+
+class _PacketCounts:
+    """``glyphoxa_voice_packets_total{outcome}``: direct increments plus tracked receivers."""
+
+    def __init__(self) -> None:
+        self.counts = dict.fromkeys(("received", "dropped", "decrypt_failed"), 0.0)
+        self.sources: list[Callable[[], Any]] = []
+
+    def labels(self, outcome: str) -> _PacketCounter:
+        if outcome not in self.counts:
+            raise ValueError(f"unknown packet outcome {outcome!r}")
+        return _PacketCounter(self, outcome)
+
+    def describe(self) -> list[Metric]:
+        return [self._family()]
+
+    def collect(self) -> Iterator[Metric]:
+        totals = dict(self.counts)
+        for snapshot in list(self.sources):
+            try:
+                counters = snapshot()
+            except Exception:  # a closing voice connection must not break a scrape
+                log.debug("receive counters unavailable", exc_info=True)
+                continue
+            totals["received"] += counters.received
+            for reason, count in counters.dropped.items():
+                key = "decrypt_failed" if str(reason) in _DECRYPT_REASONS else "dropped"
+                totals[key] += count
+        family = self._family()
+        for outcome, value in totals.items():
+            family.add_metric([outcome], value)
+        yield family
+
+    @staticmethod
+    def _family() -> CounterMetricFamily:
+        return CounterMetricFamily(
+            "glyphoxa_voice_packets",
+            "Voice packets by outcome: received, dropped, decrypt_failed.",
+            labels=["outcome"],
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _PacketCounter:
+    owner: _PacketCounts
+    outcome: str
+
+    def inc(self, amount: float = 1.0) -> None:
+        self.owner.counts[self.outcome] += amount
 
 
 class _RegistryBridge:

@@ -14,6 +14,7 @@ from bot.metrics import Metrics, start_metrics_server
 from bot.rehearsal.report import latency_summary, write_chart, write_latency_json, write_report
 from bot.rehearsal.scene import load_scene, player_voice
 from bot.session.trace import ToolUse, TurnTrace
+from bot.voice.receiver import DropReason, ReceiveCounters
 from campaigns.errors import GlyphoxaError
 from tools.tiers import Tier
 
@@ -134,6 +135,10 @@ def test_metrics_endpoint_serves_recorded_values() -> None:
     metrics.observe_tool("ok", "fast")
     metrics.observe_tool("timeout", "deep")
     metrics.packets.labels("decrypt_failed").inc(2)
+    counters = ReceiveCounters(received=10)
+    counters.dropped[DropReason.UNKNOWN_SSRC] = 1
+    counters.dropped[DropReason.DAVE_FAILED] = 1
+    detach = metrics.track_receiver(lambda: counters)
     metrics.active_speakers.set(3)
     assert start_metrics_server(MetricsConfig(enabled=False), metrics) is None
     server = start_metrics_server(MetricsConfig(enabled=True, port=_free_port()), metrics)
@@ -145,8 +150,11 @@ def test_metrics_endpoint_serves_recorded_values() -> None:
         server.close()
     assert 'glyphoxa_turn_stage_seconds_count{stage="voice_to_voice"} 1.0' in body
     assert 'glyphoxa_tier_tool_calls_total{status="timeout",tier="deep"} 1.0' in body
-    assert 'glyphoxa_voice_packets_total{outcome="decrypt_failed"} 2.0' in body
-    assert 'glyphoxa_voice_packets_total{outcome="dropped"} 0.0' in body
+    assert 'glyphoxa_voice_packets_total{outcome="decrypt_failed"} 3.0' in body
+    assert 'glyphoxa_voice_packets_total{outcome="dropped"} 1.0' in body
+    assert 'glyphoxa_voice_packets_total{outcome="received"} 10.0' in body
+    detach()
+    assert 'glyphoxa_voice_packets_total{outcome="received"} 0.0' in metrics.exposition()
     assert "glyphoxa_active_speakers 3.0" in body
     assert metrics.sample("glyphoxa_stt_seconds_count", {"kind": "final"}) is None
 
