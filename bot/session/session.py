@@ -459,7 +459,7 @@ class TableSession(DmControls):
             tier.tier,
             snapshot=lambda: lookup.snapshot(text),
         )
-        speaker.speculation = spec.start(engine, npc, list(self.scene))
+        speaker.speculation = spec.start(engine, npc, list(self.scene), tts=self._tts)
         if spec.task is not None:
             self._tasks.add(spec.task)
             spec.task.add_done_callback(self._tasks.discard)

@@ -3,8 +3,8 @@
 When a player pauses (the frames fall quiet for ``pause_ms``) and their latest partial names
 an NPC, the engine is started on that partial. Its events are buffered, nothing is spoken. If
 the final transcript says the same words (and routes to the same NPC at the same tier), the turn
-adopts the running answer and saves the endpointing wait and the final's recognition time;
-otherwise the speculation is cancelled and the turn starts normally.
+adopts the running answer (and the first sentence's audio, synthesized ahead) and saves the
+endpointing wait and the final's recognition time; otherwise the speculation is cancelled.
 """
 
 from __future__ import annotations
@@ -19,9 +19,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from bot.speech import AudioChunk, TtsProvider
 from npcs.context import SceneLine
-from npcs.engines import Engine, EngineEvent, TurnRequest
-from npcs.schema import NpcDefinition
+from npcs.engines import Engine, EngineEvent, Filler, Sentence, TurnRequest
+from npcs.schema import NpcDefinition, VoiceSettings
 from tools.tiers import Tier
 
 __all__ = ["PauseDetector", "Speculation", "normalize"]
@@ -66,14 +67,26 @@ class Speculation:
     snapshot: Callable[[], Awaitable[str | None]] | None = None
     started: float = field(default_factory=time.monotonic)
     task: asyncio.Task[None] | None = None
+    voiced: dict[str, asyncio.Task[list[AudioChunk]]] = field(default_factory=dict)
+    """First sentence -> its audio, synthesized ahead (never fed to the mixer until adopted)."""
     _queue: asyncio.Queue[EngineEvent | None] = field(default_factory=asyncio.Queue)
     _error: BaseException | None = None
+    _tts: TtsProvider | None = None
+    _voice: VoiceSettings | None = None
 
     @property
     def key(self) -> str:
         return normalize(self.text)
 
-    def start(self, engine: Engine, npc: NpcDefinition, scene: list[SceneLine]) -> Speculation:
+    def start(
+        self,
+        engine: Engine,
+        npc: NpcDefinition,
+        scene: list[SceneLine],
+        tts: TtsProvider | None = None,
+    ) -> Speculation:
+        """Run the engine now; with ``tts``, also synthesize the first sentence ahead."""
+        self._tts, self._voice = tts, npc.voice
         lines = [*scene, SceneLine(self.speaker, self.text, None, self.started)]
         self.task = asyncio.create_task(
             self._run(engine, npc, lines), name=f"table:speculate:{self.npc}"
@@ -94,6 +107,8 @@ class Speculation:
             async with contextlib.aclosing(engine.respond(request)) as events:  # type: ignore[type-var]
                 async for event in events:
                     self._queue.put_nowait(event)
+                    if isinstance(event, Sentence | Filler) and not self.voiced:
+                        self._synthesize_ahead(event.text)
         except asyncio.CancelledError:
             raise
         except Exception as error:  # handed to the adopting turn, which records it
@@ -107,7 +122,20 @@ class Speculation:
         if self._error is not None:
             raise self._error
 
+    def _synthesize_ahead(self, sentence: str) -> None:
+        if self._tts is None or self._voice is None:
+            return
+        tts, voice = self._tts, self._voice
+
+        async def collect() -> list[AudioChunk]:
+            return [chunk async for chunk in tts.synthesize(sentence, voice)]
+
+        name = f"table:speculate-tts:{self.npc}"
+        self.voiced[sentence] = asyncio.create_task(collect(), name=name)
+
     def cancel(self) -> None:
+        for ahead in self.voiced.values():
+            ahead.cancel()
         if self.task is not None and not self.task.done():
             self.task.cancel()
             log.debug("speculation for %s on %r dropped", self.npc, self.text)

@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 from bot.session.speculation import Speculation
@@ -133,7 +133,9 @@ async def run_turn(
                 continue  # keep draining so the producer never blocks; nothing more to say
             started = time.monotonic()
             first_chunk = True
-            async with contextlib.aclosing(tts.synthesize(sentence, npc.voice)) as chunks:  # type: ignore[type-var]
+            ahead = turn.speculation.voiced.get(sentence) if turn.speculation else None
+            source = _replay(ahead) if ahead is not None else tts.synthesize(sentence, npc.voice)
+            async with contextlib.aclosing(source) as chunks:  # type: ignore[type-var]
                 async for chunk in chunks:
                     if handle.done():
                         break
@@ -164,3 +166,9 @@ def _feed_audio(turn: NpcTurn, event: AudioChunk) -> None:
         trace.first_audio = time.monotonic()
         trace.first_sentence = trace.first_sentence or trace.first_audio
     turn.handle.feed(SpeechChunk(event.pcm, event.sample_rate), text=None)
+
+
+async def _replay(ahead: asyncio.Task[list[SpeechChunk]]) -> AsyncIterator[SpeechChunk]:
+    """Audio synthesized during speculation (the TTS time already happened)."""
+    for chunk in await ahead:
+        yield chunk

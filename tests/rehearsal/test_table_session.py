@@ -200,6 +200,7 @@ async def test_answer_starts_on_the_partial_when_the_final_confirms_it(
     assert trace.engine_start is not None and trace.final_transcript is not None
     assert trace.engine_start < trace.final_transcript  # started before the final existed
     assert table.engine.cancelled == []
+    assert table.tts.spoken == ["Dark ale."]  # synthesized ahead once, during the speculation
 
 
 async def test_speculation_on_a_stale_partial_is_dropped(speculating_table: Table) -> None:
@@ -215,4 +216,7 @@ async def test_speculation_on_a_stale_partial_is_dropped(speculating_table: Tabl
     assert not trace.speculative and trace.spoken == "Dark ale."
     texts = [r.text for r in table.engine.requests]
     assert texts == ["Bartok, what is", "Bartok, what is on tap tonight?"]
-    assert table.tts.spoken == ["Dark ale."]  # nothing of the stale run was voiced
+    for _ in range(5):
+        await table.driver.tick()
+    played = table.driver.audible.count("Bartok")  # "Dark ale." is 0.24 s = 12 frames
+    assert 10 <= played <= 14  # the stale run's audio (synthesized ahead) was never played
