@@ -62,8 +62,8 @@ async def run_bench(quick: bool) -> list[BenchResult]:
         f"end of voiced player audio -> first NPC frame from the mixer; {wall_s:.0f} s wall"
     )
     stages: dict[str, Any] = {}
-    for stage in ("stt_final", "route", "llm_first_token", "first_sentence", "tts_first_audio",
-                  "to_playback"):  # fmt: skip
+    for stage in ("stt_final", "queue", "route", "llm_first_token", "first_sentence",
+                  "tts_first_audio", "to_playback"):  # fmt: skip
         values = [t["stages_ms"][stage] for t in turns if t["stages_ms"][stage] is not None]
         if values:
             stages[stage] = round(percentile(values, 50), 1)

@@ -18,13 +18,14 @@ log = logging.getLogger(__name__)
 #: Stages drawn as stacked segments (voice_to_voice is their sum, not a segment).
 _SEGMENTS = (
     "stt_final",
+    "queue",
     "route",
     "llm_first_token",
     "first_sentence",
     "tts_first_audio",
     "to_playback",
 )
-_COLORS = ("#8da0cb", "#bbbbbb", "#fc8d62", "#ffd92f", "#66c2a5", "#e78ac3")
+_COLORS = ("#8da0cb", "#e5c494", "#bbbbbb", "#fc8d62", "#ffd92f", "#66c2a5", "#e78ac3")
 
 
 def _pcts(values: list[float]) -> dict[str, float] | None:

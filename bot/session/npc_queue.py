@@ -140,6 +140,7 @@ class NpcQueues:
                 _drop(turn)
                 continue
             state.current = turn
+            turn.trace.dequeued = time.monotonic()
             try:
                 await self._play(turn, npc)
             finally:

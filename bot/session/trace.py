@@ -15,7 +15,8 @@ __all__ = ["STAGES", "ToolUse", "TurnTrace"]
 #: Stage name -> (from timestamp, to timestamp). Order is the order of the pipeline.
 STAGES: dict[str, tuple[str, str]] = {
     "stt_final": ("speech_end", "final_transcript"),
-    "route": ("final_transcript", "engine_start"),
+    "queue": ("final_transcript", "dequeued"),
+    "route": ("dequeued", "engine_start"),
     "llm_first_token": ("engine_start", "first_token"),
     "first_sentence": ("first_token", "first_sentence"),
     "tts_first_audio": ("first_sentence", "first_audio"),
@@ -45,6 +46,8 @@ class TurnTrace:
     address_reason: str = ""
     speech_end: float | None = None
     final_transcript: float | None = None
+    dequeued: float | None = None
+    """When the NPC's worker took the turn (later than the final if the NPC was busy)."""
     engine_start: float | None = None
     first_token: float | None = None
     first_sentence: float | None = None
@@ -97,11 +100,13 @@ class TurnTrace:
 
     def waits_ms(self) -> float:
         """Waiting that is policy, not overhead: the STT final beyond its compute time (VAD
-        hangover) and waiting for another NPC to finish speaking."""
+        hangover), the NPC finishing its previous answer, and another NPC holding the floor."""
+        stages = self.stages_ms()
         wait = 0.0
-        stt = self.stages_ms()["stt_final"]
-        if stt is not None:
-            wait += max(0.0, stt - (self.stt_compute_ms or 0.0))
+        if stages["stt_final"] is not None:
+            wait += max(0.0, stages["stt_final"] - (self.stt_compute_ms or 0.0))
+        if stages["queue"] is not None:
+            wait += max(0.0, stages["queue"] - 5.0)  # a few ms of it are our own scheduling
         return wait + self.floor_wait_ms
 
     def as_dict(self) -> dict[str, Any]:

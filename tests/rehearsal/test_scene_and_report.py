@@ -81,6 +81,7 @@ def _turn(turn_id: int, tier: str, v2v_end: float | None, interrupted: bool = Fa
     trace.speech_end = 10.0
     trace.final_transcript = 10.6
     trace.stt_compute_ms = 100.0
+    trace.dequeued = 10.602
     trace.engine_start = 10.605
     trace.first_token = 10.8
     trace.first_sentence = 11.0
@@ -98,6 +99,19 @@ def test_trace_overhead_subtracts_models_and_waits() -> None:
     assert turn["stages_ms"]["voice_to_voice"] == pytest.approx(1210.0)
     # v2v 1210 - stt compute 100 - llm 395 - tts 190 - endpointing wait 500 = 25 ms of our own
     assert turn["overhead_ms"] == pytest.approx(25.0, abs=0.1)
+    assert turn["stages_ms"]["queue"] == pytest.approx(2.0)
+
+
+def test_waiting_for_the_npcs_previous_answer_is_not_overhead() -> None:
+    trace = TurnTrace(turn_id=1, npc="Bartok", speaker="Aria", heard="and?", tier="fast")
+    trace.speech_end, trace.final_transcript, trace.stt_compute_ms = 10.0, 10.6, 100.0
+    trace.dequeued, trace.engine_start = 12.6, 12.601  # Bartok was still answering for 2 s
+    trace.first_sentence, trace.first_audio, trace.tts_compute_ms = 13.0, 13.2, 190.0
+    trace.playback_start = 13.21
+    stages = trace.stages_ms()
+    assert stages["queue"] == pytest.approx(2000.0) and stages["route"] == pytest.approx(1.0)
+    # 3210 - 100 - 399 - 190 - 500 (endpointing) - 1995 (queue beyond 5 ms) = 26 ms
+    assert trace.overhead_ms() == pytest.approx(26.0, abs=0.1)
 
 
 def test_report_files(tmp_path: Path) -> None:
