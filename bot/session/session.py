@@ -179,6 +179,8 @@ class TableSession(DmControls):
                 turn.trace.spoken = turn.handle.played_text
                 turn.trace.playback_start = turn.handle.playback_started_at
                 self.traces.append(turn.trace)
+        for speaker in self._speakers.values():
+            self._drop_speculation(speaker)
         self.mixer.cancel_all()
         tasks = list(self._tasks)
         for speaker in self._speakers.values():

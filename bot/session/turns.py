@@ -155,6 +155,8 @@ async def run_turn(
         log.error("turn %d of %s failed: %s", trace.turn_id, turn.npc, trace.error)
     finally:
         handle.finish()
+        if turn.speculation is not None:
+            turn.speculation.cancel()  # audio synthesized ahead for sentences never reached
 
 
 def _feed_audio(turn: NpcTurn, event: AudioChunk) -> None:
