@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import html
 import logging
+import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -34,7 +36,19 @@ from npcs.schema import NpcDefinition
 from npcs.sentences import split_sentences
 from tools.tiers import Tier
 
-__all__ = ["NpcTurn", "run_turn"]
+__all__ = ["NpcTurn", "run_turn", "speakable"]
+
+_MARKUP = re.compile(r"```\w*|[`*_#>|~]+")
+_SPEAKABLE = re.compile(r"[A-Za-z0-9]")
+
+
+def speakable(text: str) -> str:
+    """What a voice should say: HTML entities decoded, markdown symbols dropped, spaces
+    collapsed; empty when nothing pronounceable is left (a stray code fence)."""
+    text = html.unescape(html.unescape(text))
+    text = " ".join(_MARKUP.sub(" ", text).split())
+    return text if _SPEAKABLE.search(text) else ""
+
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +86,9 @@ async def run_turn(
     sentences: asyncio.Queue[str | None] = asyncio.Queue()
 
     def say(text: str) -> None:
+        text = speakable(text)
+        if not text:
+            return
         if trace.first_sentence is None:
             trace.first_sentence = time.monotonic()
         sentences.put_nowait(text)

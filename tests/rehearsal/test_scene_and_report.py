@@ -201,3 +201,19 @@ def test_part_registries_attach_and_detach_per_table() -> None:
         detach_first()
         assert "glyphoxa_tool_calls_total" not in metrics.exposition()
     assert line not in metrics.exposition()
+
+
+@pytest.mark.parametrize(
+    ("text", "voiced"),
+    [
+        ("Two coppers, friend.", "Two coppers, friend."),
+        ("&amp;#34;Ale&#34; is **cheap** here!", '"Ale" is cheap here!'),
+        ("```python", ""),
+        ("# The `Rusty`  Flagon", "The Rusty Flagon"),
+        ("...", ""),
+    ],
+)
+def test_only_speakable_text_reaches_the_voice(text: str, voiced: str) -> None:
+    from bot.session.turns import speakable
+
+    assert speakable(text) == voiced
