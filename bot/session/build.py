@@ -174,8 +174,8 @@ async def _engines(
     stack: contextlib.AsyncExitStack,
     say: Progress,
 ) -> Callable[[NpcDefinition], Engine | None]:
-    """Engine per NPC kind. Realtime needs ``providers.realtime``; without it, and for the
-    sentence cascade until its engine exists, NPCs answer through the cascaded engine."""
+    """Engine per NPC kind. Realtime needs ``providers.realtime``; without it realtime NPCs
+    answer through the cascaded engine."""
     from openai import AsyncOpenAI
 
     llm = config.providers.llm
@@ -209,7 +209,7 @@ async def _engines(
         stream_tool_rounds=bool(options.get("stream_tool_rounds", not local)),
     )
     by_kind: dict[EngineKind, Engine] = {EngineKind.CASCADED: cascaded}
-    _optional_engines(config, client, model, host, cascaded, by_kind)
+    _optional_engines(config, host, cascaded, by_kind)
 
     def resolve(npc: NpcDefinition) -> Engine | None:
         return by_kind.get(npc.engine, cascaded)
@@ -219,27 +219,16 @@ async def _engines(
 
 def _optional_engines(
     config: GlyphoxaConfig,
-    client: Any,
-    model: str,
     host: ToolHost,
     cascaded: CascadedEngine,
     by_kind: dict[EngineKind, Engine],
 ) -> None:
-    """Sentence-cascade and realtime engines, when their modules exist and are configured."""
-    import npcs.engines as engines
+    """Sentence cascade (fast opener, the cascaded engine continues) always; realtime when
+    ``providers.realtime`` is configured (else realtime NPCs answer through the cascade)."""
+    from npcs.engines import RealtimeEngine, SentenceCascadeEngine
 
-    cascade_cls = getattr(engines, "SentenceCascadeEngine", None)
-    if cascade_cls is not None:
-        try:
-            by_kind[EngineKind.SENTENCE_CASCADE] = cascade_cls(cascaded)
-        except TypeError as error:
-            log.warning("sentence cascade engine unavailable (%s); using cascaded", error)
-    realtime_cls = getattr(engines, "RealtimeEngine", None)
-    if realtime_cls is not None and config.providers.realtime is not None:
-        log.info("realtime engine configured; realtime NPCs use it")
-        try:
-            by_kind[EngineKind.REALTIME] = realtime_cls.from_config(
-                config.providers.realtime, host=host, fallback=cascaded
-            )
-        except (AttributeError, TypeError) as error:
-            log.warning("realtime engine unavailable (%s); using cascaded", error)
+    by_kind[EngineKind.SENTENCE_CASCADE] = SentenceCascadeEngine(cascaded)
+    if config.providers.realtime is not None:
+        by_kind[EngineKind.REALTIME] = RealtimeEngine.from_config(
+            config.providers.realtime, host=host, fallback=cascaded
+        )
