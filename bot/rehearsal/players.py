@@ -14,6 +14,7 @@ from bot.rehearsal.scene import PlayerLine, Scene, player_voice
 from bot.speech import FRAME_BYTES, FRAME_MS, SAMPLE_RATE, SILENCE_FRAME, decode_audio_file
 from bot.speech.protocols import TtsProvider
 from campaigns.errors import GlyphoxaError
+from npcs.schema import VoiceSettings
 
 __all__ = ["LineAudio", "SpeakerTimeline", "synthesize_lines"]
 
@@ -75,14 +76,30 @@ async def synthesize_lines(
             continue
         assert line.text is not None
         voice = player_voice(scene, line.speaker)
-        pieces: list[np.ndarray] = []
-        async for chunk in tts.synthesize(line.text, voice):
-            mono = np.frombuffer(chunk.pcm, dtype="<i2").astype(np.float32)
-            pieces.append(_to_stereo_48k(mono, chunk.sample_rate))
+        try:
+            pieces = await _synthesize(tts, line.text, voice)
+        except GlyphoxaError as error:
+            if voice.provider == "piper":
+                raise
+            # e.g. espeak-ng not installed: the player still speaks, in a shifted Piper voice
+            if progress is not None:
+                progress(f"  {line.speaker}'s {voice.provider} voice failed ({error}); using Piper")
+            pieces = await _synthesize(tts, line.text, _FALLBACK)
         if not pieces:
             raise GlyphoxaError(f"no audio synthesized for {line.speaker}'s line at {line.at:g}s")
         out.append(_finish(line, np.concatenate(pieces)))
     return out
+
+
+_FALLBACK = VoiceSettings(provider="piper", speed=0.95, pitch_shift=-5.0)
+
+
+async def _synthesize(tts: TtsProvider, text: str, voice: VoiceSettings) -> list[np.ndarray]:
+    pieces: list[np.ndarray] = []
+    async for chunk in tts.synthesize(text, voice):
+        mono = np.frombuffer(chunk.pcm, dtype="<i2").astype(np.float32)
+        pieces.append(_to_stereo_48k(mono, chunk.sample_rate))
+    return pieces
 
 
 class SpeakerTimeline:

@@ -217,3 +217,21 @@ def test_only_speakable_text_reaches_the_voice(text: str, voiced: str) -> None:
     from bot.session.turns import speakable
 
     assert speakable(text) == voiced
+
+
+async def test_players_without_espeak_fall_back_to_piper(tmp_path: Path) -> None:
+    from bot.rehearsal.players import synthesize_lines
+    from bot.speech import EspeakTts, PiperTts, VoiceRouter
+
+    scene = load_scene(
+        _write(
+            tmp_path,
+            "players:\n  Tobble: {provider: espeak, voice: en-us+m3}\n"
+            "lines:\n  - {at: 1, speaker: Tobble, text: Hello there.}\n",
+        )
+    )
+    router = VoiceRouter({"piper": PiperTts(), "espeak": EspeakTts("espeak-ng-not-here")})
+    notes: list[str] = []
+    (line,) = await synthesize_lines(scene, router, notes.append)
+    assert line.frames > 20 and 0.3 < line.voiced_end_s < line.frames * 0.02
+    assert any("using Piper" in note for note in notes)
