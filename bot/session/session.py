@@ -21,6 +21,7 @@ from typing import Any
 from bot.config import GlyphoxaConfig
 from bot.metrics import METRICS, Metrics
 from bot.session.controls import DmControls
+from bot.session.early import EarlyTranscript, FrameTail, transcribe_early
 from bot.session.entities import EntityLookup
 from bot.session.events import BargedIn, NpcSpoke, PlayerSpoke, Routed, SessionEvent
 from bot.session.npc_queue import NpcQueues
@@ -75,9 +76,19 @@ class _Speaker:
     awaiting: dict[int, float] = field(default_factory=dict)
     """Utterances that ended and whose final transcript has not arrived (id -> end time)."""
     pause: PauseDetector = field(default_factory=PauseDetector)
+    paused: bool = False
     utterance_id: int = 0
+    onset: float = 0.0
+    """Stream time at which the current utterance started."""
     last_partial: str | None = None
     speculation: Speculation | None = None
+    tail: FrameTail = field(default_factory=FrameTail)
+    early_task: asyncio.Task[None] | None = None
+    early: EarlyTranscript | None = None
+    committed: dict[int, str] = field(default_factory=dict)
+    """Utterances already routed on their early transcript (id -> text)."""
+    ends: dict[int, float] = field(default_factory=dict)
+    """Stream time of the last voiced audio of ended utterances."""
 
 
 class TableSession(DmControls):
@@ -250,8 +261,16 @@ class TableSession(DmControls):
             speaker = self._open_lane(speaker_id, user_name)
         speaker.lane.push(frame)
         speaker.clock.record(time.monotonic())
-        if self.speculate and speaker.pause.push(frame) and speaker.speaking:
-            self._speculate(speaker)
+        if not self.speculate:
+            return
+        speaker.tail.add(speaker.clock.pushed_s, frame)
+        if speaker.pause.push(frame):
+            speaker.paused = True
+            if speaker.speaking:
+                self._on_pause(speaker)
+        elif speaker.paused and speaker.pause.quiet_frames == 0:
+            speaker.paused = False
+            self._on_resume(speaker)
 
     def _open_lane(self, speaker_id: str, user_name: str) -> _Speaker:
         stt = TimedStt(self._stt, self.metrics)
@@ -274,16 +293,22 @@ class TableSession(DmControls):
                 self.barge_in.observe(event)
                 if isinstance(event, SpeechStarted):
                     speaker.utterance_id = event.utterance_id
+                    speaker.onset = event.stream_time
                     speaker.last_partial = None
+                    speaker.early = None
                     self._set_speaking(speaker, True)
                 elif isinstance(event, SpeechEnded):
                     speaker.awaiting[event.utterance_id] = time.monotonic()
+                    speaker.ends[event.utterance_id] = event.stream_time
                     self._set_speaking(speaker, False)
+                    self._commit_early(speaker, event.utterance_id)
                 elif isinstance(event, PartialTranscript):
                     self._on_partial(speaker, event)
                 elif isinstance(event, FinalTranscript):
                     speaker.awaiting.pop(event.utterance_id, None)
-                    self._on_final(speaker, event)
+                    speaker.ends.pop(event.utterance_id, None)
+                    if not self._confirm_early(speaker, event):
+                        self._on_final(speaker, event)
                 elif isinstance(event, Backchannel):
                     speaker.awaiting.pop(event.utterance_id, None)
                     self._drop_speculation(speaker, event.utterance_id)
@@ -314,67 +339,77 @@ class TableSession(DmControls):
             self._speculate(speaker)  # this partial finished computing during the pause
 
     def _on_final(self, speaker: _Speaker, event: FinalTranscript) -> None:
-        now = time.monotonic()
-        speech_end = speaker.clock.wall_at(event.ended_at) or event.speech_end_wall_time
-        speech_start = speaker.clock.wall_at(event.started_at)
-        stt_ms = speaker.stt.pop_final_ms()
-        self._emit(PlayerSpoke(speaker.name, event.text, speech_start, speech_end, now))
-        self._add_scene(SceneLine(speaker.name, event.text, None, now))
-        self.recorder.player(speaker.name, event.text, speech_start or now, speech_end or now)
-        decision = self.addressing.detect(
-            speaker.name, event.text, now, is_dm=speaker.name in self.dm_speakers
+        self._route(
+            speaker,
+            event.utterance_id,
+            event.text,
+            speech_start=speaker.clock.wall_at(event.started_at),
+            speech_end=speaker.clock.wall_at(event.ended_at) or event.speech_end_wall_time,
+            final_at=event.wall_time,
+            stt_ms=speaker.stt.pop_final_ms(),
         )
-        self.entities.prefetch(event.text)
+
+    def _route(
+        self,
+        speaker: _Speaker,
+        utterance_id: int,
+        text: str,
+        *,
+        speech_start: float | None,
+        speech_end: float | None,
+        final_at: float,
+        stt_ms: float | None,
+    ) -> None:
+        """A player's utterance is final: record it, find the addressees, queue their turns."""
+        now = time.monotonic()
+        self._emit(PlayerSpoke(speaker.name, text, speech_start, speech_end, now))
+        self._add_scene(SceneLine(speaker.name, text, None, now))
+        self.recorder.player(speaker.name, text, speech_start or now, speech_end or now)
+        decision = self.addressing.detect(
+            speaker.name, text, now, is_dm=speaker.name in self.dm_speakers
+        )
+        self.entities.prefetch(text)
         names = [n for n in decision.npcs if n in self.campaign.npcs and not self.is_muted(n)]
         tier_label = tier_reason = None
         spec = speaker.speculation
-        if spec is not None and spec.utterance_id == event.utterance_id:
+        if spec is not None and spec.utterance_id == utterance_id:
             speaker.speculation = None
         else:
             spec = None
         for name in names:
             npc = self.campaign.npcs[name]
-            tier = self.tiers.select(event.text, npc=npc, queue_depth=self.queue_depth(), now=now)
+            tier = self.tiers.select(text, npc=npc, queue_depth=self.queue_depth(), now=now)
             self.tiers.commit(tier, npc=name, now=now)
             adopted = None
             if (
                 spec is not None
                 and spec.npc == name
                 and spec.tier == tier.tier
-                and spec.key == normalize(event.text)
+                and spec.key == normalize(text)
                 and decision.puppet_text is None
             ):
                 adopted, spec = spec, None
             tier_label, tier_reason = tier.tier.label, tier.reason
-            trace = self._new_trace(name, speaker.name, event.text, tier.tier, tier.reason)
+            trace = self._new_trace(name, speaker.name, text, tier.tier, tier.reason)
             trace.address_reason = decision.reason
             trace.speech_end = speech_end
-            trace.final_transcript = event.wall_time
+            trace.final_transcript = final_at
             trace.stt_compute_ms = round(stt_ms, 2) if stt_ms is not None else None
             trace.speculative = adopted is not None
             self._enqueue(
                 name,
                 speaker.name,
-                event.text,
+                text,
                 tier.tier,
                 trace,
                 verbatim=decision.puppet_text,
-                snapshot_text=event.text,
+                snapshot_text=text,
                 speculation=adopted,
             )
         if spec is not None:
             spec.cancel()  # the final said something else
-        self._emit(
-            Routed(
-                speaker.name,
-                event.text,
-                tuple(names),
-                decision.reason if names or not decision.npcs else "muted",
-                tier_label,
-                tier_reason,
-                now,
-            )
-        )
+        reason = decision.reason if names or not decision.npcs else "muted"
+        self._emit(Routed(speaker.name, text, tuple(names), reason, tier_label, tier_reason, now))
 
     # --- turns -------------------------------------------------------------------------------
     def queue_depth(self) -> int:
@@ -429,6 +464,75 @@ class TableSession(DmControls):
         speaker = self._speakers.get(barge.speaker)
         who = speaker.name if speaker else barge.speaker
         self._emit(BargedIn(who, barge.npc, barge.heard.played_text, time.monotonic()))
+
+    # --- pauses: early transcripts and speculation --------------------------------------------
+    def _on_pause(self, speaker: _Speaker) -> None:
+        """The player fell quiet mid-utterance: guess on the partial, transcribe what we have."""
+        self._speculate(speaker)
+        if speaker.early_task is None or speaker.early_task.done():
+            frames = speaker.tail.since(speaker.onset)
+            speaker.early_task = self._spawn(
+                self._transcribe_early(speaker, speaker.utterance_id, frames),
+                f"table:early:{speaker.name}",
+            )
+
+    def _on_resume(self, speaker: _Speaker) -> None:
+        """The player went on talking: what we guessed at the pause is stale."""
+        if speaker.early_task is not None:
+            speaker.early_task.cancel()
+            speaker.early_task = None
+        speaker.early = None
+        self._drop_speculation(speaker)
+
+    async def _transcribe_early(
+        self, speaker: _Speaker, utterance_id: int, frames: list[bytes]
+    ) -> None:
+        try:
+            early = await transcribe_early(self._stt, frames, utterance_id, self.vocabulary)
+        except GlyphoxaError as error:
+            log.debug("early transcript for %s failed: %s", speaker.name, error)
+            return
+        self.metrics.stt_seconds.labels("early").observe(early.compute_ms / 1000.0)
+        still_paused = speaker.speaking and speaker.utterance_id == utterance_id and speaker.paused
+        ended = utterance_id in speaker.awaiting  # the lane already closed the utterance
+        if not early.text or not (still_paused or ended):
+            return
+        speaker.early = early
+        speaker.last_partial = early.text
+        spec = speaker.speculation
+        if spec is not None and spec.key != normalize(early.text):
+            self._drop_speculation(speaker)
+        self._speculate(speaker)
+        if ended:
+            self._commit_early(speaker, utterance_id)
+
+    def _commit_early(self, speaker: _Speaker, utterance_id: int) -> None:
+        """The lane confirmed the end with no speech since the pause: route the early words."""
+        early = speaker.early
+        if early is None or early.utterance_id != utterance_id or not self.speculate:
+            return
+        speaker.early = None
+        speaker.committed[utterance_id] = early.text
+        voiced_end = speaker.ends.get(utterance_id)
+        self._route(
+            speaker,
+            utterance_id,
+            early.text,
+            speech_start=speaker.clock.wall_at(speaker.onset),
+            speech_end=speaker.clock.wall_at(voiced_end) if voiced_end is not None else None,
+            final_at=time.monotonic(),
+            stt_ms=early.compute_ms,
+        )
+
+    def _confirm_early(self, speaker: _Speaker, event: FinalTranscript) -> bool:
+        """The lane's final for an utterance routed early: keep the books straight."""
+        text = speaker.committed.pop(event.utterance_id, None)
+        if text is None:
+            return False
+        speaker.stt.pop_final_ms()
+        if normalize(text) != normalize(event.text):
+            log.info("early transcript %r; the final heard %r", text, event.text)
+        return True
 
     # --- speculation -------------------------------------------------------------------------
     def _speculate(self, speaker: _Speaker) -> None:

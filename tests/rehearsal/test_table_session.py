@@ -9,12 +9,13 @@ from pathlib import Path
 
 import pytest
 from conftest import EXAMPLE, Table
-from table_script import EnergyVad, ScriptedEngine, TableDriver, ToneStt, ToneTts
+from table_script import EnergyVad, ScriptedEngine, TableDriver, ToneStt, ToneTts, tone_frames
 
 from bot.config import GlyphoxaConfig
 from bot.metrics import Metrics
 from bot.session.events import BargedIn, NpcSpoke, PlayerSpoke, Routed
 from bot.session.session import TableSession
+from bot.speech import SILENCE_FRAME
 from campaigns.errors import GlyphoxaError
 from npcs.campaign import load_campaign
 from tools.host import ToolResult
@@ -203,20 +204,41 @@ async def test_answer_starts_on_the_partial_when_the_final_confirms_it(
     assert table.tts.spoken == ["Dark ale."]  # synthesized ahead once, during the speculation
 
 
-async def test_speculation_on_a_stale_partial_is_dropped(speculating_table: Table) -> None:
+async def test_early_transcript_replaces_a_stale_partial_and_routes_at_the_end_of_speech(
+    speculating_table: Table,
+) -> None:
     table = speculating_table
     table.engine.replies["Bartok"] = ["Dark ale."]
-    table.engine.hold = asyncio.Event()  # the speculative "LLM" is still writing at the final
-    table.driver.say("Arin", "Bartok, what is on tap tonight?")  # partial: first half only
+    table.engine.hold = asyncio.Event()  # keep the "LLM" running so cancellation is visible
+    table.driver.say("Arin", "Bartok, what is on tap tonight?")  # partials: first half only
     await table.driver.run_until(lambda: len(table.driver.of_type(Routed)) == 1)
-    await table.driver.run_until(lambda: table.engine.cancelled == ["Bartok"])
-    table.engine.hold.set()
-    await table.driver.run_until(lambda: len(spoken(table)) == 1)
-    trace = spoken(table)[0].trace
-    assert not trace.speculative and trace.spoken == "Dark ale."
     texts = [r.text for r in table.engine.requests]
     assert texts == ["Bartok, what is", "Bartok, what is on tap tonight?"]
-    for _ in range(5):
+    assert table.engine.cancelled == ["Bartok"]  # the guess on the stale partial
+    table.engine.hold.set()
+    await table.driver.run_until(lambda: len(spoken(table)) == 1)
+    await table.driver.run_until(lambda: table.driver.stt.finals == 2)  # early + lane final
+    for _ in range(10):
         await table.driver.tick()
-    played = table.driver.audible.count("Bartok")  # "Dark ale." is 0.24 s = 12 frames
-    assert 10 <= played <= 14  # the stale run's audio (synthesized ahead) was never played
+    trace = spoken(table)[0].trace
+    assert trace.speculative and trace.heard == "Bartok, what is on tap tonight?"
+    assert trace.spoken == "Dark ale."
+    assert len(table.driver.of_type(Routed)) == 1  # the lane's final only confirmed it
+    assert len(table.engine.requests) == 2
+
+
+async def test_talking_on_after_a_pause_drops_the_early_guess(speculating_table: Table) -> None:
+    table = speculating_table
+    table.engine.replies["Bartok"] = ["Dark ale."]
+    table.engine.hold = asyncio.Event()
+    driver = table.driver
+    freq = driver.stt.register("Bartok, what is on tap tonight?", stable=True)
+    driver.queued["Arin"] += [
+        *tone_frames(freq, 0.8), *[SILENCE_FRAME] * 16, *tone_frames(freq, 0.6)
+    ]  # fmt: skip
+    await driver.run_until(lambda: len(driver.of_type(Routed)) == 1)
+    assert table.engine.cancelled == ["Bartok"]  # the guess made at the 320 ms pause
+    table.engine.hold.set()
+    await driver.run_until(lambda: len(spoken(table)) == 1)
+    assert [p.text for p in driver.of_type(PlayerSpoke)] == ["Bartok, what is on tap tonight?"]
+    assert spoken(table)[0].trace.speculative
