@@ -18,6 +18,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from pydantic import SecretStr
+
+from bot.config import ProviderConfig
 from campaigns.bench_result import BenchResult, percentile
 
 __all__ = ["EXAMPLE_SCENE", "run_bench"]
@@ -99,6 +102,22 @@ async def run_bench(quick: bool) -> list[BenchResult]:
                 {"p95_ms": fast_stats["p95"], "n": fast_stats["n"]},
             )
         )
+    floor = await _instant_llm_floor(config)
+    if floor:
+        stats = _stats(floor)
+        results.append(
+            BenchResult(
+                "voice-to-voice p50 (FAST turns, instant LLM)",
+                stats["p50"],
+                "ms",
+                "the tool-free lines to Bartok with an instant scripted LLM (local "
+                "OpenAI-compatible SSE server): the floor of our pipeline with real "
+                "VAD, Whisper, Piper and mixer",
+                "<= 1000 ms",
+                stats["p50"] <= 1000.0,
+                {"p95_ms": stats["p95"], "n": stats["n"]},
+            )
+        )
     if not quick:
         no_tools = await _fast_without_tools(config)
         if no_tools:
@@ -140,12 +159,35 @@ _NO_TOOL_LINES = (
 )
 
 
-async def _fast_without_tools(config: Any) -> list[float]:
+async def _instant_llm_floor(config: Any) -> list[float]:
+    """The same tool-free scene with an LLM that answers at once: what our pipeline adds."""
+    from bot.rehearsal.instant_llm import InstantLlm
+
+    async with InstantLlm() as llm:
+        instant = config.model_copy(
+            update={
+                "providers": config.providers.model_copy(
+                    update={
+                        "llm": ProviderConfig(
+                            name="openai",
+                            base_url=llm.base_url,
+                            model="instant",
+                            api_key=SecretStr("instant"),
+                        )
+                    }
+                )
+            }
+        )
+        return await _fast_without_tools(instant, "instant LLM")
+
+
+async def _fast_without_tools(config: Any, label: str = "local LLM") -> list[float]:
     """Voice-to-voice of FAST turns when the LLM needs no tool round (what the pipeline can do
     with this model when no tool is offered)."""
     from bot.rehearsal.runner import rehearse
     from bot.rehearsal.scene import Scene
 
+    _progress(f"FAST turns without tools, {label}")
     with tempfile.TemporaryDirectory(prefix="glyphoxa-e2e-notools-") as folder:
         campaign = Path(folder) / "campaign"
         shutil.copytree(EXAMPLE_SCENE.parent, campaign)

@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 import soxr
 import yaml
-from scripted_llm import ANSWERS, ScriptedLlm
 
 from bot.cli import main
+from bot.rehearsal.instant_llm import ANSWERS, InstantLlm
 from bot.speech import FasterWhisperStt
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "campaigns" / "example"
@@ -31,10 +31,10 @@ pytestmark = [
 
 
 @pytest.fixture
-def llm() -> Iterator[ScriptedLlm]:
+def llm() -> Iterator[InstantLlm]:
     """The scripted server on its own loop thread (the CLI runs its own asyncio.run)."""
     loop = asyncio.new_event_loop()
-    server = ScriptedLlm()
+    server = InstantLlm()
     thread = threading.Thread(target=loop.run_forever, daemon=True)
     thread.start()
     asyncio.run_coroutine_threadsafe(server.__aenter__(), loop).result(10)
@@ -60,7 +60,7 @@ def _transcribe(path: Path) -> str:
     return FasterWhisperStt().transcribe_sync(mono)
 
 
-def test_rehearse_command_end_to_end(tmp_path: Path, llm: ScriptedLlm) -> None:
+def test_rehearse_command_end_to_end(tmp_path: Path, llm: InstantLlm) -> None:
     config = tmp_path / "glyphoxa.yaml"
     config.write_text(
         yaml.safe_dump(

@@ -1,6 +1,7 @@
-"""A local OpenAI-compatible chat-completions server (stdlib asyncio, real HTTP + SSE) whose
-answers are scripted: with tools offered and no tool result yet it calls ``roll``; otherwise it
-streams a fixed line per NPC. Every request body is recorded."""
+"""An instant LLM: a local OpenAI-compatible chat-completions server (stdlib asyncio, real HTTP
+and SSE) with scripted answers, for measuring the pipeline's own floor (``glyphoxa bench e2e``)
+and for deterministic tests. With tools offered and no tool result yet it calls ``roll``;
+otherwise it streams a fixed line per NPC. Every request body is recorded."""
 
 from __future__ import annotations
 
@@ -9,6 +10,9 @@ import json
 import time
 from typing import Any
 
+__all__ = ["ANSWERS", "DEFAULT_ANSWER", "InstantLlm"]
+
+DEFAULT_ANSWER = "Right away, friend. Here you go."
 ANSWERS = {
     "Bartok": "The dark ale is on tap tonight. It costs two copper coins.",
     "Greymantle": "The candle burns in the dark. I have read of it in old books. "
@@ -18,7 +22,7 @@ ANSWERS = {
 
 def _npc(body: dict[str, Any]) -> str:
     system = body["messages"][0]["content"]
-    return next((name for name in ANSWERS if f"You are {name}" in system), "Bartok")
+    return next((name for name in ANSWERS if f"You are {name}" in system), "")
 
 
 def _chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
@@ -32,13 +36,15 @@ def _chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
     return f"data: {json.dumps(payload)}\n\n".encode()
 
 
-class ScriptedLlm:
+class InstantLlm:
+    """``async with InstantLlm() as llm:`` serves ``llm.base_url`` until the block ends."""
+
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
         self.base_url = ""
         self._server: asyncio.Server | None = None
 
-    async def __aenter__(self) -> ScriptedLlm:
+    async def __aenter__(self) -> InstantLlm:
         self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
         port = self._server.sockets[0].getsockname()[1]
         self.base_url = f"http://127.0.0.1:{port}/v1"
@@ -91,7 +97,7 @@ class ScriptedLlm:
             call = {"index": 0, "id": "call_roll", "type": "function",
                     "function": {"name": "roll", "arguments": arguments}}  # fmt: skip
             return [*out, _chunk({"tool_calls": [call]}), _chunk({}, "tool_calls")]
-        for word in ANSWERS[_npc(body)].split(" "):
+        for word in ANSWERS.get(_npc(body), DEFAULT_ANSWER).split(" "):
             out.append(_chunk({"content": word + " "}))
         return [*out, _chunk({}, "stop")]
 
