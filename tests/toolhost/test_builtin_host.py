@@ -232,6 +232,16 @@ async def test_error_rate_demotes_one_tier_until_recovery(tmp_path: Path, new_bu
         assert not third.get_tool("boom").demoted  # recovered: 5 errors in 41 calls
 
 
+async def test_expected_tool_errors_never_demote(builtin_host: ToolHost):
+    """Bad input politely refused by the tool (ToolError) is the tool working, not failing."""
+    for _ in range(2 * MIN_SAMPLES):
+        result = await builtin_host.call("oops", {}, whitelist=ALL, tier=Tier.FAST, npc="n")
+        assert result.is_error and "no table named 'loot'" in result.content
+    info = builtin_host.get_tool("oops")
+    assert info.samples >= 2 * MIN_SAMPLES and info.error_rate == 0.0
+    assert not info.demoted and info.tier is Tier.FAST
+
+
 async def test_calibration_is_kept_per_environment(tmp_path: Path, new_builtins: Builtins):
     path = tmp_path / "cal.json"
     async with ToolHost(builtins=new_builtins(), calibration_path=path, environment="laptop") as h:

@@ -138,6 +138,9 @@ class Executor:
     ) -> ToolResult:
         status: ResultStatus = "ok"
         structured: Any = None
+        # A ToolError is the tool answering correctly that its input was bad ("no table named
+        # 'loot'"): the LLM reads it as an error, but it says nothing against the tool's health.
+        healthy = False
         try:
             if entry.handler is not None:
                 async with asyncio.timeout(entry.timeout_s):
@@ -152,7 +155,7 @@ class Executor:
             status, structured = "timeout", None
             text = f"tool {entry.name} timed out after {entry.timeout_s * 1000:.0f} ms"
         except ToolError as error:
-            status, text = "error", str(error)
+            status, text, healthy = "error", str(error), True
         except Exception as error:  # a crash of the tool or its server is the LLM's to read
             status = "error"
             if entry.handler is not None:
@@ -163,7 +166,8 @@ class Executor:
                 entry.connection.report_failure(error)
                 text = f"tool {entry.name} failed: {error or type(error).__name__}"
         if record:
-            self._record(entry, (time.perf_counter() - started) * 1000.0, status == "ok")
+            ok = healthy or status == "ok"
+            self._record(entry, (time.perf_counter() - started) * 1000.0, ok)
         return self._finish(entry, npc, tier, call_id, status, text, structured, started)
 
     async def _mcp_call(self, entry: ToolEntry, arguments: dict[str, Any]) -> mt.CallToolResult:
