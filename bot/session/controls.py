@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from bot.session.events import SessionEvent
     from bot.session.npc_queue import NpcQueues
     from bot.session.recorder import TranscriptRecorder
+    from bot.session.speakers import SpeakerLanes
     from bot.session.trace import TurnTrace
     from bot.speech import Mixer
     from npcs.campaign import Campaign, CampaignWatcher
@@ -36,7 +37,7 @@ class DmControls:
     muted: set[str]
     all_muted: bool
     _watcher: CampaignWatcher | None
-    _speakers: dict[str, Any]
+    lanes: SpeakerLanes
 
     if TYPE_CHECKING:  # provided by TableSession
 
@@ -44,7 +45,6 @@ class DmControls:
         def _new_trace(
             self, npc: str, speaker: str, text: str, tier: Tier, reason: str
         ) -> TurnTrace: ...
-        def _enqueue(self, *args: Any, **kwargs: Any) -> None: ...
         def _npcs_changed(self) -> None: ...
         def _emit(self, event: SessionEvent) -> None: ...
 
@@ -90,7 +90,7 @@ class DmControls:
         npc_def = self.campaign.npcs[name]
         trace = self._new_trace(name, "DM", "", npc_def.budget_tier, "DM say")
         trace.address_reason = "DM say"
-        self._enqueue(name, "DM", "", npc_def.budget_tier, trace, verbatim=text)
+        self.turns.enqueue(name, "DM", "", npc_def.budget_tier, trace, verbatim=text)
         self._dm("say", f"{name}: {text}")
 
     async def reload_npcs(self) -> list[str]:
@@ -128,8 +128,7 @@ class DmControls:
             "session_id": self.recorder.session_id,
             "npcs": npcs,
             "speakers": {
-                s.name: {"speaking": s.speaking, "partial_tier": s.partial_tier}
-                for s in self._speakers.values()
+                s.name: {"speaking": s.speaking, "partial_tier": s.partial_tier} for s in self.lanes
             },
             "turns": len(self.traces),
             "queue_depth": self.queue_depth(),

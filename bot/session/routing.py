@@ -1,0 +1,189 @@
+"""Routing what players say to NPC turns: partials pick a tier and may start a speculative
+answer; a final (or an early transcript the lane confirmed) finds its addressees and queues their
+turns, adopting the speculation when it guessed right.
+
+A part of ``TableSession`` (as ``DmControls`` is): it reads the session state declared below.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from functools import partial
+from typing import TYPE_CHECKING
+
+from bot.session.events import PlayerSpoke, Routed
+from bot.session.speculation import Speculation, normalize
+from npcs.context import SceneLine
+
+if TYPE_CHECKING:
+    import asyncio
+    from typing import Any
+
+    from bot.session.entities import EntityLookup
+    from bot.session.events import SessionEvent
+    from bot.session.npc_queue import NpcQueues
+    from bot.session.recorder import TranscriptRecorder
+    from bot.session.speakers import Speaker
+    from bot.session.timing import TimedTts
+    from bot.session.trace import TurnTrace
+    from bot.speech import FinalTranscript, PartialTranscript
+    from npcs.addressing import AddressDetector
+    from npcs.campaign import Campaign
+    from npcs.engines import Engine
+    from npcs.schema import NpcDefinition
+    from npcs.tier_selector import TierSelector
+    from tools.tiers import Tier
+
+__all__ = ["Routing"]
+
+
+class Routing:
+    """Player utterances -> NPC turns, over the session state declared below."""
+
+    campaign: Campaign
+    addressing: AddressDetector
+    tiers: TierSelector
+    entities: EntityLookup
+    turns: NpcQueues
+    recorder: TranscriptRecorder
+    scene: list[SceneLine]
+    dm_speakers: set[str]
+    speculate: bool
+    _may_speculate: Callable[[NpcDefinition, Tier], bool] | None
+    _engines: Callable[[NpcDefinition], Engine | None]
+    _tts: TimedTts
+    _tasks: set[asyncio.Task[Any]]
+
+    if TYPE_CHECKING:  # provided by TableSession and DmControls
+
+        def is_muted(self, npc: str) -> bool: ...
+        def queue_depth(self) -> int: ...
+        def _new_trace(
+            self, npc: str, speaker: str, text: str, tier: Tier, reason: str
+        ) -> TurnTrace: ...
+        def _add_scene(self, line: SceneLine) -> None: ...
+        def _emit(self, event: SessionEvent) -> None: ...
+
+    def _on_partial(self, speaker: Speaker, event: PartialTranscript) -> None:
+        now = time.monotonic()
+        mentions = self.addressing.mentions(event.text)
+        npc = self.campaign.npcs.get(mentions[0].npc) if mentions else None
+        decision = self.tiers.select(event.text, npc=npc, queue_depth=self.queue_depth(), now=now)
+        speaker.partial_tier = decision.tier.label
+        self.entities.prefetch(event.text)
+        if event.utterance_id == speaker.utterance_id:
+            speaker.last_partial = event.text
+        spec = speaker.speculation
+        if spec is not None and spec.key != normalize(event.text):
+            speaker.drop_speculation()  # the player went on talking, or a late partial
+        paused = speaker.pause.quiet_frames >= speaker.pause.frames_needed
+        if self.speculate and paused and speaker.speaking:
+            self._speculate(speaker)  # this partial finished computing during the pause
+
+    def _on_final(self, speaker: Speaker, event: FinalTranscript) -> None:
+        self._route(
+            speaker,
+            event.utterance_id,
+            event.text,
+            speech_start=speaker.clock.wall_at(event.started_at),
+            speech_end=speaker.clock.wall_at(event.ended_at) or event.speech_end_wall_time,
+            final_at=event.wall_time,
+            stt_ms=speaker.stt.pop_final_ms(),
+        )
+
+    def _route(
+        self,
+        speaker: Speaker,
+        utterance_id: int,
+        text: str,
+        *,
+        speech_start: float | None,
+        speech_end: float | None,
+        final_at: float,
+        stt_ms: float | None,
+    ) -> None:
+        """A player's utterance is final: record it, find the addressees, queue their turns."""
+        now = time.monotonic()
+        self._emit(PlayerSpoke(speaker.name, text, speech_start, speech_end, now))
+        self._add_scene(SceneLine(speaker.name, text, None, now))
+        self.recorder.player(speaker.name, text, speech_start or now, speech_end or now)
+        decision = self.addressing.detect(
+            speaker.name, text, now, is_dm=speaker.name in self.dm_speakers
+        )
+        self.entities.prefetch(text)
+        names = [n for n in decision.npcs if n in self.campaign.npcs and not self.is_muted(n)]
+        tier_label = tier_reason = None
+        spec = speaker.speculation
+        if spec is not None and spec.utterance_id == utterance_id:
+            speaker.speculation = None
+        else:
+            spec = None
+        for name in names:
+            npc = self.campaign.npcs[name]
+            tier = self.tiers.select(text, npc=npc, queue_depth=self.queue_depth(), now=now)
+            self.tiers.commit(tier, npc=name, now=now)
+            adopted = None
+            if (
+                spec is not None
+                and spec.npc == name
+                and spec.tier == tier.tier
+                and spec.key == normalize(text)
+                and decision.puppet_text is None
+            ):
+                adopted, spec = spec, None
+            tier_label, tier_reason = tier.tier.label, tier.reason
+            trace = self._new_trace(name, speaker.name, text, tier.tier, tier.reason)
+            trace.address_reason = decision.reason
+            trace.speech_end = speech_end
+            trace.final_transcript = final_at
+            trace.stt_compute_ms = round(stt_ms, 2) if stt_ms is not None else None
+            trace.speculative = adopted is not None
+            self.turns.enqueue(
+                name,
+                speaker.name,
+                text,
+                tier.tier,
+                trace,
+                verbatim=decision.puppet_text,
+                snapshot=partial(self.entities.snapshot, text, trace) if text else None,
+                speculation=adopted,
+            )
+        if spec is not None:
+            spec.cancel()  # the final said something else
+        reason = decision.reason if names or not decision.npcs else "muted"
+        self._emit(Routed(speaker.name, text, tuple(names), reason, tier_label, tier_reason, now))
+
+    def _speculate(self, speaker: Speaker) -> None:
+        """The player paused: start the named NPC's answer on the latest partial."""
+        text = speaker.last_partial
+        if not text or speaker.speculation is not None:
+            return
+        spoken_to = [m.npc for m in self.addressing.mentions(text) if m.vocative]
+        if len(spoken_to) != 1 or speaker.name in self.dm_speakers:
+            return
+        name = spoken_to[0]
+        npc = self.campaign.npcs.get(name)
+        if npc is None or self.is_muted(name):
+            return
+        if self.turns.npc_busy(name):
+            return  # answers keep their order; this one waits for the final
+        engine = self._engines(npc)
+        if engine is None:
+            return
+        now = time.monotonic()
+        tier = self.tiers.select(text, npc=npc, queue_depth=self.queue_depth(), now=now)
+        if self._may_speculate is not None and not self._may_speculate(npc, tier.tier):
+            return
+        spec = Speculation(
+            speaker.name,
+            speaker.utterance_id,
+            name,
+            text,
+            tier.tier,
+            snapshot=partial(self.entities.snapshot, text),
+        )
+        speaker.speculation = spec.start(engine, npc, list(self.scene), tts=self._tts)
+        if spec.task is not None:
+            self._tasks.add(spec.task)
+            spec.task.add_done_callback(self._tasks.discard)

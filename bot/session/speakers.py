@@ -1,0 +1,214 @@
+"""The players of one table: a ``SpeakerLane`` each, opened on their first frame.
+
+``SpeakerLanes`` keeps each speaker's bookkeeping (speaking, utterances awaiting their final,
+pauses, stream clock) and hands every lane event to the session once that bookkeeping is done.
+``Speaker`` holds what the session guesses at a pause: the early transcript and the speculation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from bot.config import SpeechConfig
+from bot.metrics import Metrics
+from bot.session.early import EarlyTranscript, FrameTail
+from bot.session.speculation import PauseDetector, Speculation, normalize
+from bot.session.timing import StreamClock, TimedStt
+from bot.speech import (
+    Backchannel,
+    FinalTranscript,
+    LaneEvent,
+    SpeakerLane,
+    SpeechEnded,
+    SpeechStarted,
+    SttProvider,
+    Vocabulary,
+)
+from campaigns.errors import GlyphoxaError
+
+__all__ = ["Speaker", "SpeakerLanes"]
+
+log = logging.getLogger(__name__)
+
+_FINAL_EXPIRY_S = 15.0  # an utterance with no words yields no final; stop waiting for it
+
+
+@dataclass(slots=True)
+class Speaker:
+    id: str
+    name: str
+    lane: SpeakerLane
+    stt: TimedStt
+    clock: StreamClock
+    task: asyncio.Task[None] | None = None
+    speaking: bool = False
+    partial_tier: str | None = None
+    awaiting: dict[int, float] = field(default_factory=dict)
+    """Utterances that ended and whose final transcript has not arrived (id -> end time)."""
+    pause: PauseDetector = field(default_factory=PauseDetector)
+    paused: bool = False
+    utterance_id: int = 0
+    onset: float = 0.0
+    """Stream time at which the current utterance started."""
+    last_partial: str | None = None
+    speculation: Speculation | None = None
+    tail: FrameTail = field(default_factory=FrameTail)
+    early_task: asyncio.Task[None] | None = None
+    early: EarlyTranscript | None = None
+    committed: dict[int, str] = field(default_factory=dict)
+    """Utterances already routed on their early transcript (id -> text)."""
+    ends: dict[int, float] = field(default_factory=dict)
+    """Stream time of the last voiced audio of ended utterances."""
+
+    def drop_speculation(self, utterance_id: int | None = None) -> None:
+        """Cancel the speculative answer (only if it was for ``utterance_id``, when given)."""
+        spec = self.speculation
+        if spec is not None and (utterance_id is None or spec.utterance_id == utterance_id):
+            spec.cancel()
+            self.speculation = None
+
+    def resume(self) -> None:
+        """The player went on talking: what was guessed at the pause is stale."""
+        if self.early_task is not None:
+            self.early_task.cancel()
+            self.early_task = None
+        self.early = None
+        self.drop_speculation()
+
+    def confirm_early(self, event: FinalTranscript) -> bool:
+        """The lane's final for an utterance routed early: keep the books straight."""
+        text = self.committed.pop(event.utterance_id, None)
+        if text is None:
+            return False
+        self.stt.pop_final_ms()
+        if normalize(text) != normalize(event.text):
+            log.info("early transcript %r; the final heard %r", text, event.text)
+        return True
+
+
+class SpeakerLanes:
+    """Every speaker's lane of one table, and the reader task of each."""
+
+    def __init__(
+        self,
+        *,
+        stt: SttProvider,
+        config: SpeechConfig,
+        metrics: Metrics,
+        vocabulary: Vocabulary,
+        vad_factory: Callable[[], Any] | None,
+        spawn: Callable[[Any, str], asyncio.Task[Any]],
+        on_event: Callable[[Speaker, LaneEvent], None],
+        on_pause: Callable[[Speaker], None],
+    ) -> None:
+        self._stt = stt
+        self._config = config
+        self._metrics = metrics
+        self.vocabulary = vocabulary
+        self._vad_factory = vad_factory
+        self._spawn = spawn
+        self._on_event = on_event
+        self._on_pause = on_pause
+        self._speakers: dict[str, Speaker] = {}
+
+    def get(self, speaker_id: str) -> Speaker | None:
+        return self._speakers.get(speaker_id)
+
+    def __iter__(self) -> Iterator[Speaker]:
+        return iter(list(self._speakers.values()))
+
+    @property
+    def listening(self) -> bool:
+        """A player is speaking, or an utterance's final transcript is still being made."""
+        horizon = time.monotonic() - _FINAL_EXPIRY_S
+        return any(
+            s.speaking or any(at > horizon for at in s.awaiting.values())
+            for s in self._speakers.values()
+        )
+
+    def set_vocabulary(self, vocabulary: Vocabulary) -> None:
+        """New NPC names: lanes opened from now on and every open lane recognise them."""
+        self.vocabulary = vocabulary
+        for speaker in self._speakers.values():
+            speaker.lane.set_vocabulary(vocabulary)
+
+    # --- input -------------------------------------------------------------------------------
+    def push(self, speaker_id: str, user_name: str, frame: bytes, *, pauses: bool) -> None:
+        """One frame on the event loop; with ``pauses``, watch for the player falling quiet."""
+        speaker = self._speakers.get(speaker_id)
+        if speaker is None:
+            speaker = self._open(speaker_id, user_name)
+        speaker.lane.push(frame)
+        speaker.clock.record(time.monotonic())
+        if not pauses:
+            return
+        speaker.tail.add(speaker.clock.pushed_s, frame)
+        if speaker.pause.push(frame):
+            speaker.paused = True
+            if speaker.speaking:
+                self._on_pause(speaker)
+        elif speaker.paused and speaker.pause.quiet_frames == 0:
+            speaker.paused = False
+            speaker.resume()
+
+    def _open(self, speaker_id: str, user_name: str) -> Speaker:
+        stt = TimedStt(self._stt, self._metrics)
+        lane = SpeakerLane(
+            speaker_id,
+            stt=stt,
+            config=self._config,
+            vad=self._vad_factory() if self._vad_factory else None,
+            vocabulary=self.vocabulary,
+        )
+        speaker = Speaker(speaker_id, user_name, lane, stt, StreamClock())
+        self._speakers[speaker_id] = speaker
+        speaker.task = self._spawn(self._read(speaker), f"table:lane:{user_name}")
+        log.info("new speaker %s (%s)", user_name, speaker_id)
+        return speaker
+
+    async def _read(self, speaker: Speaker) -> None:
+        try:
+            async for event in speaker.lane:
+                if isinstance(event, SpeechStarted):
+                    speaker.utterance_id = event.utterance_id
+                    speaker.onset = event.stream_time
+                    speaker.last_partial = None
+                    speaker.early = None
+                    self._set_speaking(speaker, True)
+                elif isinstance(event, SpeechEnded):
+                    speaker.awaiting[event.utterance_id] = time.monotonic()
+                    speaker.ends[event.utterance_id] = event.stream_time
+                    self._set_speaking(speaker, False)
+                elif isinstance(event, FinalTranscript):
+                    speaker.awaiting.pop(event.utterance_id, None)
+                    speaker.ends.pop(event.utterance_id, None)
+                elif isinstance(event, Backchannel):
+                    speaker.awaiting.pop(event.utterance_id, None)
+                self._on_event(speaker, event)
+        except GlyphoxaError as error:
+            log.error("lane of %s stopped: %s", speaker.name, error)
+        finally:
+            self._set_speaking(speaker, False)
+
+    def _set_speaking(self, speaker: Speaker, speaking: bool) -> None:
+        speaker.speaking = speaking
+        self._metrics.active_speakers.set(sum(s.speaking for s in self._speakers.values()))
+
+    # --- the end -----------------------------------------------------------------------------
+    async def end_input(self) -> None:
+        """No more audio from anyone: lanes emit their last finals, then their readers end."""
+        for speaker in self._speakers.values():
+            speaker.lane.end_input()
+        readers = [s.task for s in self._speakers.values() if s.task is not None]
+        if readers:
+            await asyncio.gather(*readers, return_exceptions=True)
+
+    async def aclose(self) -> None:
+        """Close every lane now (pending finals are dropped; the readers then end)."""
+        for speaker in self._speakers.values():
+            await speaker.lane.aclose()
