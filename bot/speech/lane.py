@@ -90,6 +90,19 @@ class SpeakerLane:
         else:
             self._loop.call_soon_threadsafe(self._enqueue, frame)
 
+    @property
+    def vocabulary(self) -> Vocabulary | None:
+        """The names transcriptions are prompted with and corrected toward."""
+        return self._vocabulary
+
+    def set_vocabulary(self, vocabulary: Vocabulary | None) -> None:
+        """Recognise new names (an NPC was added or renamed) without reopening the lane.
+
+        Transcriptions started from now on are prompted with ``vocabulary``; every text the
+        lane emits from now on is corrected toward it.
+        """
+        self._vocabulary = vocabulary
+
     def _enqueue(self, frame: bytes) -> None:
         if self._ended:
             return

@@ -155,7 +155,8 @@ async def test_mute_cuts_a_speaking_npc(table: Table) -> None:
     assert spoken(table)[0].trace.interrupted
 
 
-async def test_reload_npcs_applies_an_edited_alias(tmp_path: Path, config: GlyphoxaConfig) -> None:
+def _editable_table(tmp_path: Path, config: GlyphoxaConfig) -> tuple[Path, ToneStt, TableSession]:
+    """A session over a copy of the example campaign, whose NPC files a test may edit."""
     folder = tmp_path / "campaign"
     shutil.copytree(EXAMPLE, folder)
     stt, engine = ToneStt(), ScriptedEngine(replies={})
@@ -168,6 +169,11 @@ async def test_reload_npcs_applies_an_edited_alias(tmp_path: Path, config: Glyph
         metrics=Metrics(),
         vad_factory=EnergyVad,
     )
+    return folder, stt, session
+
+
+async def test_reload_npcs_applies_an_edited_alias(tmp_path: Path, config: GlyphoxaConfig) -> None:
+    folder, stt, session = _editable_table(tmp_path, config)
     async with session:
         path = folder / "npcs" / "bartok.yaml"
         path.write_text(path.read_text().replace("aliases: [Bart,", "aliases: [Stumpy, Bart,"))
@@ -177,6 +183,26 @@ async def test_reload_npcs_applies_an_edited_alias(tmp_path: Path, config: Glyph
         driver.say("Arin", "Stumpy, hello there.")
         await driver.run_until(lambda: len(driver.of_type(NpcSpoke)) == 1)
         assert driver.of_type(NpcSpoke)[0].trace.npc == "Bartok"
+
+
+async def test_reload_npcs_refreshes_the_vocabulary_of_open_lanes(
+    tmp_path: Path, config: GlyphoxaConfig
+) -> None:
+    folder, stt, session = _editable_table(tmp_path, config)
+    async with session:
+        driver = TableDriver(session, stt, ["Arin"])
+        driver.say("Arin", "Bartok, hello there.")
+        await driver.run_until(lambda: len(driver.of_type(NpcSpoke)) == 1)  # Arin's lane is open
+        path = folder / "npcs" / "bartok.yaml"
+        path.write_text(path.read_text().replace("aliases: [Bart,", "aliases: [Stumpy, Bart,"))
+        assert await session.reload_npcs() == ["updated Bartok"]
+        speaker = session.lanes.get("1")
+        assert speaker is not None and speaker.lane.vocabulary is not None
+        assert "Stumpy" in speaker.lane.vocabulary.terms
+        driver.say("Arin", "Stumpie, one more.")  # a near miss the new vocabulary corrects
+        await driver.run_until(lambda: len(driver.of_type(NpcSpoke)) == 2)
+        assert driver.of_type(PlayerSpoke)[-1].text == "Stumpy, one more."
+        assert driver.of_type(NpcSpoke)[-1].trace.npc == "Bartok"
 
 
 async def test_push_before_start_is_a_clear_error(config: GlyphoxaConfig, campaign) -> None:  # type: ignore[no-untyped-def]

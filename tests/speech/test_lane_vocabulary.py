@@ -1,0 +1,51 @@
+"""``SpeakerLane.set_vocabulary``: an open lane learns new names (an NPC added or renamed)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from bot.speech import FinalTranscript, SpeakerLane, Vocabulary
+
+from .speech_helpers import pcm_to_frames, run_lane, silence_frames
+
+
+class _EnergyVad:
+    window_samples = 512
+
+    def probability(self, window: np.ndarray) -> float:
+        return 1.0 if float(np.sqrt(np.mean(window**2))) > 0.02 else 0.0
+
+    def reset(self) -> None:
+        return None
+
+
+class _MishearingStt:
+    """Always hears the new alias a little wrong; records the vocabulary of each final."""
+
+    def __init__(self) -> None:
+        self.prompts: list[Vocabulary | None] = []
+
+    async def transcribe(
+        self, audio: np.ndarray, *, partial: bool = False, vocabulary: Vocabulary | None = None
+    ) -> str:
+        if not partial:
+            self.prompts.append(vocabulary)
+        return "Stumpie, one more."
+
+
+def _utterance() -> list[bytes]:
+    t = np.arange(48_000) / 48_000
+    pcm = (np.sin(2 * np.pi * 300 * t) * 12000).astype("<i2").tobytes()
+    return pcm_to_frames(pcm, 48_000) + silence_frames(1.0)
+
+
+async def test_a_swapped_vocabulary_prompts_and_corrects_the_next_final() -> None:
+    stt = _MishearingStt()
+    old, new = Vocabulary(["Bartok"]), Vocabulary(["Bartok", "Stumpy"])
+    lane = SpeakerLane("arin", stt=stt, vad=_EnergyVad(), vocabulary=old)
+    assert lane.vocabulary is old
+    lane.set_vocabulary(new)
+    assert lane.vocabulary is new
+    finals = [e for e in await run_lane(lane, _utterance()) if isinstance(e, FinalTranscript)]
+    assert [f.text for f in finals] == ["Stumpy, one more."]
+    assert stt.prompts == [new]
