@@ -16,6 +16,7 @@ from typing import Any
 
 import discord
 
+from bot.metrics import METRICS
 from bot.session import events as session_events
 from bot.voice.client import ListeningVoiceClient
 from bot.voice.playback import MixerSource, PlaybackKeeper
@@ -57,6 +58,7 @@ class TableRuntime:
         self._transcript = transcript
         self._lines: asyncio.Queue[str] = asyncio.Queue(200)
         self._poster: asyncio.Task[None] | None = None
+        self._untrack_receiver: Callable[[], None] | None = None
 
     async def start(self, channel: discord.VoiceChannel | discord.StageChannel) -> None:
         """Start the session, join ``channel``, hear players and play the mixer."""
@@ -71,6 +73,9 @@ class TableRuntime:
 
         self.speakers = SpeakerQueues(push)
         self.voice.listen(self.speakers)
+        # Packets received, dropped and failing to decrypt, read at each Prometheus scrape.
+        metrics = getattr(self.session, "metrics", METRICS)
+        self._untrack_receiver = metrics.track_receiver(self.voice.receiver.snapshot)
         self.playback = PlaybackKeeper(self.voice, MixerSource(self.session.mixer.next_frame))
         self.playback.start()
         self.start_transcript()
@@ -86,6 +91,9 @@ class TableRuntime:
 
     async def stop(self) -> None:
         """Leave voice and stop everything; safe to call twice."""
+        if self._untrack_receiver is not None:
+            self._untrack_receiver()
+            self._untrack_receiver = None
         if self.playback is not None:
             await self.playback.stop()
         if self.voice is not None and self.voice.is_connected():

@@ -19,15 +19,17 @@ import discord.http
 import pytest
 import yarl
 from discord.gateway import DiscordWebSocket
-from .discord_api import APP_ID, BOT_ID, FakeDiscordApi, user
-from .local_discord import LocalDiscord
 
 from bot.config import GlyphoxaConfig
 from bot.discord_bot import GlyphoxaBot, TableParts
+from bot.metrics import Metrics
 from bot.voice.dave import DaveReceiver
 from bot.voice.loopback import LoopbackSpeaker
 from bot.voice.receiver import VoiceReceiver
 from bot.voice.transport_crypto import make_cipher
+
+from .discord_api import APP_ID, BOT_ID, FakeDiscordApi, user
+from .local_discord import LocalDiscord
 
 GUILD, TEXT, VOICE, DM_ROLE = 9100, 9101, 9102, 9103
 DM_USER, PLAYER = 601, 602
@@ -132,6 +134,7 @@ async def test_session_start_hears_players_and_plays_the_mixer(
         {"discord": {"guild_ids": [GUILD], "dm_role": "DM", "transcription_notice": True}}
     )
     sessions: list[TableSession] = []
+    metrics = Metrics()  # the table's own registry, as METRICS is for `glyphoxa run`
 
     async def factory(campaign: str | None) -> TableParts:
         session = TableSession(
@@ -140,6 +143,7 @@ async def test_session_start_hears_players_and_plays_the_mixer(
             stt=whisper_stt,
             tts=EspeakTts(),
             engines=lambda npc: None,
+            metrics=metrics,
         )
         sessions.append(session)
         return TableParts(session=session)
@@ -173,6 +177,15 @@ async def test_session_start_hears_players_and_plays_the_mixer(
         await _eventually(lambda: "Aria" in session.status()["speakers"])
         assert vc.receiver.snapshot().dropped["dave_failed"] == 0
 
+        # The receive path's counters reach the metrics registry (read at scrape time).
+        def packets(outcome: str) -> float:
+            return metrics.sample("glyphoxa_voice_packets_total", {"outcome": outcome}) or 0.0
+
+        await _eventually(lambda: packets("received") >= 30)
+        assert packets("received") == vc.receiver.snapshot().received
+        assert packets("decrypt_failed") == 0.0
+        assert "glyphoxa_voice_packets_total" in metrics.exposition()
+
         # The bot plays the session's mixer; the remote member can decrypt and decode it.
         # (Packets sent before the bot's DAVE session was ready are plain, as discord.py sends
         # them during the transition; look only at what was sent after.)
@@ -195,6 +208,7 @@ async def test_session_start_hears_players_and_plays_the_mixer(
         )
         assert local.voice_states[-1]["channel_id"] is None  # the bot left voice
         assert session._stopped
+        assert packets("received") == 0.0  # the stopped table's receiver is no longer tracked
     finally:
         await bot.close()
         await asyncio.wait_for(runner, timeout=10)
