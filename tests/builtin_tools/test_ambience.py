@@ -7,11 +7,12 @@ import random
 from pathlib import Path
 
 import pytest
-from .conftest import result_text, stdio_session
 
 from bot.speech.ambience import AmbiencePlayer
 from tools.builtin.ambience import create_server
 from tools.spec import ToolContext, ToolError
+
+from .conftest import result_text, stdio_session
 
 
 async def test_play_list_stop_with_real_player(campaign_dir: Path) -> None:

@@ -7,7 +7,6 @@ import random
 from pathlib import Path
 
 import pytest
-from .conftest import result_text, stdio_session
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -19,6 +18,8 @@ from tools.builtin.dice_engine import (
 )
 from tools.builtin.tables import roll_on_table
 from tools.spec import ToolContext, ToolError
+
+from .conftest import result_text, stdio_session
 
 
 def test_breakdown_shows_each_die_and_dropped_ones() -> None:

@@ -8,11 +8,12 @@ import os
 from pathlib import Path
 
 import pytest
-from .conftest import result_text, stdio_session
 
 from tools.builtin import create_server
 from tools.builtin.files import MAX_FILE_BYTES, Sandbox
 from tools.spec import ToolContext, ToolError
+
+from .conftest import result_text, stdio_session
 
 
 @pytest.fixture

@@ -8,10 +8,11 @@ import os
 from pathlib import Path
 
 import pytest
-from .conftest import FakeOpenAIImages, result_text, stdio_session, tiny_png
 
 from tools.builtin.images import create_server
 from tools.spec import ToolContext, ToolError
+
+from .conftest import FakeOpenAIImages, result_text, stdio_session, tiny_png
 
 
 def _ctx(api: FakeOpenAIImages, out: Path, **extra: object) -> ToolContext:

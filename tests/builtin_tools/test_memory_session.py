@@ -9,12 +9,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from .conftest import result_text, stdio_session
 
 from campaigns.content import EntitiesFile
 from campaigns.memory import MemoryStore
 from tools.builtin import create_server
 from tools.spec import ToolContext, ToolError
+
+from .conftest import result_text, stdio_session
 
 LINES = [
     ("Alice", "Bartok, what's on tap tonight?", None),

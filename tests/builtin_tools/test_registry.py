@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 
 import pytest
-from .conftest import result_text, stdio_session
 
 from campaigns.errors import GlyphoxaError
 from tools.builtin import (
@@ -24,6 +23,8 @@ from tools.host import ToolHost
 from tools.host.latency import tier_for
 from tools.spec import LATENCY_META_KEY, ToolContext
 from tools.tiers import Tier
+
+from .conftest import result_text, stdio_session
 
 CONTRACT_TOOLS = {
     "roll", "roll_table", "search_rules", "get_rule", "search_sessions", "query_entities",

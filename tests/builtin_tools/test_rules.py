@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-from .conftest import SRD_PATH, result_text, stdio_session
 
 from campaigns.errors import GlyphoxaError
 from tools.builtin import create_server
@@ -15,6 +14,8 @@ from tools.builtin.rules import build_index, import_srd, open_index
 from tools.builtin.rules_index import RulesIndex
 from tools.builtin.rules_sources import SUMMARY_PATH, load_srd, load_summary
 from tools.spec import ToolContext, ToolError
+
+from .conftest import SRD_PATH, result_text, stdio_session
 
 pytestmark = pytest.mark.skipif(not SRD_PATH.is_dir(), reason="SRD 5.1 test data not present")
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from .conftest import SRD_PATH
 
 from bot.cli import main
+
+from .conftest import SRD_PATH
 
 pytestmark = pytest.mark.skipif(not SRD_PATH.is_dir(), reason="SRD 5.1 test data not present")
 

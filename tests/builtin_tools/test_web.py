@@ -7,11 +7,12 @@ from collections.abc import AsyncIterator, Callable
 
 import httpx
 import pytest
-from .conftest import WebSite, result_text, stdio_session
 
 from tools.builtin.web import create_server
 from tools.builtin.web_fetch import GuardedTransport, html_to_text
 from tools.spec import BuiltinServer, ToolContext, ToolError
+
+from .conftest import WebSite, result_text, stdio_session
 
 
 @pytest.fixture

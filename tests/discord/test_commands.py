@@ -16,10 +16,11 @@ from typing import Any
 import discord
 import discord.http
 import pytest
-from .discord_api import APP_ID, FakeDiscordApi, user
 
 from bot.config import GlyphoxaConfig
 from bot.discord_bot import GlyphoxaBot, TableParts, TableRuntime
+
+from .discord_api import APP_ID, FakeDiscordApi, user
 
 GUILD = 7000
 CHANNEL = 7001

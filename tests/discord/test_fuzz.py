@@ -5,11 +5,11 @@ from __future__ import annotations
 import random
 import time
 
-from .conftest import KEY, SPEAKER_SSRC, Rig, tone
-
 from bot.voice.receiver import DropReason
 from bot.voice.rtp import build_header
 from bot.voice.transport_crypto import XChaCha20Cipher
+
+from .conftest import KEY, SPEAKER_SSRC, Rig, tone
 
 TOTAL = 100_000
 

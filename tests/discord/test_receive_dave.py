@@ -9,10 +9,10 @@ from __future__ import annotations
 import asyncio
 import threading
 
-from .conftest import SPEAKER_SSRC, SPEAKER_USER, Rig, reference_decode, tone
-
 from bot.voice.receiver import DropReason, VoiceFrame
 from bot.voice.speakers import SpeakerQueues
+
+from .conftest import SPEAKER_SSRC, SPEAKER_USER, Rig, reference_decode, tone
 
 
 def _opus(rig: Rig, frames: int) -> list[bytes]:
@@ -49,10 +49,10 @@ async def test_bad_padding_is_dropped(rig: Rig) -> None:
     opus = _opus(rig, 1)[0]
     packet = bytearray(rig.speaker.packet(opus, padding=4))
     # Re-encrypt the same body with an impossible padding count (larger than the payload).
-    from .conftest import KEY
-
     from bot.voice.rtp import build_header
     from bot.voice.transport_crypto import XChaCha20Cipher
+
+    from .conftest import KEY
 
     header = build_header(100, 0, SPEAKER_SSRC, padded=True)
     body = rig.remote_session.encrypt_opus(opus) + b"\xff"

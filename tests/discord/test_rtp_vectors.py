@@ -5,11 +5,12 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from . import vectors as v
 
 from bot.voice.receiver import DropReason, VoiceReceiver
 from bot.voice.rtp import RtpParseError, build_header, parse_header, strip_padding_and_extension
 from bot.voice.transport_crypto import Aes256GcmCipher, XChaCha20Cipher, make_cipher
+
+from . import vectors as v
 
 
 @pytest.mark.parametrize(

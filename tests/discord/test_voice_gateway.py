@@ -19,10 +19,8 @@ import davey
 import discord
 import discord.http
 import pytest
-from .conftest import reference_decode, tone
 from discord.gateway import DiscordVoiceWebSocket
 from discord.voice_state import ConnectionFlowState
-from .discord_api import BOT_ID, FakeDiscordApi
 
 from bot.voice.client import ListeningVoiceClient
 from bot.voice.dave import DaveReceiver
@@ -30,6 +28,9 @@ from bot.voice.loopback import LocalDaveGroup, LoopbackSpeaker
 from bot.voice.playback import MixerSource, PlaybackKeeper
 from bot.voice.receiver import VoiceFrame, VoiceReceiver
 from bot.voice.transport_crypto import make_cipher
+
+from .conftest import reference_decode, tone
+from .discord_api import BOT_ID, FakeDiscordApi
 
 GUILD, VOICE_CHANNEL = 8000, 8001
 SPEAKER, SPEAKER_SSRC, BOT_SSRC = 333, 9191, 7777

@@ -6,9 +6,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-from .foundation_support import BAD, CONFIG
 
 from bot.cli import main
+
+from .foundation_support import BAD, CONFIG
 
 # fixture -> (where it goes in the campaign, or "config"; expected line; message fragment)
 CASES: dict[str, tuple[str, int, str]] = {

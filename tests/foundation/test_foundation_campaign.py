@@ -6,7 +6,6 @@ import wave
 from pathlib import Path
 
 import pytest
-from .foundation_support import CONFIG, EXAMPLE
 
 from bot.cli import main
 from bot.commands.check import run_check
@@ -18,6 +17,8 @@ from npcs.campaign_checks import FALLBACK_TOOL_NAMES, tool_issues
 from npcs.schema import EngineKind
 from tools.config import McpServerConfig
 from tools.tiers import Tier
+
+from .foundation_support import CONFIG, EXAMPLE
 
 
 def test_example_passes_check(capsys: pytest.CaptureFixture[str]) -> None:

@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from .foundation_support import CONFIG, REPO
 
 from bot.cli import main
 from bot.config_loader import (
@@ -18,6 +17,8 @@ from bot.config_loader import (
 )
 from campaigns.errors import GlyphoxaError
 from campaigns.yamlio import ContentError
+
+from .foundation_support import CONFIG, REPO
 
 SECRET = "xoxo-very-secret-token-4711"
 

@@ -8,10 +8,11 @@ from pathlib import Path
 import jsonschema
 import pytest
 import yaml
-from .foundation_support import CONFIG, EXAMPLE, REPO
 
 from bot.cli import main
 from bot.commands.schema import SCHEMA_MODELS, json_schema, schema_file_name
+
+from .foundation_support import CONFIG, EXAMPLE, REPO
 
 
 @pytest.mark.parametrize("kind", sorted(SCHEMA_MODELS))

@@ -5,9 +5,10 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from .speech_helpers import ESPEAK_LINES, PLAYER_LINES, espeak_pcm, piper_pcm
 
 from bot.speech import FasterWhisperStt, PiperTts
+
+from .speech_helpers import ESPEAK_LINES, PLAYER_LINES, espeak_pcm, piper_pcm
 
 
 @pytest.fixture(scope="session")

@@ -9,7 +9,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import soxr
-from .speech_helpers import pcm_to_frames, piper_pcm, wer
 
 from bot.speech import (
     SILENCE_FRAME,
@@ -27,6 +26,8 @@ from bot.speech import (
     SpeechStarted,
     WavSink,
 )
+
+from .speech_helpers import pcm_to_frames, piper_pcm, wer
 
 FIRST = "Welcome to the Prancing Pony."
 SECOND = "Our ale is brewed in the cellar by my cousin, who learned it from the monks of the hill."

@@ -4,14 +4,6 @@ from __future__ import annotations
 
 import asyncio
 
-from .speech_helpers import (
-    pcm_to_frames,
-    piper_pcm,
-    run_lane,
-    silence_frames,
-    wer,
-)
-
 from bot.config import SpeechConfig, VadConfig
 from bot.speech import (
     Backchannel,
@@ -24,6 +16,14 @@ from bot.speech import (
     SpeechProgress,
     SpeechStarted,
     Vocabulary,
+)
+
+from .speech_helpers import (
+    pcm_to_frames,
+    piper_pcm,
+    run_lane,
+    silence_frames,
+    wer,
 )
 
 

@@ -5,9 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import soxr
-from .local_openai_audio import LocalOpenAiAudio
 from pydantic import SecretStr
-from .speech_helpers import piper_pcm, wer
 
 from bot.speech import (
     EspeakTts,
@@ -20,6 +18,9 @@ from bot.speech import (
 )
 from campaigns.errors import GlyphoxaError
 from npcs.schema import VoiceSettings
+
+from .local_openai_audio import LocalOpenAiAudio
+from .speech_helpers import piper_pcm, wer
 
 
 def player_16k(piper: PiperTts, text: str) -> np.ndarray:

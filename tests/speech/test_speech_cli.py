@@ -6,9 +6,10 @@ import wave
 from pathlib import Path
 
 import pytest
-from .speech_helpers import wer
 
 from bot.cli import main
+
+from .speech_helpers import wer
 
 CAMPAIGN = Path(__file__).resolve().parents[2] / "campaigns" / "example"
 
