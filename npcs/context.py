@@ -12,7 +12,7 @@ from typing import Any
 
 from npcs.schema import NpcDefinition
 
-__all__ = ["SceneLine", "build_messages", "build_system_prompt", "render_scene"]
+__all__ = ["MAX_SCENE_CHARS", "SceneLine", "build_messages", "build_system_prompt", "render_scene"]
 
 #: Most recent scene lines included in a prompt; older ones are campaign memory's job.
 MAX_SCENE_LINES = 12
@@ -29,7 +29,9 @@ class SceneLine:
     at: float = 0.0
 
 
-def render_scene(scene: Sequence[SceneLine], npc_name: str) -> str:
+def render_scene(
+    scene: Sequence[SceneLine], npc_name: str, *, max_chars: int = MAX_SCENE_CHARS
+) -> str:
     """The last lines of the scene, oldest first, the NPC's own lines marked "(you)"."""
     lines: list[str] = []
     total = 0
@@ -37,7 +39,7 @@ def render_scene(scene: Sequence[SceneLine], npc_name: str) -> str:
         who = f"{line.npc} (you)" if line.npc == npc_name else (line.npc or line.speaker)
         rendered = f"{who}: {line.text.strip()}"
         total += len(rendered)
-        if total > MAX_SCENE_CHARS and lines:
+        if total > max_chars and lines:
             break
         lines.append(rendered)
     return "\n".join(reversed(lines))
@@ -92,14 +94,28 @@ def build_messages(
     scene: Sequence[SceneLine] = (),
     entity_snapshot: str | None = None,
     has_tools: bool = False,
+    scene_chars: int = MAX_SCENE_CHARS,
 ) -> list[dict[str, Any]]:
-    """Chat Completions messages for one turn: system prompt, then the player's words."""
+    """Chat Completions messages for one turn: the stable system prompt, then one user message
+    with what changes every turn (campaign facts, the scene, the player's words; at most
+    ``scene_chars`` of scene, at least its last line).
+
+    The system prompt depends only on the NPC (and whether it has tools), so a server that
+    keeps the KV cache of a prompt prefix (llama.cpp; OpenAI's prompt caching) evaluates the
+    persona, rules and tool descriptions once per NPC instead of on every turn: llama.cpp's
+    ``chatml-function-calling`` renders the tool descriptions right after the system message.
+    """
     if scene and scene[-1].npc is None and scene[-1].text.strip() == text.strip():
         scene = scene[:-1]  # the current line may already be in the transcript
-    system = build_system_prompt(
-        npc, scene=scene, entity_snapshot=entity_snapshot, has_tools=has_tools
-    )
+    system = build_system_prompt(npc, has_tools=has_tools)
+    parts: list[str] = []
+    if entity_snapshot and entity_snapshot.strip():
+        parts.append(f"Facts from the campaign notes:\n{entity_snapshot.strip()}")
+    transcript = render_scene(scene, npc.name, max_chars=scene_chars)
+    if transcript:
+        parts.append(f"What was just said at the table (oldest first):\n{transcript}")
+    parts.append(f"{speaker} says to you: {text.strip()}")
     return [
         {"role": "system", "content": system},
-        {"role": "user", "content": f"{speaker} says to you: {text.strip()}"},
+        {"role": "user", "content": "\n\n".join(parts)},
     ]

@@ -15,6 +15,7 @@ import os
 import socket
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import httpx
@@ -75,12 +76,16 @@ class LocalLlmServer:
         n_threads: int | None = None,
         chat_format: str = "chatml-function-calling",
         startup_timeout_s: float = 60.0,
+        cache: bool = False,
+        extra_args: Sequence[str] = (),
     ) -> None:
         self.model_path = Path(model_path) if model_path else None
         self.n_ctx = n_ctx
         self.n_threads = n_threads
         self.chat_format = chat_format
         self.startup_timeout_s = startup_timeout_s
+        self.cache = cache
+        self.extra_args = tuple(extra_args)
         self.port = 0
         self.model_id = ""
         self._process: asyncio.subprocess.Process | None = None
@@ -127,6 +132,9 @@ class LocalLlmServer:
             "--n_threads",
             str(threads),
         ]
+        if self.cache:
+            command += ["--cache", "true"]
+        command += self.extra_args
         log.info("starting local LLM server on port %d (%s)", self.port, model.name)
         self._process = await asyncio.create_subprocess_exec(
             *command,

@@ -7,8 +7,10 @@ is given, the bundled llama.cpp server is started as a subprocess and stopped at
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,7 @@ from bot.session.session import TableSession
 from bot.speech import FasterWhisperStt, Mixer, OpenAiStt, SttProvider, TtsProvider, VoiceRouter
 from campaigns.errors import GlyphoxaError
 from npcs.campaign import Campaign, load_campaign
+from npcs.context import MAX_SCENE_CHARS
 from npcs.engines import CascadedEngine, Engine
 from npcs.schema import EngineKind, NpcDefinition
 from tools.host import Invocation, ToolHost
@@ -123,7 +126,7 @@ async def open_table(
         )
         stack.callback(metrics.attach(host.metrics.registry))
         await stack.enter_async_context(host)
-        engines = await _engines(config, host, llm_base_url, stack, say)
+        engines = await _engines(config, host, llm_base_url, stack, say, campaign.npcs.values())
         session = TableSession(
             config=config,
             campaign=campaign,
@@ -173,22 +176,30 @@ async def _engines(
     base_url: str | None,
     stack: contextlib.AsyncExitStack,
     say: Progress,
+    npcs: Iterable[NpcDefinition] = (),
 ) -> Callable[[NpcDefinition], Engine | None]:
     """Engine per NPC kind. Realtime needs ``providers.realtime``; without it realtime NPCs
-    answer through the cascaded engine."""
+    answer through the cascaded engine.
+
+    The bundled local server keeps a RAM prompt cache, and each NPC's stable prompt prefix
+    (system prompt + tool descriptions) is prefilled in the background
+    (``providers.llm.options.warm_up``), so turns only evaluate the scene and the player's
+    words; answers stop where the small model starts another speaker's line."""
     from openai import AsyncOpenAI
 
     llm = config.providers.llm
     local = llm.name == "local"
     options: dict[str, Any] = dict(llm.options)
-    if local and base_url is None and llm.base_url is None:
+    bundled = local and base_url is None and llm.base_url is None
+    if bundled:
         from npcs.llm_server import LocalLlmServer
 
         say("starting the local LLM server (llama.cpp + SmolLM2)")
         # One thread: STT and TTS share the two cores, and llama.cpp's spinning threads slow
         # down by an order of magnitude when oversubscribed.
         threads = int(options.get("n_threads", 1))
-        server = await stack.enter_async_context(LocalLlmServer(n_threads=threads))
+        cache = bool(options.get("prompt_cache", True))
+        server = await stack.enter_async_context(LocalLlmServer(n_threads=threads, cache=cache))
         base_url = server.base_url
         model = server.model_id or llm.model or "local"
     else:
@@ -207,7 +218,14 @@ async def _engines(
         # tools on almost every turn: one round keeps rehearsals listenable.
         max_depth=int(options.get("max_tool_depth", 1 if local else 4)),
         stream_tool_rounds=bool(options.get("stream_tool_rounds", not local)),
+        stop_at_speakers=bool(options.get("stop_at_speakers", local)),
+        max_stops=None if local else 4,
+        # A shorter scene is evaluated faster, but a sliding window also breaks prefix reuse.
+        scene_chars=int(options.get("scene_chars", MAX_SCENE_CHARS)),
+        follow_up_scene=bool(options.get("follow_up_scene", not local)),
     )
+    if bool(options.get("warm_up", bundled)):
+        _warm_up_in_background(cascaded, list(npcs), stack)
     by_kind: dict[EngineKind, Engine] = {EngineKind.CASCADED: cascaded}
     _optional_engines(config, host, cascaded, by_kind)
 
@@ -215,6 +233,31 @@ async def _engines(
         return by_kind.get(npc.engine, cascaded)
 
     return resolve
+
+
+def _warm_up_in_background(
+    engine: CascadedEngine, npcs: list[NpcDefinition], stack: contextlib.AsyncExitStack
+) -> None:
+    """Prefill the LLM server's prompt cache per NPC while the table gets going."""
+
+    async def warm() -> None:
+        started = time.monotonic()
+        try:
+            count = await engine.warm_up(npcs)
+        except Exception as error:  # a warm-up is an optimisation, never a failure
+            log.warning("LLM warm-up failed: %s", error)
+            return
+        elapsed = time.monotonic() - started
+        log.info("LLM prompt cache warmed for %d prompts in %.1f s", count, elapsed)
+
+    task = asyncio.create_task(warm(), name="llm-warm-up")
+
+    async def stop() -> None:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    stack.push_async_callback(stop)
 
 
 def _optional_engines(

@@ -10,16 +10,18 @@ a filler line in the NPC's voice covers the wait.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import logging
 import random
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import openai
 
 from campaigns.errors import GlyphoxaError
-from npcs.context import build_messages
+from npcs.context import MAX_SCENE_CHARS, build_messages
 from npcs.engines.events import (
     EngineEvent,
     Filler,
@@ -29,6 +31,7 @@ from npcs.engines.events import (
     TurnDone,
     TurnRequest,
 )
+from npcs.engines.guard import ContentGuard, imitated_calls, speaker_stops
 from npcs.sentences import SentenceSplitter, split_sentences
 from tools.host.types import ToolCall, ToolResult, TurnToolReport
 from tools.tiers import Tier
@@ -36,6 +39,7 @@ from tools.tiers import Tier
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
+    from npcs.schema import NpcDefinition
     from tools.host import ToolHost
 
 __all__ = [
@@ -44,6 +48,7 @@ __all__ = [
     "expected_cost_ms",
     "offered_tools",
     "request_messages",
+    "speaker_names",
     "stream_error",
 ]
 
@@ -95,6 +100,16 @@ class CascadedEngine:
         filler_after_ms: speak a filler first when a round's tools are expected to take longer.
         stream_tool_rounds: False for servers that cannot stream while tools are offered
             (llama.cpp's ``chatml-function-calling``): rounds with tools then run unstreamed.
+        stop_at_speakers: send stop sequences that end an answer where the model starts
+            another speaker's line (``"\nArin:"``); ``max_stops`` caps them (OpenAI: 4,
+            None: no cap, as llama.cpp). Small models need it; some cloud models reject
+            ``stop``. Whatever slips through is cut by :class:`ContentGuard` anyway.
+        scene_chars: how much of the scene transcript a prompt carries.
+        follow_up_scene: False drops the scene from the rounds after a tool round. llama.cpp's
+            ``chatml-function-calling`` renders the tool descriptions between the system prompt
+            and the scene, so a follow-up (no tools) shares only the system prompt with the
+            cached tool round and would evaluate the whole scene again (~0.5 s on one core);
+            the tiny local model also copies the transcript's "Name:" lines less without it.
     """
 
     name = "cascaded"
@@ -110,6 +125,10 @@ class CascadedEngine:
         temperature: float | None = None,
         max_tokens: int | None = None,
         stream_tool_rounds: bool = True,
+        stop_at_speakers: bool = False,
+        max_stops: int | None = 4,
+        scene_chars: int = MAX_SCENE_CHARS,
+        follow_up_scene: bool = True,
         rng: random.Random | None = None,
     ) -> None:
         if max_depth < 0:
@@ -122,8 +141,15 @@ class CascadedEngine:
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.stream_tool_rounds = stream_tool_rounds
+        self.stop_at_speakers = stop_at_speakers
+        self.max_stops = max_stops
+        self.scene_chars = scene_chars
+        self.follow_up_scene = follow_up_scene
         self._rng = rng or random.Random()
         self._last_filler: dict[str, str] = {}
+        self._turns = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
 
     def respond(self, request: TurnRequest) -> AsyncGenerator[EngineEvent, None]:
         """Stream one turn. Consume it inside ``contextlib.aclosing`` and cancel to barge in."""
@@ -138,10 +164,64 @@ class CascadedEngine:
         model: str | None = None,
     ) -> AsyncGenerator[EngineEvent, None]:
         """The tool loop. ``prefix``: words already spoken (sentence cascade) to continue from."""
+        self._turns += 1
+        self._idle.clear()
+        try:
+            loop = self._tool_loop(request, prefix, allow_filler, model)
+            async with contextlib.aclosing(loop) as events:
+                async for event in events:
+                    yield event
+        finally:
+            self._turns -= 1
+            if not self._turns:
+                self._idle.set()
+
+    async def warm_up(
+        self, npcs: Iterable[NpcDefinition], tiers: Sequence[Tier] = (Tier.STANDARD,)
+    ) -> int:
+        """Prefill a prompt-caching server (llama.cpp with ``--cache``) with each NPC's stable
+        prompt prefix (system prompt, then the tool descriptions offered at each of ``tiers``,
+        capped by its budget; by default the STANDARD tier of a first turn: other tiers' prompts
+        land in the cache with their first turn), so even an NPC's first turn only evaluates
+        the scene and the player's words.
+
+        One tiny request per distinct prompt, each sent only while no turn is running (the
+        local server answers one request at a time). Failures are logged and skipped.
+        Returns how many prompts were warmed.
+        """
+        seen: set[tuple[str, tuple[str, ...]]] = set()
+        warmed = 0
+        for tier in tiers:
+            for npc in npcs:
+                tools = offered_tools(self.host, tuple(npc.tools), min(tier, npc.budget_tier))
+                key = (npc.name, tuple(tool["function"]["name"] for tool in tools))
+                if key in seen:
+                    continue
+                seen.add(key)
+                await self._idle.wait()
+                messages = build_messages(npc, "Player", "Hello.", has_tools=bool(tools))
+                params = self._params(npc, messages, tools, None)
+                params["max_tokens"] = 1
+                if tools:  # a forced call renders the tool descriptions without sampling much
+                    name = tools[0]["function"]["name"]
+                    params["tool_choice"] = {"type": "function", "function": {"name": name}}
+                try:
+                    await self._create(stream=False, **params)
+                except GlyphoxaError as error:
+                    log.warning("warm-up of %s failed: %s", npc.name, error)
+                    continue
+                warmed += 1
+        return warmed
+
+    async def _tool_loop(
+        self, request: TurnRequest, prefix: str | None, allow_filler: bool, model: str | None
+    ) -> AsyncGenerator[EngineEvent, None]:
         npc = request.npc
         whitelist = tuple(npc.tools)
         tools = offered_tools(self.host, whitelist, request.tier)
-        messages = request_messages(request, has_tools=bool(tools))
+        messages = request_messages(request, has_tools=bool(tools), scene_chars=self.scene_chars)
+        names = speaker_names(request)
+        stops = speaker_stops(names, limit=self.max_stops) if self.stop_at_speakers else []
         spoken: list[str] = []
         if prefix:
             messages.append({"role": "assistant", "content": prefix})
@@ -151,14 +231,18 @@ class CascadedEngine:
         for depth in range(self.max_depth + 1):
             offered = tools if depth < self.max_depth else []
             params = self._params(npc, messages, offered, model)
+            if stops:
+                params["stop"] = stops
             content_parts: list[str] = []
             calls: list[ToolCall] = []
+            guard = ContentGuard(names)
             if offered and not self.stream_tool_rounds:
                 text, calls = await self._complete(params)
                 if text or calls:
                     if first:
                         first = False
                         yield FirstToken()
+                text = (guard.push(text) + guard.flush()).strip() if text else ""
                 if text:
                     content_parts.append(text)
                     for sentence in split_sentences(text):
@@ -177,16 +261,24 @@ class CascadedEngine:
                             first = False
                             yield FirstToken()
                         if delta.content:
-                            content_parts.append(delta.content)
-                            for sentence in splitter.push(delta.content):
+                            safe = guard.push(delta.content)
+                            content_parts.append(safe)
+                            for sentence in splitter.push(safe):
                                 spoken.append(sentence)
                                 yield Sentence(sentence)
+                            if guard.stopped:
+                                break  # another speaker's line: the answer is over
                         for tool_delta in delta.tool_calls or ():
                             _merge_tool_delta(round_calls, tool_delta)
                 except openai.APIError as error:
                     raise stream_error(self.client, error) from None
                 finally:
                     await stream.close()
+                last = guard.flush()
+                content_parts.append(last)
+                for sentence in splitter.push(last):
+                    spoken.append(sentence)
+                    yield Sentence(sentence)
                 rest = splitter.flush()
                 if rest:
                     spoken.append(rest)
@@ -200,6 +292,8 @@ class CascadedEngine:
                     for index, slot in sorted(round_calls.items())
                     if slot["name"]
                 ]
+            if guard.held:
+                calls += self._imitated(npc.name, guard.held, offered, depth)
             if not calls or not offered:
                 if calls:
                     log.warning("%s: tool calls after the last round ignored", npc.name)
@@ -211,6 +305,10 @@ class CascadedEngine:
                     yield Filler(self._filler(npc.name, npc.filler_lines))
             report = await self._run_tools(calls, request)
             yield ToolsUsed(report)
+            if not self.follow_up_scene and request.scene and messages[1]["role"] == "user":
+                messages[1] = build_messages(
+                    npc, request.speaker, request.text, entity_snapshot=request.entity_snapshot
+                )[1]
             messages.append(_assistant_tool_message("".join(content_parts), calls))
             messages.extend(_tool_message(result) for result in report.results)
         said = " ".join(([prefix] if prefix else []) + spoken).strip()
@@ -287,6 +385,21 @@ class CascadedEngine:
             )
         return report
 
+    @staticmethod
+    def _imitated(
+        npc_name: str, text: str, offered: Sequence[dict[str, Any]], depth: int
+    ) -> list[ToolCall]:
+        """A tool call the model wrote as text: never spoken; run if the tool is offered."""
+        visible = [tool["function"]["name"] for tool in offered]
+        calls = imitated_calls(text, visible, id_prefix=f"call_text_{depth}")
+        log.info(
+            "%s: dropped a tool call written as text (%d run as real calls): %s",
+            npc_name,
+            len(calls),
+            _short(text, 120),
+        )
+        return calls
+
     def _filler(self, npc_name: str, lines: Sequence[str]) -> str:
         choices = list(lines) or list(DEFAULT_FILLERS)
         last = self._last_filler.get(npc_name)
@@ -297,7 +410,9 @@ class CascadedEngine:
         return line
 
 
-def request_messages(request: TurnRequest, *, has_tools: bool = False) -> list[dict[str, Any]]:
+def request_messages(
+    request: TurnRequest, *, has_tools: bool = False, scene_chars: int = MAX_SCENE_CHARS
+) -> list[dict[str, Any]]:
     """Chat Completions messages for a turn: the NPC's system prompt, then the player's words."""
     return build_messages(
         request.npc,
@@ -306,7 +421,17 @@ def request_messages(request: TurnRequest, *, has_tools: bool = False) -> list[d
         scene=request.scene,
         entity_snapshot=request.entity_snapshot,
         has_tools=has_tools,
+        scene_chars=scene_chars,
     )
+
+
+def speaker_names(request: TurnRequest) -> list[str]:
+    """Everyone whose line the model might write: the NPC (and aliases), the player speaking and
+    every speaker of the scene."""
+    names = [request.npc.name, *request.npc.aliases, request.speaker]
+    for line in request.scene:
+        names.append(line.npc or line.speaker)
+    return list(dict.fromkeys(name for name in names if name and name.strip()))
 
 
 def offered_tools(

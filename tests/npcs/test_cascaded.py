@@ -6,7 +6,6 @@ import asyncio
 import contextlib
 
 import pytest
-from .npcs_fake_openai import FakeOpenAI, Step
 from openai import AsyncOpenAI
 
 from npcs.engines import (
@@ -19,6 +18,8 @@ from npcs.engines import (
     TurnRequest,
 )
 from tools.tiers import Tier
+
+from .npcs_fake_openai import FakeOpenAI, Step
 
 
 async def collect(engine: CascadedEngine, request: TurnRequest) -> list[object]:
@@ -252,3 +253,78 @@ async def test_unstreamed_tool_rounds_for_servers_that_cannot_stream_tools(host,
         "Sentence",
         "TurnDone",
     ]
+
+
+async def test_tool_call_written_as_text_is_never_spoken_and_runs_as_a_real_call(
+    host, sage, tool_log
+) -> None:
+    script = [
+        Step(content='Aye. functions.roll die: {"sides": 6}'),
+        Step(content="A four."),
+    ]
+    async with FakeOpenAI(script) as server:
+        request = TurnRequest(sage, "Alice", "Roll for me.", Tier.FAST)
+        events = await collect(engine_for(server, host), request)
+    spoken = [e.text for e in events if isinstance(e, Sentence)]
+    assert spoken == ["Aye.", "A four."]
+    assert tool_log.calls == ["roll_die"]  # through the host: whitelist and tier checked
+    assistant = server.requests[1]["messages"][-2]
+    assert assistant["tool_calls"][0]["function"] == {
+        "name": "roll_die",
+        "arguments": '{"sides": 6}',
+    }
+    assert events[-1] == TurnDone("Aye. A four.", engine="cascaded")
+
+
+async def test_text_call_of_a_tool_the_npc_cannot_see_is_dropped(host, sage, tool_log) -> None:
+    script = [Step(content='open_vault({"door": "north"})'), Step(content="never asked")]
+    async with FakeOpenAI(script) as server:
+        request = TurnRequest(sage, "Alice", "Open it.", Tier.FAST)
+        events = await collect(engine_for(server, host, stream_tool_rounds=False), request)
+    assert not [e for e in events if isinstance(e, Sentence)]
+    assert tool_log.calls == [] and len(server.requests) == 1
+    assert events[-1] == TurnDone("", engine="cascaded")
+
+
+async def test_other_speakers_lines_are_cut_and_stop_sequences_sent(host, sage) -> None:
+    from npcs.context import SceneLine
+
+    script = [Step(content="Greymantle: Aye, friend. Tobble: Greymantle, you are")]
+    async with FakeOpenAI(script) as server:
+        scene = [SceneLine("Tobble", "Hello all."), SceneLine("Bartok", "Welcome!", npc="Bartok")]
+        request = TurnRequest(sage, "Alice", "Hi!", Tier.FAST, scene=scene)
+        engine = engine_for(server, None, stop_at_speakers=True, max_stops=None)
+        events = await collect(engine, request)
+    assert [e.text for e in events if isinstance(e, Sentence)] == ["Aye, friend."]
+    stops = server.requests[0]["stop"]
+    assert {"\nAlice:", "\nTobble:", "\nBartok:", "\nGreymantle:"} <= set(stops)
+
+
+async def test_warm_up_prefills_each_npc_prompt_once_and_yields_to_turns(host, sage) -> None:
+    from npcs.schema import NpcDefinition
+
+    bard = NpcDefinition(name="Lute", personality="A bard.", budget_tier="fast", tools=["roll_die"])
+    quiet = NpcDefinition(name="Mute", personality="Says little.")
+    async with FakeOpenAI(lambda request: Step(content="x")) as server:
+        engine = engine_for(server, host)
+        assert await engine.warm_up([sage, bard, quiet, sage]) == 3
+    first, second, third = server.requests
+    assert all(r["max_tokens"] == 1 for r in server.requests)
+    assert first["tool_choice"]["type"] == "function" and first["tools"]
+    assert first["messages"][0]["content"].startswith("You are Greymantle")
+    assert [t["function"]["name"] for t in second["tools"]] == ["roll_die"]
+    assert "tools" not in third
+
+
+async def test_follow_up_without_scene_keeps_the_players_words(host, sage) -> None:
+    from npcs.context import SceneLine
+
+    script = [Step(tool_calls=[("roll_die", {})]), Step(content="A four.")]
+    async with FakeOpenAI(script) as server:
+        scene = [SceneLine("Tobble", "Hello all.")]
+        request = TurnRequest(sage, "Alice", "Roll!", Tier.FAST, scene=scene)
+        await collect(engine_for(server, host, follow_up_scene=False), request)
+    first, follow_up = (r["messages"][1]["content"] for r in server.requests)
+    assert "Tobble: Hello all." in first and first.endswith("Alice says to you: Roll!")
+    assert follow_up == "Alice says to you: Roll!"
+    assert server.requests[0]["messages"][0] == server.requests[1]["messages"][0]
