@@ -235,7 +235,7 @@ class CascadedEngine:
                 params["stop"] = stops
             content_parts: list[str] = []
             calls: list[ToolCall] = []
-            guard = ContentGuard(names)
+            guard = ContentGuard(names, own=[npc.name, *npc.aliases])
             if offered and not self.stream_tool_rounds:
                 text, calls = await self._complete(params)
                 if text or calls:

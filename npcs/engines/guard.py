@@ -44,14 +44,16 @@ class ContentGuard:
     line begins (stop reading), ``held`` is an imitated tool call that was not spoken.
 
     Args:
-        names: the speakers at the table (players, NPCs, the NPC itself and its aliases).
+        names: the other speakers at the table (players, NPCs).
+        own: the NPC's name and aliases (a leading "Name:" label of these is only stripped).
     """
 
-    def __init__(self, names: Iterable[str]) -> None:
-        unique = sorted({n.strip() for n in names if n.strip()}, key=len, reverse=True)
+    def __init__(self, names: Iterable[str], *, own: Iterable[str] = ()) -> None:
+        self._own = {n.strip().lower() for n in own if n.strip()}
+        unique = sorted({n.strip() for n in [*names, *own] if n.strip()}, key=len, reverse=True)
         alternatives = "|".join(re.escape(n) for n in unique)
         self._label = (
-            re.compile(rf"(?:(?<=\s)|^)(?:{alternatives})(?:\s*\(you\))?\s*:", re.IGNORECASE)
+            re.compile(rf"(?:(?<=\s)|^)({alternatives})(?:\s*\(you\))?\s*:", re.IGNORECASE)
             if alternatives
             else None
         )
@@ -76,6 +78,8 @@ class ContentGuard:
                 return ""  # it may still turn out to be a leading "Name:" label
             self._started = True
             self._buffer = self._strip_label(stripped)
+            if self.stopped:
+                return ""
         return self._release(final=False)
 
     def flush(self) -> str:
@@ -85,13 +89,20 @@ class ContentGuard:
         if not self._started:
             self._started = True
             self._buffer = self._strip_label(self._buffer.lstrip())
+            if self.stopped:
+                return ""
         return self._release(final=True)
 
     def _strip_label(self, text: str) -> str:
+        """Drop the NPC's own leading "Name:" label; another speaker's label means the model
+        is writing their line: nothing of it is spoken."""
         if self._label is not None:
             match = self._label.match(text)
-            if match:
+            if match and match.group(1).lower() in self._own:
                 return text[match.end() :].lstrip()
+            if match:
+                self.stopped = True
+                return ""
         return text
 
     def _release(self, *, final: bool) -> str:

@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any, cast
 import openai
 
 from campaigns.errors import GlyphoxaError
-from npcs.engines.cascaded import CascadedEngine, request_messages, stream_error
+from npcs.engines.cascaded import CascadedEngine, request_messages, speaker_names, stream_error
 from npcs.engines.events import EngineEvent, FirstToken, Sentence, TurnDone, TurnRequest
+from npcs.engines.guard import ContentGuard
 from npcs.sentences import SentenceSplitter
 
 if TYPE_CHECKING:
@@ -91,6 +92,8 @@ class SentenceCascadeEngine:
         except openai.APIError as error:
             raise GlyphoxaError(f"fast LLM request failed: {error}") from None
         splitter = SentenceSplitter()
+        # Never another speaker's line, never a tool call written as text.
+        guard = ContentGuard(speaker_names(request), own=[npc.name, *npc.aliases])
         first = True
         sentence: str | None = None
         try:
@@ -100,15 +103,19 @@ class SentenceCascadeEngine:
                 if first:
                     first = False
                     yield FirstToken()
-                done = splitter.push(chunk.choices[0].delta.content)
+                done = splitter.push(guard.push(chunk.choices[0].delta.content))
                 if done:
                     sentence = done[0]
                     break  # the rest of the fast model's text is not needed
+                if guard.stopped or guard.held:
+                    break
         except openai.APIError as error:
             raise stream_error(self.fast_client, error) from None
         finally:
             await stream.close()
-        sentence = sentence or splitter.flush()
+        if sentence is None:
+            done = splitter.push(guard.flush())
+            sentence = done[0] if done else splitter.flush()
         if sentence:
             yield Sentence(sentence)
         else:

@@ -328,3 +328,19 @@ async def test_follow_up_without_scene_keeps_the_players_words(host, sage) -> No
     assert "Tobble: Hello all." in first and first.endswith("Alice says to you: Roll!")
     assert follow_up == "Alice says to you: Roll!"
     assert server.requests[0]["messages"][0] == server.requests[1]["messages"][0]
+
+
+async def test_sentence_cascade_opener_never_speaks_another_speakers_line(host, sage) -> None:
+    from npcs.engines.sentence_cascade import SentenceCascadeEngine
+
+    def script(body: dict) -> Step:
+        if body["model"] == "fast":
+            return Step(content="Alice: Greymantle, tell me more")
+        return Step(content="It is a plane of shadow.")
+
+    async with FakeOpenAI(script) as server:
+        client = AsyncOpenAI(base_url=server.base_url, api_key="k", max_retries=0)
+        engine = SentenceCascadeEngine(CascadedEngine(client, model="strong"), fast_model="fast")
+        request = TurnRequest(sage, "Alice", "What is the Shadowfell?", Tier.STANDARD)
+        events = await asyncio.wait_for(collect(engine, request), 10)
+    assert [e.text for e in events if isinstance(e, Sentence)] == ["It is a plane of shadow."]
