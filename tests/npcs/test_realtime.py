@@ -8,8 +8,6 @@ import contextlib
 from typing import Any
 
 import pytest
-from .npcs_fake_openai import FakeOpenAI, Step
-from .npcs_fake_realtime import FakeRealtime, Reply
 from openai import AsyncOpenAI
 
 from npcs.context import SceneLine
@@ -17,6 +15,9 @@ from npcs.engines import AudioChunk, CascadedEngine, FirstToken, ToolsUsed, Turn
 from npcs.engines.realtime import RealtimeEngine
 from npcs.schema import NpcDefinition
 from tools.tiers import Tier
+
+from .npcs_fake_openai import FakeOpenAI, Step
+from .npcs_fake_realtime import FakeRealtime, Reply
 
 ORACLE = NpcDefinition(
     name="Oracle",
