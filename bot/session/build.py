@@ -25,6 +25,7 @@ from npcs.context import MAX_SCENE_CHARS
 from npcs.engines import CascadedEngine, Engine
 from npcs.schema import EngineKind, NpcDefinition
 from tools.host import Invocation, ToolHost
+from tools.host.persistence import store_invocation_logger
 from tools.tiers import Tier
 
 __all__ = ["builtin_servers_for", "load_stt", "open_table"]
@@ -97,19 +98,15 @@ async def open_table(
         mixer = Mixer(config.speech)
         session_ref: list[TableSession] = []
 
+        log_to_memory = store_invocation_logger(
+            memory, session_id=lambda: session_ref[0].recorder.session_id if session_ref else None
+        )
+
         async def on_invocation(call: Invocation) -> None:
             metrics.observe_tool(call.status, call.tier.label)
-            session_id = session_ref[0].recorder.session_id if session_ref else None
             try:
-                await memory.log_tool_call(
-                    npc=call.npc,
-                    tool=call.tool,
-                    tier=call.tier.label,
-                    status=call.status,
-                    duration_ms=call.duration_ms,
-                    session_id=session_id,
-                )
-            except Exception as error:
+                await log_to_memory(call)
+            except Exception as error:  # a full disk must not fail the NPC's turn
                 log.warning("could not log tool call %s: %s", call.tool, error)
 
         context = build_tool_context(

@@ -7,11 +7,10 @@ The store (``campaigns.memory.MemoryStore``) is duck-typed here: anything with
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from tools.host.host import ToolHost
-from tools.host.metrics import InvocationCallback
 from tools.host.types import Invocation
 
 __all__ = ["load_calibration_from_store", "save_calibration_to_store", "store_invocation_logger"]
@@ -19,7 +18,7 @@ __all__ = ["load_calibration_from_store", "save_calibration_to_store", "store_in
 
 def store_invocation_logger(
     store: Any, *, session_id: str | Callable[[], str | None] | None = None
-) -> InvocationCallback:
+) -> Callable[[Invocation], Awaitable[None]]:
     """An ``on_invocation`` callback writing each call to the store's tool-call log.
 
     ``session_id`` may be a callable so the log follows the running session as it changes.
