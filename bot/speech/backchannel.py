@@ -8,7 +8,11 @@ from collections.abc import Iterable
 __all__ = ["BackchannelDetector"]
 
 # Spellings Whisper produces for the same sounds, added to whatever the config lists.
-_VARIANTS = ("mm hmm", "mmhmm", "mhmm", "hmm", "mm", "uh huh", "uhhuh", "ah", "oh", "uh", "um")
+# A lone "well" or "er" is a hesitation too, and Whisper often hears a short "uh-huh" as "Well...".
+_VARIANTS = (
+    "mm hmm", "mmhmm", "mhmm", "hmm", "hm", "mm", "uh huh", "uhhuh", "ah", "oh", "uh", "um",
+    "er", "erm", "well",
+)  # fmt: skip
 _WORD = re.compile(r"[a-z']+")
 
 
