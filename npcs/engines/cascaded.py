@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import random
 from collections.abc import AsyncGenerator, Iterable, Sequence
@@ -22,6 +21,17 @@ import openai
 
 from campaigns.errors import GlyphoxaError
 from npcs.context import MAX_SCENE_CHARS, build_messages
+from npcs.engines.chat_wire import (
+    assistant_tool_message,
+    expected_cost_ms,
+    merge_tool_delta,
+    offered_tools,
+    request_messages,
+    shorten,
+    speaker_names,
+    stream_error,
+    tool_message,
+)
 from npcs.engines.events import (
     EngineEvent,
     Filler,
@@ -63,30 +73,6 @@ _CONTINUE_INSTRUCTION = (
     "Continue speaking right after your last words above, as the same reply. "
     "Do not repeat what you already said."
 )
-#: Measured latency replaces the declared one once a tool has this many samples.
-_MIN_SAMPLES = 5
-
-
-def expected_cost_ms(
-    host: ToolHost | None, calls: Sequence[ToolCall], whitelist: Sequence[str]
-) -> float:
-    """What a round of parallel calls is expected to cost: its slowest permitted tool.
-
-    Refused calls (unknown or not whitelisted) cost nothing. An undeclared, unmeasured tool is
-    expected to take its hard timeout.
-    """
-    if host is None:
-        return 0.0
-    everything = "*" in whitelist
-    worst = 0.0
-    for call in calls:
-        info = host.get_tool(call.name)
-        if info is None or not (everything or call.name in whitelist):
-            continue
-        measured = info.measured_p50_ms if info.samples >= _MIN_SAMPLES else None
-        estimate = measured or info.latency.estimated_duration_ms or info.timeout_ms
-        worst = max(worst, float(estimate))
-    return worst
 
 
 class CascadedEngine:
@@ -269,7 +255,7 @@ class CascadedEngine:
                             if guard.stopped:
                                 break  # another speaker's line: the answer is over
                         for tool_delta in delta.tool_calls or ():
-                            _merge_tool_delta(round_calls, tool_delta)
+                            merge_tool_delta(round_calls, tool_delta)
                 except openai.APIError as error:
                     raise stream_error(self.client, error) from None
                 finally:
@@ -309,8 +295,8 @@ class CascadedEngine:
                 messages[1] = build_messages(
                     npc, request.speaker, request.text, entity_snapshot=request.entity_snapshot
                 )[1]
-            messages.append(_assistant_tool_message("".join(content_parts), calls))
-            messages.extend(_tool_message(result) for result in report.results)
+            messages.append(assistant_tool_message("".join(content_parts), calls))
+            messages.extend(tool_message(result) for result in report.results)
         said = " ".join(([prefix] if prefix else []) + spoken).strip()
         yield TurnDone(said, engine=self.name)
 
@@ -345,11 +331,11 @@ class CascadedEngine:
         except openai.APIStatusError as error:
             raise GlyphoxaError(
                 f"LLM request failed ({error.status_code}) at {self.client.base_url}: "
-                f"{_short(error.message)}"
+                f"{shorten(error.message)}"
             ) from None
         except openai.APIError as error:
             raise GlyphoxaError(
-                f"LLM request failed at {self.client.base_url}: {_short(str(error))}"
+                f"LLM request failed at {self.client.base_url}: {shorten(str(error))}"
             ) from None
 
     async def _complete(self, params: dict[str, Any]) -> tuple[str, list[ToolCall]]:
@@ -396,7 +382,7 @@ class CascadedEngine:
             "%s: dropped a tool call written as text (%d run as real calls): %s",
             npc_name,
             len(calls),
-            _short(text, 120),
+            shorten(text, 120),
         )
         return calls
 
@@ -408,85 +394,3 @@ class CascadedEngine:
         line = self._rng.choice(choices)
         self._last_filler[npc_name] = line
         return line
-
-
-def request_messages(
-    request: TurnRequest, *, has_tools: bool = False, scene_chars: int = MAX_SCENE_CHARS
-) -> list[dict[str, Any]]:
-    """Chat Completions messages for a turn: the NPC's system prompt, then the player's words."""
-    return build_messages(
-        request.npc,
-        request.speaker,
-        request.text,
-        scene=request.scene,
-        entity_snapshot=request.entity_snapshot,
-        has_tools=has_tools,
-        scene_chars=scene_chars,
-    )
-
-
-def speaker_names(request: TurnRequest) -> list[str]:
-    """Everyone whose line the model might write: the NPC (and aliases), the player speaking and
-    every speaker of the scene."""
-    names = [request.npc.name, *request.npc.aliases, request.speaker]
-    for line in request.scene:
-        names.append(line.npc or line.speaker)
-    return list(dict.fromkeys(name for name in names if name and name.strip()))
-
-
-def offered_tools(
-    host: ToolHost | None, whitelist: Sequence[str], tier: Tier
-) -> list[dict[str, Any]]:
-    """The tools an NPC with this whitelist may call at ``tier``, in OpenAI's function format."""
-    return host.openai_tools(whitelist, tier) if host is not None and whitelist else []
-
-
-def stream_error(client: Any, error: Exception) -> GlyphoxaError:
-    """A broken response stream (connection lost, server error mid-answer) as a clear error."""
-    return GlyphoxaError(f"LLM stream broke at {client.base_url}: {_short(str(error))}")
-
-
-def _short(text: str, limit: int = 300) -> str:
-    return text if len(text) <= limit else text[:limit] + "..."
-
-
-def _merge_tool_delta(slots: dict[int, dict[str, str]], delta: Any) -> None:
-    """Accumulate one streamed tool-call fragment (id and name once, arguments in pieces)."""
-    index = delta.index if delta.index is not None else len(slots)
-    slot = slots.setdefault(index, {"id": "", "name": "", "arguments": ""})
-    if delta.id:
-        slot["id"] = delta.id
-    function = delta.function
-    if function is None:
-        return
-    if function.name:
-        name = function.name
-        slot["name"] = (
-            name if not slot["name"] or name.startswith(slot["name"]) else slot["name"] + name
-        )
-    if function.arguments:
-        slot["arguments"] += function.arguments
-
-
-def _assistant_tool_message(content: str, calls: Sequence[ToolCall]) -> dict[str, Any]:
-    return {
-        "role": "assistant",
-        "content": content,  # a string even when empty: llama.cpp rejects null
-        "tool_calls": [
-            {
-                "id": call.id,
-                "type": "function",
-                "function": {
-                    "name": call.name,
-                    "arguments": call.arguments
-                    if isinstance(call.arguments, str)
-                    else json.dumps(call.arguments),
-                },
-            }
-            for call in calls
-        ],
-    }
-
-
-def _tool_message(result: ToolResult) -> dict[str, Any]:
-    return {"role": "tool", "tool_call_id": result.call_id, "content": result.model_text()}

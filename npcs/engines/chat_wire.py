@@ -1,0 +1,139 @@
+"""The Chat Completions side of a turn: messages, tool-call wire format and cost estimates.
+
+Shared by the cascaded, sentence-cascade and realtime engines; kept apart from the cascaded
+engine's control flow (the tool loop) so each reads on its own.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from campaigns.errors import GlyphoxaError
+from npcs.context import MAX_SCENE_CHARS, build_messages
+from npcs.engines.events import TurnRequest
+from tools.host.types import ToolCall, ToolResult
+from tools.tiers import Tier
+
+if TYPE_CHECKING:
+    from tools.host import ToolHost
+
+__all__ = [
+    "assistant_tool_message",
+    "expected_cost_ms",
+    "merge_tool_delta",
+    "offered_tools",
+    "request_messages",
+    "shorten",
+    "speaker_names",
+    "stream_error",
+    "tool_message",
+]
+
+#: Measured latency replaces the declared one once a tool has this many samples.
+_MIN_SAMPLES = 5
+
+
+def expected_cost_ms(
+    host: ToolHost | None, calls: Sequence[ToolCall], whitelist: Sequence[str]
+) -> float:
+    """What a round of parallel calls is expected to cost: its slowest permitted tool.
+
+    Refused calls (unknown or not whitelisted) cost nothing. An undeclared, unmeasured tool is
+    expected to take its hard timeout.
+    """
+    if host is None:
+        return 0.0
+    everything = "*" in whitelist
+    worst = 0.0
+    for call in calls:
+        info = host.get_tool(call.name)
+        if info is None or not (everything or call.name in whitelist):
+            continue
+        measured = info.measured_p50_ms if info.samples >= _MIN_SAMPLES else None
+        estimate = measured or info.latency.estimated_duration_ms or info.timeout_ms
+        worst = max(worst, float(estimate))
+    return worst
+
+
+def request_messages(
+    request: TurnRequest, *, has_tools: bool = False, scene_chars: int = MAX_SCENE_CHARS
+) -> list[dict[str, Any]]:
+    """Chat Completions messages for a turn: the NPC's system prompt, then the player's words."""
+    return build_messages(
+        request.npc,
+        request.speaker,
+        request.text,
+        scene=request.scene,
+        entity_snapshot=request.entity_snapshot,
+        has_tools=has_tools,
+        scene_chars=scene_chars,
+    )
+
+
+def speaker_names(request: TurnRequest) -> list[str]:
+    """Everyone whose line the model might write: the NPC (and aliases), the player speaking and
+    every speaker of the scene."""
+    names = [request.npc.name, *request.npc.aliases, request.speaker]
+    for line in request.scene:
+        names.append(line.npc or line.speaker)
+    return list(dict.fromkeys(name for name in names if name and name.strip()))
+
+
+def offered_tools(
+    host: ToolHost | None, whitelist: Sequence[str], tier: Tier
+) -> list[dict[str, Any]]:
+    """The tools an NPC with this whitelist may call at ``tier``, in OpenAI's function format."""
+    return host.openai_tools(whitelist, tier) if host is not None and whitelist else []
+
+
+def stream_error(client: Any, error: Exception) -> GlyphoxaError:
+    """A broken response stream (connection lost, server error mid-answer) as a clear error."""
+    return GlyphoxaError(f"LLM stream broke at {client.base_url}: {shorten(str(error))}")
+
+
+def shorten(text: str, limit: int = 300) -> str:
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def merge_tool_delta(slots: dict[int, dict[str, str]], delta: Any) -> None:
+    """Accumulate one streamed tool-call fragment (id and name once, arguments in pieces)."""
+    index = delta.index if delta.index is not None else len(slots)
+    slot = slots.setdefault(index, {"id": "", "name": "", "arguments": ""})
+    if delta.id:
+        slot["id"] = delta.id
+    function = delta.function
+    if function is None:
+        return
+    if function.name:
+        name = function.name
+        slot["name"] = (
+            name if not slot["name"] or name.startswith(slot["name"]) else slot["name"] + name
+        )
+    if function.arguments:
+        slot["arguments"] += function.arguments
+
+
+def assistant_tool_message(content: str, calls: Sequence[ToolCall]) -> dict[str, Any]:
+    return {
+        "role": "assistant",
+        "content": content,  # a string even when empty: llama.cpp rejects null
+        "tool_calls": [
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {
+                    "name": call.name,
+                    "arguments": call.arguments
+                    if isinstance(call.arguments, str)
+                    else json.dumps(call.arguments),
+                },
+            }
+            for call in calls
+        ],
+    }
+
+
+def tool_message(result: ToolResult) -> dict[str, Any]:
+    return {"role": "tool", "tool_call_id": result.call_id, "content": result.model_text()}
