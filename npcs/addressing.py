@@ -185,11 +185,12 @@ class AddressDetector:
         return found
 
     def detect(
-        self, speaker: str, text: str, now: float, *, is_dm: bool = False
+        self, speaker: str, text: str, now: float, *, is_dm: bool = False, record: bool = True
     ) -> AddressDecision:
         """Decide who answers ``text`` said by ``speaker`` at ``now`` (monotonic seconds).
 
-        Records the outcome for the speaker's continuation.
+        Records the outcome for the speaker's continuation; ``record=False`` only looks (a
+        partial transcript: who would answer if the player stopped here).
         """
         if is_dm:
             puppet = self._puppet(text)
@@ -200,14 +201,14 @@ class AddressDetector:
             spoken_to = [m for m in mentions if m.vocative]
             if spoken_to:
                 names = [m.npc for m in spoken_to]
-                self._last[speaker] = (names, now)
+                self._remember(speaker, names, now, record)
                 how = ", ".join(f"{m.npc} ({m.how} '{m.matched}')" for m in spoken_to)
                 return AddressDecision(names, f"named {how}", mentions)
         last = self._last.get(speaker)
         if last is not None and now - last[1] <= self.continuation_window_s:
             names = [n for n in last[0] if n in self._npcs and not self._npcs[n].address_only]
             if names:
-                self._last[speaker] = (names, now)
+                self._remember(speaker, names, now, record)
                 age = now - last[1]
                 return AddressDecision(
                     names, f"continuation: {speaker} spoke to {names[0]} {age:.0f}s ago", mentions
@@ -215,11 +216,15 @@ class AddressDetector:
         if len(self._active) == 1:
             sole = self._npcs[self._active[0]]
             if not sole.address_only:
-                self._last[speaker] = ([sole.name], now)
+                self._remember(speaker, [sole.name], now, record)
                 return AddressDecision([sole.name], f"sole active NPC {sole.name}", mentions)
         if mentions:
             return AddressDecision([], "NPCs only talked about, not to", mentions)
         return AddressDecision([], "no clear addressee", mentions)
+
+    def _remember(self, speaker: str, names: list[str], now: float, record: bool) -> None:
+        if record:
+            self._last[speaker] = (names, now)
 
     def _puppet(self, text: str) -> AddressDecision | None:
         for pattern in (_PUPPET_PREFIX, _PUPPET_SAYS):

@@ -19,21 +19,36 @@ MAX_SCENE_LINES = 12
 MAX_SCENE_CHARS = 1500
 
 
+#: The scene window starts only at lines whose ``seq`` is a multiple of this, so it stays put
+#: while lines are added and the prompt keeps its prefix (KV reuse) for several turns.
+SCENE_WINDOW_STEP = 4
+
+
 @dataclass(frozen=True, slots=True)
 class SceneLine:
-    """One thing said at the table: by a player (``npc`` None) or by an NPC."""
+    """One thing said at the table: by a player (``npc`` None) or by an NPC.
+
+    ``seq`` numbers the lines of a session (the table session sets it); 0 everywhere means
+    unnumbered, and the window then simply slides.
+    """
 
     speaker: str
     text: str
     npc: str | None = None
     at: float = 0.0
+    seq: int = 0
 
 
 def render_scene(
     scene: Sequence[SceneLine], npc_name: str, *, max_chars: int = MAX_SCENE_CHARS
 ) -> str:
-    """The last lines of the scene, oldest first, the NPC's own lines marked "(you)"."""
-    lines: list[str] = []
+    """The last lines of the scene, oldest first, the NPC's own lines marked "(you)".
+
+    At most ``MAX_SCENE_LINES`` lines and ``max_chars`` characters (at least the last line);
+    the first line shown is the oldest of those whose ``seq`` is a multiple of
+    ``SCENE_WINDOW_STEP``, so the window moves in steps rather than with every new line.
+    """
+    lines: list[tuple[int, str]] = []
     total = 0
     for line in reversed(scene[-MAX_SCENE_LINES:]):
         who = f"{line.npc} (you)" if line.npc == npc_name else (line.npc or line.speaker)
@@ -41,8 +56,10 @@ def render_scene(
         total += len(rendered)
         if total > max_chars and lines:
             break
-        lines.append(rendered)
-    return "\n".join(reversed(lines))
+        lines.append((line.seq, rendered))
+    lines.reverse()
+    start = next((i for i, (seq, _) in enumerate(lines) if seq % SCENE_WINDOW_STEP == 0), 0)
+    return "\n".join(text for _, text in lines[start:])
 
 
 def build_system_prompt(
@@ -97,24 +114,27 @@ def build_messages(
     scene_chars: int = MAX_SCENE_CHARS,
 ) -> list[dict[str, Any]]:
     """Chat Completions messages for one turn: the stable system prompt, then one user message
-    with what changes every turn (campaign facts, the scene, the player's words; at most
+    with what changes every turn (the scene, campaign facts, the player's words; at most
     ``scene_chars`` of scene, at least its last line).
 
     The system prompt depends only on the NPC (and whether it has tools), so a server that
     keeps the KV cache of a prompt prefix (llama.cpp; OpenAI's prompt caching) evaluates the
-    persona, rules and tool descriptions once per NPC instead of on every turn: llama.cpp's
-    ``chatml-function-calling`` renders the tool descriptions right after the system message.
+    persona, rules and tool descriptions once per NPC instead of on every turn: the bundled
+    server renders the tool descriptions at the end of the system message.
     """
     if scene and scene[-1].npc is None and scene[-1].text.strip() == text.strip():
         scene = scene[:-1]  # the current line may already be in the transcript
     system = build_system_prompt(npc, has_tools=has_tools)
     parts: list[str] = []
-    if entity_snapshot and entity_snapshot.strip():
-        parts.append(f"Facts from the campaign notes:\n{entity_snapshot.strip()}")
+    # Scene first, facts after it: the facts follow the player's words, the scene grows line by
+    # line, so this order keeps the longest prefix shared with the previous turn (KV reuse).
     transcript = render_scene(scene, npc.name, max_chars=scene_chars)
     if transcript:
         parts.append(f"What was just said at the table (oldest first):\n{transcript}")
-    parts.append(f"{speaker} says to you: {text.strip()}")
+    if entity_snapshot and entity_snapshot.strip():
+        parts.append(f"Facts from the campaign notes:\n{entity_snapshot.strip()}")
+    # Small models otherwise continue the transcript with the player's own line.
+    parts.append(f"{speaker} says to you: {text.strip()}\n\nAnswer as {npc.name}.")
     return [
         {"role": "system", "content": system},
         {"role": "user", "content": "\n\n".join(parts)},

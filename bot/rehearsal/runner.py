@@ -137,6 +137,9 @@ async def rehearse(
         progress=say,
     ) as session:
         session.listeners.append(lambda event: events.append((time.monotonic(), event)))
+        if session.warm_up is not None:  # a table would still be greeting; latency is measured
+            say("warming up the LLM's prompt cache (each NPC's persona and tools)")
+            await asyncio.wait([session.warm_up])
         say(f"playing scene '{scene.title}' at {speed:g}x")
         walls, npc_frames = await _play(
             session, plan, out_dir, speed, max(speed, playout_speed or speed), say

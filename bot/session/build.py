@@ -123,7 +123,9 @@ async def open_table(
         )
         stack.callback(metrics.attach(host.metrics.registry))
         await stack.enter_async_context(host)
-        engines = await _engines(config, host, llm_base_url, stack, say, campaign.npcs.values())
+        engines, warm_up = await _engines(
+            config, host, llm_base_url, stack, say, campaign.npcs.values()
+        )
         session = TableSession(
             config=config,
             campaign=campaign,
@@ -135,9 +137,13 @@ async def open_table(
             metrics=metrics,
             dm_speakers=dm_speakers,
             session_title=title,
-            speculate=_speculation_policy(config, host),
+            speculate=_speculation_policy(config),
+            prefill=bool(
+                config.providers.llm.options.get("prefill", config.providers.llm.name == "local")
+            ),
         )
         session.tools = host
+        session.warm_up = warm_up
         session_ref.append(session)
         context.session_id = None
         await session.start()
@@ -146,25 +152,20 @@ async def open_table(
         yield session
 
 
-def _speculation_policy(
-    config: GlyphoxaConfig, host: ToolHost
-) -> bool | Callable[[NpcDefinition, Tier], bool]:
+def _speculation_policy(config: GlyphoxaConfig) -> bool:
     """Speculative answers on partials (``providers.llm.options.speculate`` overrides).
 
-    The bundled local server runs one request at a time and cannot abort a non-streamed tool
-    round, so there it only speculates on turns that offer no tools (streamed, cancellable);
-    even a dropped one then leaves the prompt prefix in llama.cpp's cache for the real turn.
+    Every round streams (the bundled server too), so a dropped speculation is cancelled at
+    once, and even then it leaves the prompt prefix in llama.cpp's cache for the real turn.
     """
+    return bool(config.providers.llm.options.get("speculate", True))
+
+
+def _prefill_policy(config: GlyphoxaConfig) -> bool:
+    """Prompts evaluated ahead of turns (``providers.llm.options.prefill`` overrides): on for a
+    local llama.cpp server, off for cloud APIs (they cache prefixes themselves, bill requests)."""
     llm = config.providers.llm
-    if "speculate" in llm.options:
-        return bool(llm.options["speculate"])
-    if llm.name != "local":
-        return True
-
-    def streamed_turns_only(npc: NpcDefinition, tier: Tier) -> bool:
-        return not npc.tools or not host.visible_tools(npc.tools, tier)
-
-    return streamed_turns_only
+    return bool(llm.options.get("prefill", llm.name == "local"))
 
 
 async def _engines(
@@ -174,12 +175,13 @@ async def _engines(
     stack: contextlib.AsyncExitStack,
     say: Progress,
     npcs: Iterable[NpcDefinition] = (),
-) -> Callable[[NpcDefinition], Engine | None]:
-    """Engine per NPC kind. Realtime needs ``providers.realtime``; without it realtime NPCs
-    answer through the cascaded engine.
+) -> tuple[Callable[[NpcDefinition], Engine | None], asyncio.Task[None] | None]:
+    """Engine per NPC kind, and the background warm-up of the LLM's prompt cache (if any).
+    Realtime needs ``providers.realtime``; without it realtime NPCs answer through the
+    cascaded engine.
 
-    The bundled local server keeps a RAM prompt cache, and each NPC's stable prompt prefix
-    (system prompt + tool descriptions) is prefilled in the background
+    The bundled local server keeps KV snapshots of prompt prefixes, and each NPC's stable
+    prefix (system prompt + tool descriptions) is evaluated in the background
     (``providers.llm.options.warm_up``), so turns only evaluate the scene and the player's
     words; answers stop where the small model starts another speaker's line."""
     from openai import AsyncOpenAI
@@ -211,30 +213,30 @@ async def _engines(
         client,
         model=model,
         host=host,
-        # The bundled 135M model spends seconds per grammar-constrained tool round and calls
-        # tools on almost every turn: one round keeps rehearsals listenable.
-        max_depth=int(options.get("max_tool_depth", 1 if local else 4)),
-        stream_tool_rounds=bool(options.get("stream_tool_rounds", not local)),
+        # A 135M model may call tools round after round: two rounds keep rehearsals listenable.
+        max_depth=int(options.get("max_tool_depth", 2 if local else 4)),
+        stream_tool_rounds=bool(options.get("stream_tool_rounds", True)),
         stop_at_speakers=bool(options.get("stop_at_speakers", local)),
         max_stops=None if local else 4,
         # A shorter scene is evaluated faster, but a sliding window also breaks prefix reuse.
         scene_chars=int(options.get("scene_chars", MAX_SCENE_CHARS)),
-        follow_up_scene=bool(options.get("follow_up_scene", not local)),
+        follow_up_scene=bool(options.get("follow_up_scene", True)),
     )
+    warm_up = None
     if bool(options.get("warm_up", bundled)):
-        _warm_up_in_background(cascaded, list(npcs), stack)
+        warm_up = _warm_up_in_background(cascaded, list(npcs), stack)
     by_kind: dict[EngineKind, Engine] = {EngineKind.CASCADED: cascaded}
     _optional_engines(config, host, cascaded, by_kind)
 
     def resolve(npc: NpcDefinition) -> Engine | None:
         return by_kind.get(npc.engine, cascaded)
 
-    return resolve
+    return resolve, warm_up
 
 
 def _warm_up_in_background(
     engine: CascadedEngine, npcs: list[NpcDefinition], stack: contextlib.AsyncExitStack
-) -> None:
+) -> asyncio.Task[None]:
     """Prefill the LLM server's prompt cache per NPC while the table gets going."""
 
     async def warm() -> None:
@@ -255,6 +257,7 @@ def _warm_up_in_background(
             await task
 
     stack.push_async_callback(stop)
+    return task
 
 
 def _optional_engines(

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from bot.session.entities import EntityLookup
     from bot.session.events import SessionEvent
     from bot.session.npc_queue import NpcQueues
+    from bot.session.prefill import Prefiller
     from bot.session.recorder import TranscriptRecorder
     from bot.session.speakers import Speaker
     from bot.session.timing import TimedTts
@@ -46,6 +47,7 @@ class Routing:
     tiers: TierSelector
     entities: EntityLookup
     turns: NpcQueues
+    prefiller: Prefiller
     recorder: TranscriptRecorder
     scene: list[SceneLine]
     dm_speakers: set[str]
@@ -74,6 +76,7 @@ class Routing:
         self.entities.prefetch(event.text)
         if event.utterance_id == speaker.utterance_id:
             speaker.last_partial = event.text
+            self._prefill_for(speaker, event.text, now)
         spec = speaker.speculation
         if spec is not None and spec.key != normalize(event.text):
             speaker.drop_speculation()  # the player went on talking, or a late partial
@@ -154,18 +157,34 @@ class Routing:
         reason = decision.reason if names or not decision.npcs else "muted"
         self._emit(Routed(speaker.name, text, tuple(names), reason, tier_label, tier_reason, now))
 
+    def _addressee(self, speaker: Speaker, text: str, now: float) -> NpcDefinition | None:
+        """The one NPC who would answer ``text`` if the player stopped here (named, or the
+        conversation they are in); None when unclear, several, muted or a DM line."""
+        if speaker.name in self.dm_speakers:
+            return None
+        decision = self.addressing.detect(speaker.name, text, now, record=False)
+        if len(decision.npcs) != 1 or self.is_muted(decision.npcs[0]):
+            return None
+        return self.campaign.npcs.get(decision.npcs[0])
+
+    def _prefill_for(self, speaker: Speaker, text: str, now: float) -> None:
+        """A partial shows who the player talks to: evaluate that NPC's prompt meanwhile."""
+        if not self.prefiller.enabled or self.turns.busy():
+            return  # a running answer must not wait behind a prefill
+        npc = self._addressee(speaker, text, now)
+        if npc is not None:
+            tier = self.tiers.select(text, npc=npc, queue_depth=self.queue_depth(), now=now)
+            self.prefiller.ahead(npc, speaker.name, tier.tier, self.scene)
+
     def _speculate(self, speaker: Speaker) -> None:
-        """The player paused: start the named NPC's answer on the latest partial."""
+        """The player paused: start the addressed NPC's answer on the latest partial."""
         text = speaker.last_partial
         if not text or speaker.speculation is not None:
             return
-        spoken_to = [m.npc for m in self.addressing.mentions(text) if m.vocative]
-        if len(spoken_to) != 1 or speaker.name in self.dm_speakers:
+        npc = self._addressee(speaker, text, time.monotonic())
+        if npc is None:
             return
-        name = spoken_to[0]
-        npc = self.campaign.npcs.get(name)
-        if npc is None or self.is_muted(name):
-            return
+        name = npc.name
         if self.turns.npc_busy(name):
             return  # answers keep their order; this one waits for the final
         engine = self._engines(npc)

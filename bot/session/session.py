@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import threading
 import time
@@ -24,6 +25,7 @@ from bot.session.early import transcribe_early
 from bot.session.entities import EntityLookup
 from bot.session.events import BargedIn, NpcSpoke, SessionEvent
 from bot.session.npc_queue import NpcQueues
+from bot.session.prefill import Prefiller
 from bot.session.recorder import TranscriptRecorder
 from bot.session.routing import Routing
 from bot.session.speakers import Speaker, SpeakerLanes
@@ -80,6 +82,7 @@ class TableSession(Routing, DmControls):
         vad_factory: Callable[[], Any] | None = None,
         session_title: str | None = None,
         speculate: bool | Callable[[NpcDefinition, Tier], bool] = True,
+        prefill: bool = False,
     ) -> None:
         self.config = config
         self.campaign = campaign
@@ -88,6 +91,8 @@ class TableSession(Routing, DmControls):
         self.memory = memory
         self.tools: Any = None
         """The tool host serving this table (set by ``open_table``; for ``/tools``)."""
+        self.warm_up: asyncio.Task[None] | None = None
+        """The LLM prompt-cache warm-up running in the background (set by ``open_table``)."""
         self._stt = stt
         self._tts = TimedTts(tts, metrics)
         self._engines = engines
@@ -109,6 +114,7 @@ class TableSession(Routing, DmControls):
         self.entities = EntityLookup(campaign, memory)
         self.recorder = TranscriptRecorder(memory, campaign.name)
         self.scene: list[SceneLine] = []
+        self._scene_seq = 0
         self.traces: list[TurnTrace] = []
         self.listeners: list[Callable[[SessionEvent], None]] = []
         self.muted: set[str] = set()
@@ -132,6 +138,8 @@ class TableSession(Routing, DmControls):
             spawn=self._spawn,
             on_done=self._finish_trace,
         )
+        self.prefiller = Prefiller(engines, prefill)
+        """Evaluates NPC prompts ahead of their turns (a local LLM's prompt cache)."""
         self._turn_ids = 0
         self._tasks: set[asyncio.Task[Any]] = set()
         self._watcher: CampaignWatcher | None = None
@@ -171,6 +179,7 @@ class TableSession(Routing, DmControls):
         for speaker in self.lanes:
             speaker.drop_speculation()
         self.mixer.cancel_all()
+        await self.prefiller.aclose()
         tasks = list(self._tasks)
         await self.lanes.aclose()
         for task in tasks:
@@ -263,6 +272,7 @@ class TableSession(Routing, DmControls):
         now = time.monotonic()
         if trace.spoken:
             self._add_scene(SceneLine(turn.npc, trace.spoken, turn.npc, now))
+            self._prefill_reply(turn, now)
             self.recorder.npc(
                 turn.npc,
                 trace.spoken,
@@ -272,6 +282,15 @@ class TableSession(Routing, DmControls):
                 interrupted=trace.interrupted,
             )
         self._emit(NpcSpoke(trace, now))
+
+    def _prefill_reply(self, turn: NpcTurn, now: float) -> None:
+        """The NPC finished: its player often answers right back, so prepare that turn."""
+        npc = self.campaign.npcs.get(turn.npc)
+        others = [t for t in self.turns.running() if t is not turn]
+        if npc is None or others or self.turns.depth():
+            return  # another answer is due next: it must not wait behind a prefill
+        tier = self.tiers.select("", npc=npc, queue_depth=0, now=now).tier
+        self.prefiller.ahead(npc, turn.speaker, tier, self.scene)
 
     def _on_barge_in(self, barge: BargeIn) -> None:
         self.turns.interrupt(barge.npc)
@@ -346,7 +365,8 @@ class TableSession(Routing, DmControls):
             self._npcs_changed()
 
     def _add_scene(self, line: SceneLine) -> None:
-        self.scene.append(line)
+        self.scene.append(dataclasses.replace(line, seq=self._scene_seq))
+        self._scene_seq += 1
         del self.scene[:-_MAX_SCENE]
 
     def _emit(self, event: SessionEvent) -> None:

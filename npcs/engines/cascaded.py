@@ -85,17 +85,16 @@ class CascadedEngine:
         max_depth: tool rounds before the model must answer without tools.
         filler_after_ms: speak a filler first when a round's tools are expected to take longer.
         stream_tool_rounds: False for servers that cannot stream while tools are offered
-            (llama.cpp's ``chatml-function-calling``): rounds with tools then run unstreamed.
+            (llama-cpp-python's ``chatml-function-calling``): rounds with tools then run
+            unstreamed. The bundled server streams every round.
         stop_at_speakers: send stop sequences that end an answer where the model starts
             another speaker's line (``"\nArin:"``); ``max_stops`` caps them (OpenAI: 4,
             None: no cap, as llama.cpp). Small models need it; some cloud models reject
             ``stop``. Whatever slips through is cut by :class:`ContentGuard` anyway.
         scene_chars: how much of the scene transcript a prompt carries.
-        follow_up_scene: False drops the scene from the rounds after a tool round. llama.cpp's
-            ``chatml-function-calling`` renders the tool descriptions between the system prompt
-            and the scene, so a follow-up (no tools) shares only the system prompt with the
-            cached tool round and would evaluate the whole scene again (~0.5 s on one core);
-            the tiny local model also copies the transcript's "Name:" lines less without it.
+        follow_up_scene: False drops the scene from the rounds after a tool round (a server
+            whose template puts the tools between system prompt and scene would otherwise
+            evaluate the whole scene again).
     """
 
     name = "cascaded"
@@ -188,9 +187,6 @@ class CascadedEngine:
                 messages = build_messages(npc, "Player", "Hello.", has_tools=bool(tools))
                 params = self._params(npc, messages, tools, None)
                 params["max_tokens"] = 1
-                if tools:  # a forced call renders the tool descriptions without sampling much
-                    name = tools[0]["function"]["name"]
-                    params["tool_choice"] = {"type": "function", "function": {"name": name}}
                 try:
                     await self._create(stream=False, **params)
                 except GlyphoxaError as error:
@@ -198,6 +194,45 @@ class CascadedEngine:
                     continue
                 warmed += 1
         return warmed
+
+    async def prefill(
+        self,
+        request: TurnRequest,
+        *,
+        with_tools: bool = True,
+        client: AsyncOpenAI | None = None,
+        model: str | None = None,
+    ) -> bool:
+        """Evaluate a turn's prompt up to the player's words ahead of time (``request.text``
+        may be empty), so a prompt-caching server only has the words left when the turn
+        comes. Skipped while a turn runs (the local server answers one request at a time);
+        returns whether a request was sent. Failures are logged: it is only an optimisation.
+
+        ``with_tools=False``, ``client`` and ``model`` prefill another prompt of the same NPC
+        (the sentence cascade's opener).
+        """
+        if not self._idle.is_set():
+            return False
+        tools = offered_tools(self.host, tuple(request.npc.tools), request.tier)
+        tools = tools if with_tools else []
+        messages = request_messages(request, has_tools=bool(tools), scene_chars=self.scene_chars)
+        params = self._params(request.npc, messages, tools, model)
+        params["max_tokens"] = 1
+        self._turns += 1  # the warm-up waits for it like for a turn
+        self._idle.clear()
+        try:
+            if client is None:
+                await self._create(stream=False, **params)
+            else:
+                await client.chat.completions.create(stream=False, **params)
+        except (GlyphoxaError, openai.APIError) as error:
+            log.debug("prefill for %s failed: %s", request.npc.name, error)
+            return False
+        finally:
+            self._turns -= 1
+            if not self._turns:
+                self._idle.set()
+        return True
 
     async def _tool_loop(
         self, request: TurnRequest, prefix: str | None, allow_filler: bool, model: str | None
@@ -214,16 +249,20 @@ class CascadedEngine:
             messages.append({"role": "system", "content": _CONTINUE_INSTRUCTION})
         first = prefix is None
         filler_spoken = not allow_filler
+        asked_again = False
         for depth in range(self.max_depth + 1):
             offered = tools if depth < self.max_depth else []
             params = self._params(npc, messages, offered, model)
             if stops:
                 params["stop"] = stops
+            spoken_before = len(spoken)
+            raw: list[str] = []
             content_parts: list[str] = []
             calls: list[ToolCall] = []
             guard = ContentGuard(names, own=[npc.name, *npc.aliases])
             if offered and not self.stream_tool_rounds:
                 text, calls = await self._complete(params)
+                raw.append(text)
                 if text or calls:
                     if first:
                         first = False
@@ -247,6 +286,7 @@ class CascadedEngine:
                             first = False
                             yield FirstToken()
                         if delta.content:
+                            raw.append(delta.content)
                             safe = guard.push(delta.content)
                             content_parts.append(safe)
                             for sentence in splitter.push(safe):
@@ -280,6 +320,15 @@ class CascadedEngine:
                 ]
             if guard.held:
                 calls += self._imitated(npc.name, guard.held, offered, depth)
+            if not calls and len(spoken) == spoken_before and not asked_again and not spoken:
+                if depth < self.max_depth:  # a small model's answer was all another speaker's
+                    asked_again = True  # line or an unknown call: one more sample, same prompt
+                    log.info(
+                        "%s: nothing speakable in the answer, asking again: %r",
+                        npc.name,
+                        shorten("".join(raw), 200),
+                    )
+                    continue
             if not calls or not offered:
                 if calls:
                     log.warning("%s: tool calls after the last round ignored", npc.name)

@@ -58,6 +58,16 @@ class SentenceCascadeEngine:
     def respond(self, request: TurnRequest) -> AsyncGenerator[EngineEvent, None]:
         return self._respond(request)
 
+    async def prefill(self, request: TurnRequest) -> bool:
+        """Prefill the opener's prompt (what the first audio waits for), like
+        :meth:`CascadedEngine.prefill`."""
+        return await self.strong.prefill(
+            request,
+            with_tools=False,
+            client=self.fast_client,
+            model=request.npc.cascade.fast_model or self.fast_model,
+        )
+
     async def _respond(self, request: TurnRequest) -> AsyncGenerator[EngineEvent, None]:
         npc = request.npc
         opener = ""

@@ -277,12 +277,26 @@ async def test_tool_call_written_as_text_is_never_spoken_and_runs_as_a_real_call
 
 
 async def test_text_call_of_a_tool_the_npc_cannot_see_is_dropped(host, sage, tool_log) -> None:
-    script = [Step(content='open_vault({"door": "north"})'), Step(content="never asked")]
+    script = [Step(content='open_vault({"door": "north"})'), Step(content="It stays shut.")]
     async with FakeOpenAI(script) as server:
         request = TurnRequest(sage, "Alice", "Open it.", Tier.FAST)
         events = await collect(engine_for(server, host, stream_tool_rounds=False), request)
+    assert tool_log.calls == []  # never run, never spoken; the model is asked once more
+    assert [e.text for e in events if isinstance(e, Sentence)] == ["It stays shut."]
+    assert len(server.requests) == 2
+    assert server.requests[1]["messages"] == server.requests[0]["messages"]
+
+
+async def test_an_answer_with_nothing_speakable_is_asked_again_only_once(host, sage) -> None:
+    from npcs.context import SceneLine
+
+    script = [Step(content="Tobble: Me first!"), Step(content="Tobble: No, me!"), Step("x")]
+    async with FakeOpenAI(script) as server:
+        scene = [SceneLine("Tobble", "Hello all.")]
+        request = TurnRequest(sage, "Alice", "Hi!", Tier.FAST, scene=scene)
+        events = await collect(engine_for(server, host), request)
     assert not [e for e in events if isinstance(e, Sentence)]
-    assert tool_log.calls == [] and len(server.requests) == 1
+    assert len(server.requests) == 2
     assert events[-1] == TurnDone("", engine="cascaded")
 
 
@@ -310,7 +324,7 @@ async def test_warm_up_prefills_each_npc_prompt_once_and_yields_to_turns(host, s
         assert await engine.warm_up([sage, bard, quiet, sage]) == 3
     first, second, third = server.requests
     assert all(r["max_tokens"] == 1 for r in server.requests)
-    assert first["tool_choice"]["type"] == "function" and first["tools"]
+    assert first["tool_choice"] == "auto" and first["tools"]
     assert first["messages"][0]["content"].startswith("You are Greymantle")
     assert [t["function"]["name"] for t in second["tools"]] == ["roll_die"]
     assert "tools" not in third
@@ -325,8 +339,10 @@ async def test_follow_up_without_scene_keeps_the_players_words(host, sage) -> No
         request = TurnRequest(sage, "Alice", "Roll!", Tier.FAST, scene=scene)
         await collect(engine_for(server, host, follow_up_scene=False), request)
     first, follow_up = (r["messages"][1]["content"] for r in server.requests)
-    assert "Tobble: Hello all." in first and first.endswith("Alice says to you: Roll!")
-    assert follow_up == "Alice says to you: Roll!"
+    assert "Tobble: Hello all." in first and first.endswith(
+        "Alice says to you: Roll!\n\nAnswer as Greymantle."
+    )
+    assert follow_up == "Alice says to you: Roll!\n\nAnswer as Greymantle."
     assert server.requests[0]["messages"][0] == server.requests[1]["messages"][0]
 
 

@@ -43,7 +43,7 @@ def test_shared_scene_marks_own_lines_and_drops_the_current_utterance() -> None:
     assert "Greymantle: A plane of shadow." in user  # NPCs know what others said
     assert "Bob: Bartok, you heard that?" not in user
     assert messages[1]["role"] == "user"
-    assert user.endswith("\n\nBob says to you: Bartok, you heard that?")
+    assert user.endswith("\n\nBob says to you: Bartok, you heard that?\n\nAnswer as Bartok.")
     again = build_messages(BARTOK, "Alice", "And you?", scene=scene, entity_snapshot="Facts.")
     assert again[0] == messages[0]
     own = build_system_prompt(BARTOK, scene=[SceneLine("Bartok", "Welcome!", npc="Bartok", at=1)])

@@ -114,3 +114,78 @@ async def test_cascaded_engine_streams_a_spoken_turn(local_llm) -> None:
 
 async def _all(events) -> list[object]:
     return [event async for event in events]
+
+
+def _roll(call_id: str, sides: int) -> list[dict[str, object]]:
+    arguments = json.dumps({"sides": sides})
+    return [
+        {"role": "assistant", "content": "", "tool_calls": [
+            {"id": call_id, "type": "function",
+             "function": {"name": "roll_die", "arguments": arguments}}]},
+        {"role": "tool", "tool_call_id": call_id, "content": str(sides - 1)},
+    ]  # fmt: skip
+
+
+async def test_automatic_tool_call_streams_as_a_real_tool_call(local_llm) -> None:
+    """With tools offered and ``tool_choice`` auto, the model's own call (here copied from two
+    earlier exchanges, greedy sampling) arrives as a ``tool_calls`` delta, not as text."""
+    client = client_for(local_llm)
+    messages = [
+        {"role": "system", "content": "You roll dice with the roll_die tool."},
+        {"role": "user", "content": "Roll a d20."},
+        *_roll("c1", 20),
+        {"role": "assistant", "content": "You rolled 19."},
+        {"role": "user", "content": "Roll a d8."},
+        *_roll("c2", 8),
+        {"role": "assistant", "content": "You rolled 7."},
+        {"role": "user", "content": "Roll a d6."},
+    ]
+    stream = await client.chat.completions.create(
+        model=local_llm.model_id, messages=messages, tools=[ROLL_TOOL], stream=True,
+        max_tokens=60, temperature=0.0,
+    )  # fmt: skip
+    calls, text, finish = [], "", None
+    async for chunk in stream:
+        delta = chunk.choices[0].delta
+        text += delta.content or ""
+        calls += [
+            (c.function.name, json.loads(c.function.arguments)) for c in delta.tool_calls or ()
+        ]
+        finish = chunk.choices[0].finish_reason or finish
+    assert calls == [("roll_die", {"sides": 6})]
+    assert "<tool_call>" not in text and finish == "tool_calls"
+
+
+async def test_a_round_with_tools_offered_streams_its_text(local_llm) -> None:
+    client = client_for(local_llm)
+    stream = await client.chat.completions.create(
+        model=local_llm.model_id,
+        messages=[{"role": "user", "content": "Describe the tavern in three sentences."}],
+        tools=[ROLL_TOOL], stream=True, max_tokens=30, temperature=0.0,
+    )  # fmt: skip
+    pieces = [c.choices[0].delta.content async for c in stream if c.choices[0].delta.content]
+    assert len(pieces) > 5  # token by token, not one block after a tool decision
+
+
+async def test_a_second_request_waits_instead_of_cutting_the_first_short(local_llm) -> None:
+    """llama-cpp-python's default ends a streaming answer when another request arrives."""
+    client = client_for(local_llm)
+
+    async def count(max_tokens: int) -> tuple[int, str | None]:
+        stream = await client.chat.completions.create(
+            model=local_llm.model_id,
+            messages=[{"role": "user", "content": "Tell me a long story about a dragon."}],
+            stream=True, max_tokens=max_tokens, temperature=0.0,
+        )  # fmt: skip
+        tokens, finish = 0, None
+        async for chunk in stream:
+            tokens += bool(chunk.choices[0].delta.content)
+            finish = chunk.choices[0].finish_reason or finish
+        return tokens, finish
+
+    first = asyncio.create_task(count(60))
+    await asyncio.sleep(0.3)
+    second = await count(5)
+    tokens, finish = await first
+    assert finish in ("length", "stop") and tokens >= 20, (tokens, finish)
+    assert second[1] in ("length", "stop")

@@ -69,8 +69,21 @@ async def speculating_table(
         yield made
 
 
+@pytest.fixture
+async def prefilling_table(
+    config: GlyphoxaConfig, campaign: Campaign, memory: MemoryStore
+) -> AsyncIterator[Table]:
+    async for made in _table(config, campaign, memory, speculate=True, prefill=True):
+        yield made
+
+
 async def _table(
-    config: GlyphoxaConfig, campaign: Campaign, memory: MemoryStore, *, speculate: bool
+    config: GlyphoxaConfig,
+    campaign: Campaign,
+    memory: MemoryStore,
+    *,
+    speculate: bool,
+    prefill: bool = False,
 ) -> AsyncIterator[Table]:
     stt, tts, metrics = ToneStt(), ToneTts(), Metrics()
     engine = ScriptedEngine(replies={})
@@ -85,6 +98,7 @@ async def _table(
         vad_factory=EnergyVad,
         dm_speakers=["DM"],
         speculate=speculate,
+        prefill=prefill,
     )
     await session.start()
     driver = TableDriver(session, stt, ["Arin", "Tobble", "DM"])

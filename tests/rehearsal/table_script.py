@@ -8,6 +8,7 @@ and the real barge-in controller run unchanged while recognition and the LLM are
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
@@ -94,6 +95,12 @@ class ScriptedEngine:
     hold: asyncio.Event | None = None
     requests: list[TurnRequest] = field(default_factory=list)
     cancelled: list[str] = field(default_factory=list)
+    prefills: list[tuple[float, TurnRequest]] = field(default_factory=list)
+
+    async def prefill(self, request: TurnRequest) -> bool:
+        self.prefills.append((time.monotonic(), request))
+        await asyncio.sleep(0.01)
+        return True
 
     async def respond(self, request: TurnRequest):  # type: ignore[no-untyped-def]
         self.requests.append(request)

@@ -268,3 +268,49 @@ async def test_talking_on_after_a_pause_drops_the_early_guess(speculating_table:
     await driver.run_until(lambda: len(spoken(table)) == 1)
     assert [p.text for p in driver.of_type(PlayerSpoke)] == ["Bartok, what is on tap tonight?"]
     assert spoken(table)[0].trace.speculative
+
+
+async def test_a_partial_naming_an_npc_prefills_its_prompt_while_the_player_talks(
+    prefilling_table: Table,
+) -> None:
+    table = prefilling_table
+    table.engine.replies["Bartok"] = ["Dark ale."]
+    table.driver.say("Tobble", "Greymantle, hello there.", stable=True)
+    await table.driver.run_until(lambda: len(spoken(table)) == 1)
+    table.engine.prefills.clear()  # (and the reply prefill for Tobble after Greymantle spoke)
+    table.driver.say("Arin", "Bartok, what is on tap tonight?", seconds=1.5)
+    await table.driver.run_until(lambda: len(table.driver.of_type(Routed)) == 2)
+    (at, request), *_ = table.engine.prefills
+    heard = table.driver.of_type(PlayerSpoke)[-1]
+    assert at < heard.at  # evaluated while Arin was still talking
+    assert (request.npc.name, request.speaker, request.text) == ("Bartok", "Arin", "")
+    assert [line.text for line in request.scene] == [
+        "Greymantle, hello there.",
+        "Greymantle answers.",
+    ]
+    assert len([r for _, r in table.engine.prefills if r.speaker == "Arin"]) == 1  # once
+
+
+async def test_after_an_answer_the_npc_is_prefilled_for_its_players_reply(
+    prefilling_table: Table,
+) -> None:
+    table = prefilling_table
+    table.engine.replies["Bartok"] = ["Dark ale."]
+    table.driver.say("Arin", "Bartok, what is on tap?", stable=True)
+    await table.driver.run_until(lambda: len(spoken(table)) == 1)
+    _, request = table.engine.prefills[-1]
+    assert (request.npc.name, request.speaker, request.text) == ("Bartok", "Arin", "")
+    assert request.scene[-1].text == "Dark ale." and request.scene[-1].npc == "Bartok"
+    assert request.tier is Tier.FAST  # Bartok's budget
+
+
+async def test_a_reply_in_the_same_conversation_is_answered_on_the_partial(
+    speculating_table: Table,
+) -> None:
+    table = speculating_table
+    table.driver.say("Arin", "Bartok, what is on tap?", stable=True)
+    await table.driver.run_until(lambda: len(spoken(table)) == 1)
+    table.driver.say("Arin", "Great, pour me a pint.", stable=True)  # no name: continuation
+    await table.driver.run_until(lambda: len(spoken(table)) == 2)
+    trace = spoken(table)[1].trace
+    assert trace.npc == "Bartok" and trace.speculative
