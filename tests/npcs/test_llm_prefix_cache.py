@@ -27,7 +27,8 @@ def tokens(llama, text: str) -> list[int]:  # type: ignore[no-untyped-def]
 
 
 def last_logits(llama) -> np.ndarray:  # type: ignore[no-untyped-def]
-    return np.array(llama.scores[llama.n_tokens - 1])
+    """The logits after the last evaluated token (llama.cpp's output buffer)."""
+    return np.ctypeslib.as_array(llama._ctx.get_logits(), shape=(llama.n_vocab(),)).copy()
 
 
 def test_a_restored_persona_computes_what_a_full_evaluation_computes(llama) -> None:  # type: ignore[no-untyped-def]
