@@ -149,6 +149,8 @@ class LocalLlmServer:
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.PIPE,
+            # idle OpenMP threads sleep: the cores are shared with Whisper and TTS
+            env={**os.environ, "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")},
         )
         self._drain = asyncio.create_task(self._drain_stderr(), name="llm-server-stderr")
         try:

@@ -227,11 +227,18 @@ async def _repl(npc: NpcDefinition, engine: Any, selector: TierSelector, speaker
         print(f"[{decision.tier.label}: {decision.reason}]", file=sys.stderr)
         request = TurnRequest(npc, speaker, text, decision.tier, scene=list(scene))
         scene.append(SceneLine(speaker, text, at=now))
+        line_open = False  # sentences of one answer share a line, as they are spoken
         async with contextlib.aclosing(engine.respond(request)) as events:
             async for event in events:
                 if isinstance(event, Sentence):
-                    print(f"{npc.name}: {event.text}", flush=True)
-                elif isinstance(event, Filler):
+                    lead = " " if line_open else f"{npc.name}: "
+                    print(f"{lead}{event.text}", end="", flush=True)
+                    line_open = True
+                    continue
+                if line_open:
+                    print(flush=True)
+                    line_open = False
+                if isinstance(event, Filler):
                     print(f"{npc.name}: {event.text} (filler)", flush=True)
                 elif isinstance(event, ToolsUsed):
                     for result in event.report.results:

@@ -38,7 +38,12 @@ Progress = Callable[[str], None]
 async def load_stt(provider: ProviderConfig) -> SttProvider:
     """The configured recognizer, loaded off the event loop."""
     if provider.name in ("faster-whisper", "whisper", "local"):
-        return await FasterWhisperStt.load(provider.model)
+        options = provider.options
+        return await FasterWhisperStt.load(
+            provider.model,
+            cpu_threads=int(options.get("cpu_threads", 2)),
+            beam_size=int(options.get("beam_size", 1)),
+        )
     if provider.name == "openai":
         return OpenAiStt(
             model=provider.model or "gpt-4o-mini-transcribe",

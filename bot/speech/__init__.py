@@ -18,6 +18,12 @@ Trace:  ``TurnTimer(...).mark(stage)`` -> ``TurnTrace``; ``TraceLog``.
 
 from __future__ import annotations
 
+import os
+
+# CTranslate2 (Whisper) ships libgomp, whose threads spin after every decode on the core the
+# LLM and TTS need next; libgomp reads this once, when it loads, so it is set before any import.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 from bot.speech.ambience import AmbiencePlayer, decode_audio_file
 from bot.speech.audio import (
     CHANNELS,

@@ -69,7 +69,7 @@ class FasterWhisperStt:
         beam_size: int = 1,
         language: str | None = None,
     ) -> None:
-        from faster_whisper import WhisperModel
+        from faster_whisper import WhisperModel  # (bot.speech set OMP_WAIT_POLICY first)
 
         self.model_path = resolve_whisper_model(model)
         self._model = WhisperModel(

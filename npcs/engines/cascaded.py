@@ -69,6 +69,8 @@ DEFAULT_FILLERS: tuple[str, ...] = (
     "One moment.",
     "Let me see...",
 )
+#: Words before a comma that may end the first spoken piece of a turn.
+_FIRST_CLAUSE_WORDS = 4
 _CONTINUE_INSTRUCTION = (
     "Continue speaking right after your last words above, as the same reply. "
     "Do not repeat what you already said."
@@ -275,7 +277,9 @@ class CascadedEngine:
                         yield Sentence(sentence)
             else:
                 round_calls: dict[int, dict[str, str]] = {}
-                splitter = SentenceSplitter()
+                # The turn's very first piece may end at a comma: TTS starts sooner.
+                clause = _FIRST_CLAUSE_WORDS if not spoken and prefix is None else None
+                splitter = SentenceSplitter(first_clause_words=clause)
                 stream = await self._create(stream=True, **params)
                 try:
                     async for chunk in stream:

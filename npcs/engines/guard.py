@@ -53,11 +53,15 @@ class ContentGuard:
         unique = sorted({n.strip() for n in [*names, *own] if n.strip()}, key=len, reverse=True)
         alternatives = "|".join(re.escape(n) for n in unique)
         self._label = (
-            re.compile(rf"(?:(?<=\s)|^)({alternatives})(?:\s*\(you\))?\s*:", re.IGNORECASE)
+            re.compile(
+                rf"(?:(?<=\s)|^)({alternatives})(?:\s*\(you\))?(?:\s+says(?:\s+to\s+you)?)?\s*:",
+                re.IGNORECASE,
+            )
             if alternatives
             else None
         )
-        self._labels = [f"{n.lower()}{suffix}:" for n in unique for suffix in ("", " (you)")]
+        suffixes = ("", " (you)", " says", " says to you")  # "Arin says to you:" echoes the prompt
+        self._labels = [f"{n.lower()}{suffix}:" for n in unique for suffix in suffixes]
         self._hold = max([len(label) for label in self._labels] + [16])
         self._buffer = ""
         self._started = False

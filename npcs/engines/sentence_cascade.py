@@ -101,7 +101,7 @@ class SentenceCascadeEngine:
             )
         except openai.APIError as error:
             raise GlyphoxaError(f"fast LLM request failed: {error}") from None
-        splitter = SentenceSplitter()
+        splitter = SentenceSplitter(first_clause_words=4)  # the opener may end at a comma
         # Never another speaker's line, never a tool call written as text.
         guard = ContentGuard(speaker_names(request), own=[npc.name, *npc.aliases])
         first = True

@@ -92,12 +92,12 @@ async def test_player_to_bartok_through_the_real_local_stack(tmp_path: Path) -> 
     wav_path = result.npc_wavs["Bartok"]
     assert result.npc_audio_s["Bartok"] > 0.5
     # ... and it says what the engine wrote
-    heard = _words(_transcribe(stt, wav_path, seconds=12))
-    said = set(_words(turn["spoken"]))
+    heard = " ".join(_words(_transcribe(stt, wav_path, seconds=12)))
+    said = " ".join(_words(turn["spoken"]))
     assert heard, "Bartok's audio transcribed to nothing"
-    # Names come back misspelt ("Bartok" -> "bar rock"): a heard word counts when it is close
-    # to a word the engine wrote.
-    close = [any(SequenceMatcher(None, w, s).ratio() >= 0.6 for s in said) for w in heard]
-    assert sum(close) / len(heard) >= 0.6, (heard, turn["spoken"])
+    # Character similarity with the start of what the engine wrote: names come back misspelt
+    # ("Bartok" -> "boredock") but the words line up (~0.7-0.9; unrelated speech ~0.2-0.3).
+    similarity = SequenceMatcher(None, heard, said[: round(len(heard) * 1.2)]).ratio()
+    assert similarity >= 0.55, (heard, turn["spoken"])
     for name in ("transcript.jsonl", "latency.json", "report.md", "session.wav"):
         assert (tmp_path / "out" / name).stat().st_size > 0

@@ -1,0 +1,32 @@
+"""What a small model must never say: other speakers' lines, in any of the label forms it
+copies from its prompt, even when the label arrives token by token."""
+
+from __future__ import annotations
+
+import pytest
+
+from npcs.engines.guard import ContentGuard
+
+NAMES = ["Arin", "Tobble", "Captain Vessa"]
+
+
+def speak(pieces: list[str]) -> tuple[str, ContentGuard]:
+    guard = ContentGuard(NAMES, own=["Bartok", "Bart"])
+    said = "".join(guard.push(piece) for piece in pieces) + guard.flush()
+    return said, guard
+
+
+@pytest.mark.parametrize(
+    "answer",
+    ["Arin: Bartok, what's on tap?", "Arin says to you: Bartok, what's on tap?",
+     "captain vessa says: the docks are quiet."],
+)  # fmt: skip
+def test_an_answer_that_opens_with_another_speakers_line_says_nothing(answer: str) -> None:
+    for size in (1, 4, 100):
+        said, guard = speak([answer[i : i + size] for i in range(0, len(answer), size)])
+        assert said == "" and guard.stopped
+
+
+def test_own_labels_are_stripped_and_a_later_echo_ends_the_answer() -> None:
+    said, guard = speak(["Bartok says", " to you: Aye, ", "dark ale. Tobble says", ": me too"])
+    assert said.strip() == "Aye, dark ale." and guard.stopped
