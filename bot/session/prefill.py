@@ -2,9 +2,10 @@
 
 A local llama.cpp server spends most of a turn's first-token time evaluating the prompt: the
 scene transcript alone is a few hundred tokens, about a second on one core. The scene is known
-long before the player stops talking, so the NPC's prompt is evaluated ahead: when a partial
-transcript shows who the player is talking to, and when an NPC finishes speaking (players
-often answer right back). The turn itself then evaluates only the player's words.
+long before the player stops talking, so the NPC's prompt is evaluated ahead: when an NPC
+finishes speaking (players often answer right back), and on every partial transcript that shows
+who the player is talking to, up to the words said so far. The turn itself then evaluates only
+the last few words.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol, runtime_checkable
 
 from npcs.context import SceneLine
@@ -43,25 +44,40 @@ class Prefiller:
         self._engines = engines
         self.enabled = enabled
         self._task: asyncio.Task[bool] | None = None
-        self._last: tuple[str, Tier, str, int, int] | None = None
+        self._last: tuple[str, Tier, str, int, int, str] | None = None
         self.sent = 0
 
     def ahead(
-        self, npc: NpcDefinition, speaker: str, tier: Tier, scene: Sequence[SceneLine]
+        self,
+        npc: NpcDefinition,
+        speaker: str,
+        tier: Tier,
+        scene: Sequence[SceneLine],
+        text: str = "",
+        snapshot: Callable[[], Awaitable[str | None]] | None = None,
     ) -> bool:
-        """Prefill ``npc``'s next prompt unless one is running or this one was done; returns
-        whether it started."""
+        """Prefill ``npc``'s prompt for ``speaker`` saying ``text`` (the words so far; empty
+        before they speak), with the campaign facts ``snapshot`` finds, unless a prefill is
+        running or this one was done; returns whether it started."""
         if not self.enabled or (self._task is not None and not self._task.done()):
             return False
-        key = (npc.name, tier, speaker, len(scene), scene[-1].seq if scene else -1)
+        key = (npc.name, tier, speaker, len(scene), scene[-1].seq if scene else -1, text)
         if key == self._last:
             return False
         engine = self._engines(npc)
         if not isinstance(engine, _Prefills):
             return False
         self._last = key
-        request = TurnRequest(npc=npc, speaker=speaker, text="", tier=tier, scene=list(scene))
-        self._task = asyncio.create_task(engine.prefill(request), name=f"table:prefill:{npc.name}")
+
+        async def run(prefills: _Prefills) -> bool:
+            facts = await snapshot() if snapshot is not None else None
+            request = TurnRequest(
+                npc=npc, speaker=speaker, text=text, tier=tier, scene=list(scene),
+                entity_snapshot=facts,
+            )  # fmt: skip
+            return await prefills.prefill(request)
+
+        self._task = asyncio.create_task(run(engine), name=f"table:prefill:{npc.name}")
         self._task.add_done_callback(self._done)
         return True
 

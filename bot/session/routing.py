@@ -38,6 +38,10 @@ if TYPE_CHECKING:
 
 __all__ = ["Routing"]
 
+#: A partial that arrives after this many quiet 20 ms frames prefills nothing: the speaker may
+#: be done, and the answer's request must not queue behind a prefill at the one-slot server.
+_PREFILL_QUIET_FRAMES = 5
+
 
 class Routing:
     """Player utterances -> NPC turns, over the session state declared below."""
@@ -74,13 +78,15 @@ class Routing:
         decision = self.tiers.select(event.text, npc=npc, queue_depth=self.queue_depth(), now=now)
         speaker.partial_tier = decision.tier.label
         self.entities.prefetch(event.text)
+        quiet = speaker.pause.quiet_frames
         if event.utterance_id == speaker.utterance_id:
             speaker.last_partial = event.text
-            self._prefill_for(speaker, event.text, now)
+            if quiet < _PREFILL_QUIET_FRAMES:  # not when an answer may start any moment: the
+                self._prefill_for(speaker, event.text, now)  # server would finish this first
         spec = speaker.speculation
         if spec is not None and spec.key != normalize(event.text):
             speaker.drop_speculation()  # the player went on talking, or a late partial
-        paused = speaker.pause.quiet_frames >= speaker.pause.frames_needed
+        paused = quiet >= speaker.pause.frames_needed
         if self.speculate and paused and speaker.speaking:
             self._speculate(speaker)  # this partial finished computing during the pause
 
@@ -174,7 +180,8 @@ class Routing:
         npc = self._addressee(speaker, text, now)
         if npc is not None:
             tier = self.tiers.select(text, npc=npc, queue_depth=self.queue_depth(), now=now)
-            self.prefiller.ahead(npc, speaker.name, tier.tier, self.scene)
+            snapshot = partial(self.entities.snapshot, text)
+            self.prefiller.ahead(npc, speaker.name, tier.tier, self.scene, text, snapshot)
 
     def _speculate(self, speaker: Speaker) -> None:
         """The player paused: start the addressed NPC's answer on the latest partial."""
