@@ -203,7 +203,10 @@ async def _engines(
         # down by an order of magnitude when oversubscribed.
         threads = int(options.get("n_threads", 1))
         cache = bool(options.get("prompt_cache", True))
-        server = await stack.enter_async_context(LocalLlmServer(n_threads=threads, cache=cache))
+        n_ctx = int(options.get("n_ctx", 2048))
+        server = await stack.enter_async_context(
+            LocalLlmServer(n_ctx=n_ctx, n_threads=threads, cache=cache)
+        )
         base_url = server.base_url
         model = server.model_id or llm.model or "local"
     else:
