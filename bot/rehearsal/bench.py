@@ -3,10 +3,11 @@
 Runs the example campaign's scene (``--quick``: its first two lines), then ten short FAST lines
 to its barkeep (the goal's sample; skipped by ``--quick``), then those lines again with an
 instant scripted LLM (the pipeline's floor), all through ``rehearse`` at real time: synthesized
-players, real VAD and Whisper, the local LLM server, real tools, Piper and the mixer. Voice-to-voice is the end of the player's speech (when the last voiced frame was
-pushed) to the first NPC audio frame pulled from the mixer. Overhead is that minus the time
-inside models (STT compute for the final, LLM to first sentence, TTS to first audio), the VAD
-endpointing wait and waiting for another NPC to finish.
+players, real VAD and Whisper, the local LLM server, real tools, Piper and the mixer.
+Voice-to-voice is the end of the player's speech (when the last voiced frame was pushed) to the
+first NPC audio frame pulled from the mixer. Overhead is that minus the time inside models (STT
+compute for the final, LLM to first sentence, TTS to first audio), the VAD endpointing wait and
+waiting for another NPC to finish.
 """
 
 from __future__ import annotations
