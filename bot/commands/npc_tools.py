@@ -181,16 +181,16 @@ async def _chat(args: argparse.Namespace) -> int:
             from npcs.llm_server import LocalLlmServer
 
             print("starting the local LLM (llama.cpp + SmolLM2)...", file=sys.stderr)
-            server = await stack.enter_async_context(LocalLlmServer())
+            server = await stack.enter_async_context(LocalLlmServer(cache=True))
             client = make_openai_client(provider, base_url=server.base_url)
-            model, stream_tool_rounds = server.model_id, False
+            model = server.model_id
         else:
             if not provider.model:
                 raise GlyphoxaError("providers.llm.model is empty; name the chat model to use")
             client = make_openai_client(provider)
-            model, stream_tool_rounds = provider.model, True
+            model = provider.model
         host = await stack.enter_async_context(_tool_host(config, Path(campaign.path)))
-        engines = build_engines(client, model, host=host, stream_tool_rounds=stream_tool_rounds)
+        engines = build_engines(client, model, host=host)
         stack.push_async_callback(engines.aclose)
         engine = engines.cascaded if npc.engine is EngineKind.REALTIME else engines.for_npc(npc)
         await _repl(npc, engine, TierSelector(config.tiers), args.speaker)
