@@ -229,8 +229,9 @@ def _pull(session: TableSession, mixed: _Wav, npc_frames: dict[str, list[bytes]]
     before = holder.played_s if holder is not None else 0.0
     frame = session.mixer.next_frame()
     mixed.write(frame)
-    if holder is not None and holder.played_s > before:
-        npc_frames.setdefault(holder.npc, []).append(frame)
+    voice = session.mixer.last_voice_frame()  # without the ambience under it
+    if holder is not None and holder.played_s > before and voice is not None:
+        npc_frames.setdefault(holder.npc, []).append(voice)
 
 
 def _write_outputs(

@@ -34,6 +34,7 @@ class Mixer:
         self._lock = threading.RLock()
         self._current: SpeechHandle | None = None
         self._queue: deque[SpeechHandle] = deque()
+        self._last_voice: np.ndarray | None = None
         self._listeners: list[Callable[[], None]] = []
         self.ambience = AmbiencePlayer(volume=config.ambience_volume, duck=config.ambience_duck)
         self.frames_rendered = 0
@@ -113,6 +114,7 @@ class Mixer:
             self._settle()
             voice = self._pull_voice()
             speaking = voice is not None
+            self._last_voice = voice
         ambience = self.ambience.next_block(FRAME_SAMPLES, ducked=speaking)
         if voice is None and ambience is None:
             return SILENCE_FRAME
@@ -124,6 +126,15 @@ class Mixer:
         frame = np.clip(mixed, -32768, 32767).astype("<i2").tobytes()
         assert len(frame) == FRAME_BYTES
         return frame
+
+    def last_voice_frame(self) -> bytes | None:
+        """The NPC voice alone in the frame ``next_frame`` returned last (no ambience), or None
+        if no one spoke in it: for per-NPC recordings."""
+        voice = self._last_voice
+        if voice is None:
+            return None
+        stereo = np.repeat(np.clip(voice, -32768, 32767).astype("<i2")[:, None], CHANNELS, axis=1)
+        return stereo.tobytes()
 
     def _pull_voice(self) -> np.ndarray | None:
         holder = self._current

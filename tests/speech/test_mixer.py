@@ -131,9 +131,12 @@ async def test_ambience_loops_under_speech_and_ducks(tmp_path: Path) -> None:
     mixer.next_frame()
     ducked = frame_level(mixer.next_frame())
     assert ducked == pytest.approx(np.mean(quiet[5:]) * 0.4, rel=0.15)
+    voice = mixer.last_voice_frame()  # the voice alone: (nearly) silent, no ambience
+    assert voice is not None and len(voice) == 3840 and frame_level(voice) < 5
     mixer.ambience.stop()
     handle.cancel()
     assert mixer.next_frame() == SILENCE_FRAME
+    assert mixer.last_voice_frame() is None
 
 
 async def test_ambience_decodes_other_formats_with_pyav(tmp_path: Path) -> None:
