@@ -62,9 +62,25 @@ def test_vocabulary_maps_near_misses_to_campaign_names() -> None:
 
 def test_backchannels_are_recognized_but_real_words_are_not() -> None:
     detector = BackchannelDetector(["mhm", "uh-huh", "yeah", "okay"])
-    for noise in ("Mm-hmm.", "Uh huh", "yeah, yeah", "Okay.", "", "Hmm...", "Well...", "Er, um"):
+    for noise in (
+        "Mm-hmm.",
+        "Uh huh",
+        "yeah, yeah",
+        "Okay.",
+        "",
+        "Hmm...",
+        "Well...",
+        "Er, um",
+        "Wow.",
+    ):
         assert detector.is_backchannel(noise), noise
-    for words in ("Yeah, give me the ale", "Stop!", "wait", "Well, Bartok, pour one"):
+    for words in (
+        "Yeah, give me the ale",
+        "Stop!",
+        "wait",
+        "Well, Bartok, pour one",
+        "Wow, really?",
+    ):
         assert not detector.is_backchannel(words) and detector.has_content(words)
 
 
