@@ -96,8 +96,10 @@ async def test_player_to_bartok_through_the_real_local_stack(tmp_path: Path) -> 
     said = " ".join(_words(turn["spoken"]))
     assert heard, "Bartok's audio transcribed to nothing"
     # Character similarity with the start of what the engine wrote: names come back misspelt
-    # ("Bartok" -> "boredock") but the words line up (~0.7-0.9; unrelated speech ~0.2-0.3).
-    similarity = SequenceMatcher(None, heard, said[: round(len(heard) * 1.2)]).ratio()
-    assert similarity >= 0.55, (heard, turn["spoken"])
+    # ("Bartok" -> "boredock") but the words line up (~0.7-0.9; unrelated speech ~0.15-0.35).
+    # (autojunk off: above 200 characters it would ignore spaces and common letters)
+    start = said[: round(len(heard) * 1.2)]
+    similarity = SequenceMatcher(None, heard, start, autojunk=False).ratio()
+    assert similarity >= 0.55, f"heard {heard!r}\nsaid {said!r}"
     for name in ("transcript.jsonl", "latency.json", "report.md", "session.wav"):
         assert (tmp_path / "out" / name).stat().st_size > 0
