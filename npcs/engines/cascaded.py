@@ -41,7 +41,7 @@ from npcs.engines.events import (
     TurnDone,
     TurnRequest,
 )
-from npcs.engines.guard import ContentGuard, imitated_calls, speaker_stops
+from npcs.engines.guard import ContentGuard, imitated_calls, parrots, speaker_stops
 from npcs.sentences import SentenceSplitter, split_sentences
 from tools.host.types import ToolCall, ToolResult, TurnToolReport
 from tools.tiers import Tier
@@ -272,7 +272,7 @@ class CascadedEngine:
                 text = (guard.push(text) + guard.flush()).strip() if text else ""
                 if text:
                     content_parts.append(text)
-                    for sentence in split_sentences(text):
+                    for sentence in _fresh(split_sentences(text), request.text, spoken):
                         spoken.append(sentence)
                         yield Sentence(sentence)
             else:
@@ -293,7 +293,7 @@ class CascadedEngine:
                             raw.append(delta.content)
                             safe = guard.push(delta.content)
                             content_parts.append(safe)
-                            for sentence in splitter.push(safe):
+                            for sentence in _fresh(splitter.push(safe), request.text, spoken):
                                 spoken.append(sentence)
                                 yield Sentence(sentence)
                             if guard.stopped:
@@ -306,13 +306,13 @@ class CascadedEngine:
                     await stream.close()
                 last = guard.flush()
                 content_parts.append(last)
-                for sentence in splitter.push(last):
-                    spoken.append(sentence)
-                    yield Sentence(sentence)
+                pieces = splitter.push(last)
                 rest = splitter.flush()
                 if rest:
-                    spoken.append(rest)
-                    yield Sentence(rest)
+                    pieces.append(rest)
+                for sentence in _fresh(pieces, request.text, spoken):
+                    spoken.append(sentence)
+                    yield Sentence(sentence)
                 calls = [
                     ToolCall(
                         slot["id"] or f"call_{depth}_{index}",
@@ -447,3 +447,15 @@ class CascadedEngine:
         line = self._rng.choice(choices)
         self._last_filler[npc_name] = line
         return line
+
+
+def _fresh(sentences: Iterable[str], heard: str, spoken: Sequence[str]) -> list[str]:
+    """The sentences worth saying: until the NPC has said something, an echo of the player's
+    own words is dropped (and an answer of nothing but echoes is asked again)."""
+    kept: list[str] = []
+    for sentence in sentences:
+        if not spoken and not kept and parrots(sentence, heard):
+            log.info("dropped an echo of the player's words: %r", sentence)
+            continue
+        kept.append(sentence)
+    return kept

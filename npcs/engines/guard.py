@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 
 from tools.host.types import ToolCall
 
-__all__ = ["ContentGuard", "imitated_calls", "speaker_stops"]
+__all__ = ["ContentGuard", "imitated_calls", "parrots", "speaker_stops"]
 
 #: ``functions.NAME:`` (llama.cpp's chatml-function-calling syntax), ``Functions:``,
 #: ``NAME({`` or any JSON object: never speech.
@@ -26,6 +26,18 @@ _FUNCTIONS_CALL = re.compile(r"functions\s*\.\s*([A-Za-z_][\w .-]*?)\s*:")
 _PAREN_CALL = re.compile(r"\b([A-Za-z_]\w*)\s*\(\s*(?=\{)")
 #: A trailing word that may still become ``NAME({`` or ``functions.NAME:``.
 _PARTIAL_CALL = re.compile(r"[A-Za-z_]\w*\s*(?:\(\s*)?|\{\s*", re.IGNORECASE)
+
+
+_WORDS = re.compile(r"[a-z0-9']+")
+
+
+def parrots(sentence: str, heard: str) -> bool:
+    """True when ``sentence`` only repeats a run of the player's words (``heard``): small
+    models open with an echo of their prompt ("Bartok, what's on tap tonight?")."""
+    said = _WORDS.findall(sentence.lower())
+    words = _WORDS.findall(heard.lower())
+    size = len(said)
+    return bool(said) and any(words[i : i + size] == said for i in range(len(words) - size + 1))
 
 
 def speaker_stops(names: Iterable[str], *, limit: int | None = None) -> list[str]:

@@ -17,7 +17,7 @@ import openai
 from campaigns.errors import GlyphoxaError
 from npcs.engines.cascaded import CascadedEngine, request_messages, speaker_names, stream_error
 from npcs.engines.events import EngineEvent, FirstToken, Sentence, TurnDone, TurnRequest
-from npcs.engines.guard import ContentGuard
+from npcs.engines.guard import ContentGuard, parrots
 from npcs.sentences import SentenceSplitter
 
 if TYPE_CHECKING:
@@ -114,6 +114,7 @@ class SentenceCascadeEngine:
                     first = False
                     yield FirstToken()
                 done = splitter.push(guard.push(chunk.choices[0].delta.content))
+                done = [d for d in done if not parrots(d, request.text)]  # no echo as opener
                 if done:
                     sentence = done[0]
                     break  # the rest of the fast model's text is not needed
@@ -126,6 +127,8 @@ class SentenceCascadeEngine:
         if sentence is None:
             done = splitter.push(guard.flush())
             sentence = done[0] if done else splitter.flush()
+            if sentence and parrots(sentence, request.text):
+                sentence = None
         if sentence:
             yield Sentence(sentence)
         else:

@@ -360,3 +360,14 @@ async def test_sentence_cascade_opener_never_speaks_another_speakers_line(host, 
         request = TurnRequest(sage, "Alice", "What is the Shadowfell?", Tier.STANDARD)
         events = await asyncio.wait_for(collect(engine, request), 10)
     assert [e.text for e in events if isinstance(e, Sentence)] == ["It is a plane of shadow."]
+
+
+async def test_an_echo_of_the_players_words_is_not_spoken(host, sage) -> None:
+    script = [Step(content="Roll the bones! Aye, a four."), Step(content="Roll the bones."),
+              Step(content="A six.")]  # fmt: skip
+    async with FakeOpenAI(script) as server:
+        engine = engine_for(server, host)
+        first = await collect(engine, TurnRequest(sage, "Alice", "Roll the bones!", Tier.FAST))
+        again = await collect(engine, TurnRequest(sage, "Alice", "Roll the bones.", Tier.FAST))
+    assert [e.text for e in first if isinstance(e, Sentence)] == ["Aye, a four."]
+    assert [e.text for e in again if isinstance(e, Sentence)] == ["A six."]  # asked once more

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from npcs.engines.guard import ContentGuard
+from npcs.engines.guard import ContentGuard, parrots
 
 NAMES = ["Arin", "Tobble", "Captain Vessa"]
 
@@ -30,3 +30,11 @@ def test_an_answer_that_opens_with_another_speakers_line_says_nothing(answer: st
 def test_own_labels_are_stripped_and_a_later_echo_ends_the_answer() -> None:
     said, guard = speak(["Bartok says", " to you: Aye, ", "dark ale. Tobble says", ": me too"])
     assert said.strip() == "Aye, dark ale." and guard.stopped
+
+
+def test_an_echo_of_the_players_words_is_recognized() -> None:
+    heard = "Another round for the table, please, Bartok!"
+    for echo in ("Bartok.", "Another round for the table,", "another round for the table please"):
+        assert parrots(echo, heard), echo
+    for answer in ("Aye, another round!", "Bartok pours.", ""):
+        assert not parrots(answer, heard), answer
