@@ -251,7 +251,7 @@ class CascadedEngine:
             messages.append({"role": "system", "content": _CONTINUE_INSTRUCTION})
         first = prefix is None
         filler_spoken = not allow_filler
-        asked_again = False
+        asked_again = 0
         for depth in range(self.max_depth + 1):
             offered = tools if depth < self.max_depth else []
             params = self._params(npc, messages, offered, model)
@@ -324,9 +324,9 @@ class CascadedEngine:
                 ]
             if guard.held:
                 calls += self._imitated(npc.name, guard.held, offered, depth)
-            if not calls and len(spoken) == spoken_before and not asked_again and not spoken:
+            if not calls and len(spoken) == spoken_before and asked_again < 2 and not spoken:
                 if depth < self.max_depth:  # a small model's answer was all another speaker's
-                    asked_again = True  # line or an unknown call: one more sample, same prompt
+                    asked_again += 1  # line, an echo or an unknown call: sample again, same prompt
                     log.info(
                         "%s: nothing speakable in the answer, asking again: %r",
                         npc.name,

@@ -66,13 +66,14 @@ class ContentGuard:
         alternatives = "|".join(re.escape(n) for n in unique)
         self._label = (
             re.compile(
-                rf"(?:(?<=\s)|^)({alternatives})(?:\s*\(you\))?(?:\s+says(?:\s+to\s+you)?)?\s*:",
+                rf"(?:(?<=\s)|^)({alternatives})(?:\s*\(you\))?(?:\s+sa(?:ys|id)(?:\s+to\s+you)?)?\s*:",
                 re.IGNORECASE,
             )
             if alternatives
             else None
         )
-        suffixes = ("", " (you)", " says", " says to you")  # "Arin says to you:" echoes the prompt
+        # "Arin says to you:" echoes the prompt's layout
+        suffixes = ("", " (you)", " says", " says to you", " said", " said to you")
         self._labels = [f"{n.lower()}{suffix}:" for n in unique for suffix in suffixes]
         self._hold = max([len(label) for label in self._labels] + [16])
         self._buffer = ""

@@ -18,7 +18,7 @@ def speak(pieces: list[str]) -> tuple[str, ContentGuard]:
 
 @pytest.mark.parametrize(
     "answer",
-    ["Arin: Bartok, what's on tap?", "Arin says to you: Bartok, what's on tap?",
+    ["Arin: Bartok, what's on tap?", "Arin says to you: Bartok, what's on tap?", "Arin said: Hi.",
      "captain vessa says: the docks are quiet."],
 )  # fmt: skip
 def test_an_answer_that_opens_with_another_speakers_line_says_nothing(answer: str) -> None:
