@@ -141,6 +141,7 @@ class Routing:
                 and decision.puppet_text is None
             ):
                 adopted, spec = spec, None
+                adopted.adopt()
             tier_label, tier_reason = tier.tier.label, tier.reason
             trace = self._new_trace(name, speaker.name, text, tier.tier, tier.reason)
             trace.address_reason = decision.reason

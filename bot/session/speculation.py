@@ -70,6 +70,7 @@ class Speculation:
     voiced: dict[str, asyncio.Task[list[AudioChunk]]] = field(default_factory=dict)
     """First sentence -> its audio, synthesized ahead (never fed to the mixer until adopted)."""
     _queue: asyncio.Queue[EngineEvent | None] = field(default_factory=asyncio.Queue)
+    _adopted: asyncio.Event = field(default_factory=asyncio.Event)
     _error: BaseException | None = None
     _tts: TtsProvider | None = None
     _voice: VoiceSettings | None = None
@@ -103,6 +104,7 @@ class Speculation:
                 tier=self.tier,
                 scene=scene,
                 entity_snapshot=await self.snapshot() if self.snapshot is not None else None,
+                confirmed=self._adopted.wait,  # tools with side effects wait for the final
             )
             async with contextlib.aclosing(engine.respond(request)) as events:  # type: ignore[type-var]
                 async for event in events:
@@ -132,6 +134,10 @@ class Speculation:
 
         name = f"table:speculate-tts:{self.npc}"
         self.voiced[sentence] = asyncio.create_task(collect(), name=name)
+
+    def adopt(self) -> None:
+        """The final transcript confirmed the guess: tools with side effects may run now."""
+        self._adopted.set()
 
     def cancel(self) -> None:
         for ahead in self.voiced.values():

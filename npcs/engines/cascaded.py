@@ -23,6 +23,7 @@ from campaigns.errors import GlyphoxaError
 from npcs.context import MAX_SCENE_CHARS, build_messages
 from npcs.engines.chat_wire import (
     assistant_tool_message,
+    await_confirmation,
     expected_cost_ms,
     merge_tool_delta,
     offered_tools,
@@ -411,6 +412,7 @@ class CascadedEngine:
                 for c in calls
             ]
             return TurnToolReport(results=results, cost_ms=0.0)
+        await await_confirmation(self.host, calls, request)
         report = await self.host.call_many(
             calls, whitelist=npc.tools, tier=request.tier, npc=npc.name
         )

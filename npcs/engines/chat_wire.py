@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "assistant_tool_message",
+    "await_confirmation",
     "expected_cost_ms",
     "merge_tool_delta",
     "offered_tools",
@@ -55,6 +56,20 @@ def expected_cost_ms(
         estimate = measured or info.latency.estimated_duration_ms or info.timeout_ms
         worst = max(worst, float(estimate))
     return worst
+
+
+async def await_confirmation(
+    host: ToolHost | None, calls: Sequence[ToolCall], request: TurnRequest
+) -> None:
+    """A speculative turn waits here until it is adopted before a tool with side effects runs
+    (one the host knows that is not read-only); a dropped guess is cancelled while waiting."""
+    if request.confirmed is None or host is None:
+        return
+    for call in calls:
+        info = host.get_tool(call.name)
+        if info is not None and not info.latency.read_only:
+            await request.confirmed()
+            return
 
 
 def request_messages(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncGenerator, Callable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
@@ -42,6 +42,9 @@ class TurnRequest:
     played_ms: Callable[[], float] | None = None
     """Realtime engine only: how much of this turn's audio reached the speakers so far; used to
     truncate the server's transcript on barge-in. None: estimated from wall-clock time."""
+    confirmed: Callable[[], Awaitable[object]] | None = None
+    """A speculative turn (started on a partial transcript): awaited before any tool that is not
+    read-only runs, so a guess that is dropped changes nothing (no file written, no music)."""
 
 
 @dataclass(frozen=True, slots=True)

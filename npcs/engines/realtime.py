@@ -29,6 +29,7 @@ from campaigns.errors import GlyphoxaError
 from npcs.context import build_system_prompt, render_scene
 from npcs.engines import realtime_wire as wire
 from npcs.engines.cascaded import offered_tools
+from npcs.engines.chat_wire import await_confirmation
 from npcs.engines.events import (
     AudioChunk,
     Engine,
@@ -330,6 +331,7 @@ class RealtimeEngine:
         npc = request.npc
         if self.host is None:
             raise GlyphoxaError(f"{npc.name} called tools but no tool host is running")
+        await await_confirmation(self.host, calls, request)
         report = await self.host.call_many(
             calls, whitelist=npc.tools, tier=request.tier, npc=npc.name
         )

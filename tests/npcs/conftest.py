@@ -58,6 +58,7 @@ def make_servers(log: ToolLog) -> list[BuiltinServer]:
         return "the vault is open"
 
     fast = LatencyMeta(estimated_duration_ms=20, max_duration_ms=3500)
+    fast_read_only = LatencyMeta(estimated_duration_ms=20, max_duration_ms=3500, read_only=True)
     slow = LatencyMeta(estimated_duration_ms=1200, max_duration_ms=3500)
     deep = LatencyMeta(estimated_duration_ms=3000, max_duration_ms=3900)
     topic = {"type": "object", "properties": {"topic": {"type": "string"}}}
@@ -65,7 +66,7 @@ def make_servers(log: ToolLog) -> list[BuiltinServer]:
         BuiltinServer(
             "testtools",
             [
-                ToolDef("roll_die", "Roll a die.", _OBJECT, roll_die, fast),
+                ToolDef("roll_die", "Roll a die.", _OBJECT, roll_die, fast_read_only),
                 ToolDef("gate_a", "Open gate A.", _OBJECT, gate_a, fast),
                 ToolDef("gate_b", "Open gate B.", _OBJECT, gate_b, fast),
                 ToolDef("consult_archive", "Search the archive.", topic, consult_archive, slow),

@@ -372,3 +372,39 @@ async def test_an_echo_of_the_players_words_is_not_spoken(host, sage) -> None:
         again = await collect(engine, TurnRequest(sage, "Alice", "Roll the bones.", Tier.FAST))
     assert [e.text for e in first if isinstance(e, Sentence)] == ["Aye, a four."]
     assert [e.text for e in again if isinstance(e, Sentence)] == ["A six."]  # asked once more
+
+
+async def test_a_speculative_turn_runs_side_effects_only_once_adopted(host, tool_log) -> None:
+    from npcs.schema import NpcDefinition
+
+    keeper = NpcDefinition(
+        name="Keeper", personality="Guards a vault.", tools=["roll_die", "open_vault"]
+    )
+    script = [Step(tool_calls=[("roll_die", {})]), Step(tool_calls=[("open_vault", {})]),
+              Step(content="Done.")] * 2  # fmt: skip
+    waiting, adopted = asyncio.Event(), asyncio.Event()
+
+    async def confirmed() -> None:
+        waiting.set()
+        await adopted.wait()
+
+    async with FakeOpenAI(script) as server:
+        engine = engine_for(server, host)
+        guess = TurnRequest(keeper, "Alice", "Open it.", Tier.FAST, confirmed=confirmed)
+        turn = asyncio.create_task(collect(engine, guess))
+        await asyncio.wait_for(waiting.wait(), 10)
+        assert tool_log.calls == ["roll_die"]  # read-only: ran at once; open_vault waits
+        adopted.set()  # the final transcript confirmed the guess
+        events = await asyncio.wait_for(turn, 10)
+        assert tool_log.calls == ["roll_die", "open_vault"]
+        assert [e.text for e in events if isinstance(e, Sentence)] == ["Done."]
+
+        waiting.clear()
+        adopted.clear()
+        guess = TurnRequest(keeper, "Alice", "Open it.", Tier.FAST, confirmed=confirmed)
+        dropped = asyncio.create_task(collect(engine, guess))
+        await asyncio.wait_for(waiting.wait(), 10)
+        dropped.cancel()  # the final said something else
+        with contextlib.suppress(asyncio.CancelledError):
+            await dropped
+    assert tool_log.calls == ["roll_die", "open_vault", "roll_die"]  # the vault stayed shut

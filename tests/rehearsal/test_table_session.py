@@ -228,6 +228,9 @@ async def test_answer_starts_on_the_partial_when_the_final_confirms_it(
     assert trace.engine_start < trace.final_transcript  # started before the final existed
     assert table.engine.cancelled == []
     assert table.tts.spoken == ["Dark ale."]  # synthesized ahead once, during the speculation
+    confirmed = table.engine.requests[0].confirmed
+    assert confirmed is not None
+    await asyncio.wait_for(confirmed(), 1)  # adopted: tools with side effects may run
 
 
 async def test_early_transcript_replaces_a_stale_partial_and_routes_at_the_end_of_speech(
@@ -264,6 +267,10 @@ async def test_talking_on_after_a_pause_drops_the_early_guess(speculating_table:
     ]  # fmt: skip
     await driver.run_until(lambda: len(driver.of_type(Routed)) == 1)
     assert table.engine.cancelled == ["Bartok"]  # the guess made at the 320 ms pause
+    guess = table.engine.requests[0].confirmed
+    assert guess is not None
+    with pytest.raises(TimeoutError):  # never adopted: its side effects never run
+        await asyncio.wait_for(guess(), 0.05)
     table.engine.hold.set()
     await driver.run_until(lambda: len(spoken(table)) == 1)
     assert [p.text for p in driver.of_type(PlayerSpoke)] == ["Bartok, what is on tap tonight?"]
