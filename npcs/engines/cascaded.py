@@ -24,6 +24,8 @@ from npcs.context import MAX_SCENE_CHARS, build_messages
 from npcs.engines.chat_wire import (
     assistant_tool_message,
     await_confirmation,
+    complete_chat,
+    create_chat,
     expected_cost_ms,
     merge_tool_delta,
     offered_tools,
@@ -42,7 +44,12 @@ from npcs.engines.events import (
     TurnDone,
     TurnRequest,
 )
-from npcs.engines.guard import ContentGuard, imitated_calls, parrots, speaker_stops
+from npcs.engines.guard import (
+    ContentGuard,
+    calls_written_as_text,
+    fresh_sentences,
+    speaker_stops,
+)
 from npcs.sentences import SentenceSplitter, split_sentences
 from tools.host.types import ToolCall, ToolResult, TurnToolReport
 from tools.tiers import Tier
@@ -264,7 +271,7 @@ class CascadedEngine:
             calls: list[ToolCall] = []
             guard = ContentGuard(names, own=[npc.name, *npc.aliases])
             if offered and not self.stream_tool_rounds:
-                text, calls = await self._complete(params)
+                text, calls = await complete_chat(self.client, params)
                 raw.append(text)
                 if text or calls:
                     if first:
@@ -273,7 +280,7 @@ class CascadedEngine:
                 text = (guard.push(text) + guard.flush()).strip() if text else ""
                 if text:
                     content_parts.append(text)
-                    for sentence in _fresh(split_sentences(text), request.text, spoken):
+                    for sentence in fresh_sentences(split_sentences(text), request.text, spoken):
                         spoken.append(sentence)
                         yield Sentence(sentence)
             else:
@@ -294,7 +301,9 @@ class CascadedEngine:
                             raw.append(delta.content)
                             safe = guard.push(delta.content)
                             content_parts.append(safe)
-                            for sentence in _fresh(splitter.push(safe), request.text, spoken):
+                            for sentence in fresh_sentences(
+                                splitter.push(safe), request.text, spoken
+                            ):
                                 spoken.append(sentence)
                                 yield Sentence(sentence)
                             if guard.stopped:
@@ -311,7 +320,7 @@ class CascadedEngine:
                 rest = splitter.flush()
                 if rest:
                     pieces.append(rest)
-                for sentence in _fresh(pieces, request.text, spoken):
+                for sentence in fresh_sentences(pieces, request.text, spoken):
                     spoken.append(sentence)
                     yield Sentence(sentence)
                 calls = [
@@ -324,7 +333,7 @@ class CascadedEngine:
                     if slot["name"]
                 ]
             if guard.held:
-                calls += self._imitated(npc.name, guard.held, offered, depth)
+                calls += calls_written_as_text(npc.name, guard.held, offered, depth)
             if not calls and len(spoken) == spoken_before and asked_again < 2 and not spoken:
                 if depth < self.max_depth:  # a small model's answer was all another speaker's
                     asked_again += 1  # line, an echo or an unknown call: sample again, same prompt
@@ -379,30 +388,7 @@ class CascadedEngine:
         return params
 
     async def _create(self, **params: Any) -> Any:
-        """One chat-completions request; API failures become a clear GlyphoxaError."""
-        try:
-            return await self.client.chat.completions.create(**params)
-        except openai.APIStatusError as error:
-            raise GlyphoxaError(
-                f"LLM request failed ({error.status_code}) at {self.client.base_url}: "
-                f"{shorten(error.message)}"
-            ) from None
-        except openai.APIError as error:
-            raise GlyphoxaError(
-                f"LLM request failed at {self.client.base_url}: {shorten(str(error))}"
-            ) from None
-
-    async def _complete(self, params: dict[str, Any]) -> tuple[str, list[ToolCall]]:
-        response = await self._create(stream=False, **params)
-        if not response.choices:
-            return "", []
-        message = response.choices[0].message
-        calls = [
-            ToolCall(call.id or f"call_{i}", call.function.name, call.function.arguments or "{}")
-            for i, call in enumerate(message.tool_calls or ())
-            if getattr(call, "function", None) is not None
-        ]
-        return message.content or "", calls
+        return await create_chat(self.client, **params)
 
     async def _run_tools(self, calls: list[ToolCall], request: TurnRequest) -> TurnToolReport:
         npc = request.npc
@@ -426,21 +412,6 @@ class CascadedEngine:
             )
         return report
 
-    @staticmethod
-    def _imitated(
-        npc_name: str, text: str, offered: Sequence[dict[str, Any]], depth: int
-    ) -> list[ToolCall]:
-        """A tool call the model wrote as text: never spoken; run if the tool is offered."""
-        visible = [tool["function"]["name"] for tool in offered]
-        calls = imitated_calls(text, visible, id_prefix=f"call_text_{depth}")
-        log.info(
-            "%s: dropped a tool call written as text (%d run as real calls): %s",
-            npc_name,
-            len(calls),
-            shorten(text, 120),
-        )
-        return calls
-
     def _filler(self, npc_name: str, lines: Sequence[str]) -> str:
         choices = list(lines) or list(DEFAULT_FILLERS)
         last = self._last_filler.get(npc_name)
@@ -449,15 +420,3 @@ class CascadedEngine:
         line = self._rng.choice(choices)
         self._last_filler[npc_name] = line
         return line
-
-
-def _fresh(sentences: Iterable[str], heard: str, spoken: Sequence[str]) -> list[str]:
-    """The sentences worth saying: until the NPC has said something, an echo of the player's
-    own words is dropped (and an answer of nothing but echoes is asked again)."""
-    kept: list[str] = []
-    for sentence in sentences:
-        if not spoken and not kept and parrots(sentence, heard):
-            log.info("dropped an echo of the player's words: %r", sentence)
-            continue
-        kept.append(sentence)
-    return kept

@@ -10,6 +10,8 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+import openai
+
 from campaigns.errors import GlyphoxaError
 from npcs.context import MAX_SCENE_CHARS, build_messages
 from npcs.engines.events import TurnRequest
@@ -22,6 +24,8 @@ if TYPE_CHECKING:
 __all__ = [
     "assistant_tool_message",
     "await_confirmation",
+    "complete_chat",
+    "create_chat",
     "expected_cost_ms",
     "merge_tool_delta",
     "offered_tools",
@@ -152,3 +156,32 @@ def assistant_tool_message(content: str, calls: Sequence[ToolCall]) -> dict[str,
 
 def tool_message(result: ToolResult) -> dict[str, Any]:
     return {"role": "tool", "tool_call_id": result.call_id, "content": result.model_text()}
+
+
+async def create_chat(client: Any, **params: Any) -> Any:
+    """One chat-completions request; API failures become a clear GlyphoxaError."""
+    try:
+        return await client.chat.completions.create(**params)
+    except openai.APIStatusError as error:
+        raise GlyphoxaError(
+            f"LLM request failed ({error.status_code}) at {client.base_url}: "
+            f"{shorten(error.message)}"
+        ) from None
+    except openai.APIError as error:
+        raise GlyphoxaError(
+            f"LLM request failed at {client.base_url}: {shorten(str(error))}"
+        ) from None
+
+
+async def complete_chat(client: Any, params: dict[str, Any]) -> tuple[str, list[ToolCall]]:
+    """A non-streamed round: the text and the tool calls of the answer."""
+    response = await create_chat(client, stream=False, **params)
+    if not response.choices:
+        return "", []
+    message = response.choices[0].message
+    calls = [
+        ToolCall(call.id or f"call_{i}", call.function.name, call.function.arguments or "{}")
+        for i, call in enumerate(message.tool_calls or ())
+        if getattr(call, "function", None) is not None
+    ]
+    return message.content or "", calls

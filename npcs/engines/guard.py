@@ -12,12 +12,21 @@ re-checks whitelist and tier as for any call).
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from tools.host.types import ToolCall
 
-__all__ = ["ContentGuard", "imitated_calls", "parrots", "speaker_stops"]
+__all__ = [
+    "ContentGuard",
+    "calls_written_as_text",
+    "fresh_sentences",
+    "imitated_calls",
+    "parrots",
+    "speaker_stops",
+]
 
 #: ``functions.NAME:`` (llama.cpp's chatml-function-calling syntax), ``Functions:``,
 #: ``NAME({`` or any JSON object: never speech.
@@ -27,6 +36,8 @@ _PAREN_CALL = re.compile(r"\b([A-Za-z_]\w*)\s*\(\s*(?=\{)")
 #: A trailing word that may still become ``NAME({`` or ``functions.NAME:``.
 _PARTIAL_CALL = re.compile(r"[A-Za-z_]\w*\s*(?:\(\s*)?|\{\s*", re.IGNORECASE)
 
+
+log = logging.getLogger(__name__)
 
 _WORDS = re.compile(r"[a-z0-9']+")
 
@@ -185,3 +196,30 @@ def _json_object_after(text: str, match: re.Match[str]) -> str:
     except ValueError:
         return "{}"
     return json.dumps(value) if isinstance(value, dict) else "{}"
+
+
+def fresh_sentences(sentences: Iterable[str], heard: str, spoken: Sequence[str]) -> list[str]:
+    """The sentences worth saying: until the NPC has said something, an echo of the player's
+    own words is dropped (and an answer of nothing but echoes is asked again)."""
+    kept: list[str] = []
+    for sentence in sentences:
+        if not spoken and not kept and parrots(sentence, heard):
+            log.info("dropped an echo of the player's words: %r", sentence)
+            continue
+        kept.append(sentence)
+    return kept
+
+
+def calls_written_as_text(
+    npc_name: str, text: str, offered: Sequence[dict[str, Any]], depth: int
+) -> list[ToolCall]:
+    """A tool call the model wrote as text: never spoken; run if the tool is offered."""
+    visible = [tool["function"]["name"] for tool in offered]
+    calls = imitated_calls(text, visible, id_prefix=f"call_text_{depth}")
+    log.info(
+        "%s: dropped a tool call written as text (%d run as real calls): %s",
+        npc_name,
+        len(calls),
+        text if len(text) <= 120 else text[:120] + "...",
+    )
+    return calls
