@@ -176,7 +176,9 @@ def _chunks(pieces: Iterator[Text | Call | str], model: str) -> Iterator[dict[st
             yield chunk({}, piece)
 
 
-def _collect(chunks: Iterator[dict[str, Any]], prompt_tokens: int) -> dict[str, Any]:
+def _collect(
+    chunks: Iterator[dict[str, Any]], llama: llama_cpp.Llama, prompt: str
+) -> dict[str, Any]:
     """A whole ``chat.completion`` from the chunks (non-streamed requests)."""
     content: list[str] = []
     calls: list[dict[str, Any]] = []
@@ -190,7 +192,11 @@ def _collect(chunks: Iterator[dict[str, Any]], prompt_tokens: int) -> dict[str, 
             calls.append({k: v for k, v in call.items() if k != "index"})
         finish = choice["finish_reason"] or finish
     assert first is not None
-    message: dict[str, Any] = {"role": "assistant", "content": "".join(content) or None}
+    text = "".join(content)
+    written = text + "".join(c["function"]["name"] + c["function"]["arguments"] for c in calls)
+    prompt_tokens = len(llama.tokenize(prompt.encode(), special=True))
+    completion_tokens = len(llama.tokenize(written.encode(), add_bos=False)) if written else 0
+    message: dict[str, Any] = {"role": "assistant", "content": text or None}
     if calls:
         message["tool_calls"] = calls
     return {
@@ -199,10 +205,10 @@ def _collect(chunks: Iterator[dict[str, Any]], prompt_tokens: int) -> dict[str, 
         "created": first["created"],
         "model": first["model"],
         "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish}],
-        "usage": {
+        "usage": {  # completion tokens re-counted from the text (calls: name + arguments)
             "prompt_tokens": prompt_tokens,
-            "completion_tokens": 0,
-            "total_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
         },
     }
 
@@ -250,7 +256,7 @@ def chat_handler(
     chunks = _chunks(pieces, model or llama.model_path)
     if stream:
         return chunks
-    return _collect(chunks, len(llama.tokenize(prompt.encode(), special=True)))
+    return _collect(chunks, llama, prompt)
 
 
 def main() -> None:

@@ -189,3 +189,19 @@ async def test_a_second_request_waits_instead_of_cutting_the_first_short(local_l
     tokens, finish = await first
     assert finish in ("length", "stop") and tokens >= 20, (tokens, finish)
     assert second[1] in ("length", "stop")
+
+
+async def test_a_whole_completion_counts_its_tokens(local_llm) -> None:
+    client = client_for(local_llm)
+    response = await client.chat.completions.create(
+        model=local_llm.model_id,
+        messages=[{"role": "user", "content": "Name a tavern."}],
+        max_tokens=12,
+        temperature=0.0,
+    )
+    text = response.choices[0].message.content or ""
+    assert text.strip() and response.choices[0].finish_reason in ("length", "stop")
+    usage = response.usage
+    assert usage is not None and usage.prompt_tokens > 5
+    assert 0 < usage.completion_tokens <= 14
+    assert usage.total_tokens == usage.prompt_tokens + usage.completion_tokens
