@@ -8,11 +8,11 @@ from collections.abc import Iterable
 __all__ = ["BackchannelDetector"]
 
 # Spellings Whisper produces for the same sounds, added to whatever the config lists.
-# A lone "well" or "er" is a hesitation too, a lone "wow" a reaction, and Whisper often hears a
-# short "uh-huh" as "Well..." or "Wow.".
+# A lone "well" or "er" is a hesitation too, a lone "wow" or "ow" a reaction, and Whisper often
+# hears a short "uh-huh" as "Well...", "Wow." or "Ow.".
 _VARIANTS = (
     "mm hmm", "mmhmm", "mhmm", "hmm", "hm", "mm", "uh huh", "uhhuh", "ah", "oh", "uh", "um",
-    "er", "erm", "well", "wow", "whoa",
+    "er", "erm", "well", "wow", "whoa", "ow", "ooh", "aha", "ha",
 )  # fmt: skip
 _WORD = re.compile(r"[a-z']+")
 

@@ -72,6 +72,7 @@ def test_backchannels_are_recognized_but_real_words_are_not() -> None:
         "Well...",
         "Er, um",
         "Wow.",
+        "Ow.",
     ):
         assert detector.is_backchannel(noise), noise
     for words in (
