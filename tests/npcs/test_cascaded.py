@@ -340,7 +340,7 @@ async def test_follow_up_without_scene_keeps_the_players_words(host, sage) -> No
         request = TurnRequest(sage, "Alice", "Roll!", Tier.FAST, scene=scene)
         await collect(engine_for(server, host, follow_up_scene=False), request)
     first, follow_up = (r["messages"][1]["content"] for r in server.requests)
-    assert "Tobble: Hello all." in first and first.endswith(
+    assert 'Tobble said: "Hello all."' in first and first.endswith(
         "Alice says to you: Roll!\n\nAnswer as Greymantle."
     )
     assert follow_up == "Alice says to you: Roll!\n\nAnswer as Greymantle."

@@ -39,15 +39,15 @@ def test_shared_scene_marks_own_lines_and_drops_the_current_utterance() -> None:
     messages = build_messages(BARTOK, "Bob", "Bartok, you heard that?", scene=scene)
     system, user = messages[0]["content"], messages[1]["content"]
     assert "Alice" not in system  # the system prompt stays the same turn after turn (KV reuse)
-    assert "Alice: Greymantle, what is the Shadowfell?" in user
-    assert "Greymantle: A plane of shadow." in user  # NPCs know what others said
-    assert "Bob: Bartok, you heard that?" not in user
+    assert 'Alice said: "Greymantle, what is the Shadowfell?"' in user
+    assert 'Greymantle said: "A plane of shadow."' in user  # NPCs know what others said
+    assert "you heard that?\"" not in user  # the current line is not in the transcript
     assert messages[1]["role"] == "user"
     assert user.endswith("\n\nBob says to you: Bartok, you heard that?\n\nAnswer as Bartok.")
     again = build_messages(BARTOK, "Alice", "And you?", scene=scene, entity_snapshot="Facts.")
     assert again[0] == messages[0]
     own = build_system_prompt(BARTOK, scene=[SceneLine("Bartok", "Welcome!", npc="Bartok", at=1)])
-    assert "Bartok (you): Welcome!" in own
+    assert 'Bartok (you) said: "Welcome!"' in own
 
 
 def test_scene_keeps_only_recent_lines() -> None:

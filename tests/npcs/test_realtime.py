@@ -156,7 +156,7 @@ async def test_barge_in_cancels_and_truncates_to_the_audio_played(host) -> None:
     (truncate,) = server.of_type("conversation.item.truncate")
     created = [m for m in server.received if m["type"] == "conversation.item.create"]
     assert created[0]["item"]["role"] == "system"
-    assert "Bob: I like stories." in created[0]["item"]["content"][0]["text"]
+    assert 'Bob said: "I like stories."' in created[0]["item"]["content"][0]["text"]
     assert cancel["response_id"].startswith("resp_")
     assert truncate["audio_end_ms"] == 150
     assert truncate["content_index"] == 0
