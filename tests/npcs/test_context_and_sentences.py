@@ -41,7 +41,7 @@ def test_shared_scene_marks_own_lines_and_drops_the_current_utterance() -> None:
     assert "Alice" not in system  # the system prompt stays the same turn after turn (KV reuse)
     assert 'Alice said: "Greymantle, what is the Shadowfell?"' in user
     assert 'Greymantle said: "A plane of shadow."' in user  # NPCs know what others said
-    assert "you heard that?\"" not in user  # the current line is not in the transcript
+    assert 'you heard that?"' not in user  # the current line is not in the transcript
     assert messages[1]["role"] == "user"
     assert user.endswith("\n\nBob says to you: Bartok, you heard that?\n\nAnswer as Bartok.")
     again = build_messages(BARTOK, "Alice", "And you?", scene=scene, entity_snapshot="Facts.")
