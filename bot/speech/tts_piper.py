@@ -8,7 +8,6 @@ with ``rate * 2**(semitones/12)`` plays higher (the mixer resamples it anyway), 
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -47,7 +46,6 @@ def _load_voice(path: Path):  # type: ignore[no-untyped-def]
     if not config_path.is_file():
         raise GlyphoxaError(f"Piper voice config not found next to the model: {config_path}")
     options = onnxruntime.SessionOptions()
-    options.intra_op_num_threads = int(os.environ.get("GLYPHOXA_PIPER_THREADS", "0"))
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     options.add_session_config_entry("session.inter_op.allow_spinning", "0")
     session = onnxruntime.InferenceSession(
