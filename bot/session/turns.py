@@ -24,6 +24,7 @@ from bot.speech.protocols import TtsProvider
 from npcs.context import SceneLine
 from npcs.engines import (
     AudioChunk,
+    Caption,
     Engine,
     Filler,
     FirstToken,
@@ -131,6 +132,8 @@ async def run_turn(
                         say(event.text)
                     elif isinstance(event, AudioChunk):
                         _feed_audio(turn, event)
+                    elif isinstance(event, Caption):
+                        handle.caption(event.text)
                     elif isinstance(event, ToolsUsed):
                         trace.tool_cost_ms += event.report.cost_ms
                         trace.tools.extend(
@@ -139,6 +142,8 @@ async def run_turn(
                         )
                     elif isinstance(event, TurnDone):
                         trace.reply = event.text or " ".join(spoken)
+                        if trace.first_audio is not None and not spoken and event.text:
+                            handle.caption(event.text)  # speech-to-speech: the whole transcript
             if not trace.reply:
                 trace.reply = " ".join(spoken)
         finally:

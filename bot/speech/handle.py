@@ -55,6 +55,8 @@ class _Sentence:
     text: str
     start: int
     end: int
+    captioned: bool = False
+    """The text came later, from a running transcript (``caption``)."""
 
 
 class SpeechHandle:
@@ -72,6 +74,7 @@ class SpeechHandle:
         self._fed = 0
         self._played = 0
         self._sentences: list[_Sentence] = []
+        self._caption = ""
         self._finished_feeding = False
         self.state = HandleState.QUEUED
         self.playback_started_at: float | None = None
@@ -88,6 +91,16 @@ class SpeechHandle:
         self._done = threading.Event()
 
     # --- producer side (asyncio) -------------------------------------------------------------
+    def caption(self, text: str) -> None:
+        """The words of the audio fed so far without text (a speech-to-speech engine's running
+        transcript): ``played_text`` then holds the heard share of them."""
+        with self._lock:
+            for sentence in self._sentences:
+                if not sentence.text or sentence.captioned:
+                    sentence.text, sentence.captioned = text, True
+                    return
+            self._caption = text  # the transcript ran ahead of the audio: for its first chunk
+
     def feed(self, chunk: AudioChunk, text: str | None = None) -> None:
         """Append audio; ``text`` starts a new sentence at this point of the audio."""
         samples = self._resampler.process(chunk)
@@ -95,7 +108,10 @@ class SpeechHandle:
             if self._finished_feeding or self.done():
                 return
             if text is not None or not self._sentences:
-                self._sentences.append(_Sentence(text or "", self._fed, self._fed))
+                caption = "" if text is not None else self._caption
+                self._sentences.append(
+                    _Sentence(text or caption, self._fed, self._fed, captioned=bool(caption))
+                )
             self._append(samples)
         self._notify()
 

@@ -7,6 +7,7 @@ from npcs.context import SceneLine
 from npcs.engines.cascaded import CascadedEngine
 from npcs.engines.events import (
     AudioChunk,
+    Caption,
     Engine,
     EngineEvent,
     Filler,
@@ -22,6 +23,7 @@ from npcs.engines.sentence_cascade import SentenceCascadeEngine
 
 __all__ = [
     "AudioChunk",
+    "Caption",
     "CascadedEngine",
     "Engine",
     "EngineEvent",

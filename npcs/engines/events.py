@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AudioChunk",
+    "Caption",
     "Engine",
     "EngineEvent",
     "Filler",
@@ -77,6 +78,15 @@ class AudioChunk:
 
 
 @dataclass(frozen=True, slots=True)
+class Caption:
+    """The words of the audio a speech-to-speech engine yielded so far in this turn (its
+    running transcript), so what the players heard goes into the scene and memory even when
+    they cut the NPC off before the turn's ``TurnDone``."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
 class ToolsUsed:
     """One round of tool calls and what it cost (``report`` is a ``TurnToolReport``)."""
 
@@ -92,7 +102,7 @@ class TurnDone:
     """Which engine actually answered (realtime turns may fall back to cascaded)."""
 
 
-EngineEvent = FirstToken | Sentence | Filler | AudioChunk | ToolsUsed | TurnDone
+EngineEvent = FirstToken | Sentence | Filler | AudioChunk | Caption | ToolsUsed | TurnDone
 
 
 @runtime_checkable

@@ -32,6 +32,7 @@ from npcs.engines.cascaded import offered_tools
 from npcs.engines.chat_wire import await_confirmation
 from npcs.engines.events import (
     AudioChunk,
+    Caption,
     Engine,
     EngineEvent,
     FirstToken,
@@ -300,6 +301,7 @@ class RealtimeEngine:
                 yield AudioChunk(pcm, REALTIME_SAMPLE_RATE)
             elif kind == "response.output_audio_transcript.delta":
                 transcript.append(event.delta)
+                yield Caption("".join(transcript).strip())
             elif kind == "response.output_text.delta":
                 if first:
                     first = False

@@ -190,3 +190,16 @@ async def test_wav_sink_clock_pulls_in_real_time(tmp_path: Path) -> None:
     await asyncio.sleep(0.3)
     sink.close()
     assert 8 <= sink.frames_written <= 22
+
+
+async def test_a_caption_names_audio_fed_without_text_and_counts_what_was_heard() -> None:
+    mixer = Mixer()
+    handle = mixer.speak("Whisper")
+    handle.caption("one two three")  # a running transcript may arrive before its audio
+    handle.feed(AudioChunk(b"\x01\x00" * 24_000, 24_000))  # 1 s
+    handle.caption("one two three four five six seven eight nine ten")  # ... and grow
+    for _ in range(26):  # a little over half a second is heard
+        mixer.next_frame()
+    handle.cancel()
+    heard = handle.played_text.split()
+    assert heard == "one two three four five".split()
