@@ -60,10 +60,17 @@ def pitch_factor(semitones: float) -> float:
 
 
 class PiperTts:
-    """``TtsProvider`` for Piper voices; models are loaded once and shared."""
+    """``TtsProvider`` for Piper voices; models are loaded once and shared.
 
-    def __init__(self, default_model: str | Path | None = None) -> None:
+    Args:
+        default_model: the voice for NPCs that name none (default: the bundled joe voice).
+        variation: scales the voice's sampled prosody noise; 0 gives the same audio for the
+            same text every time (tests, reproducible recordings), 1 is the voice as trained.
+    """
+
+    def __init__(self, default_model: str | Path | None = None, *, variation: float = 1.0) -> None:
         self._default_model = default_model
+        self.variation = variation
         self._voices: dict[Path, object] = {}
         self._lock = threading.Lock()
 
@@ -90,6 +97,9 @@ class PiperTts:
         factor = pitch_factor(settings.pitch_shift)
         base_scale = voice.config.length_scale  # type: ignore[attr-defined]
         config = SynthesisConfig(length_scale=base_scale * factor / settings.speed)
+        if self.variation != 1.0:
+            config.noise_scale = voice.config.noise_scale * self.variation  # type: ignore[attr-defined]
+            config.noise_w_scale = voice.config.noise_w_scale * self.variation  # type: ignore[attr-defined]
         for chunk in voice.synthesize(text, syn_config=config):  # type: ignore[attr-defined]
             rate = round(chunk.sample_rate * factor)
             yield AudioChunk(chunk.audio_int16_bytes, rate)
