@@ -31,7 +31,7 @@ _CRASH_CAUSES = {
 
 
 def describe_exit(returncode: int, stderr_tail: str = "") -> str:
-    """``returncode`` of a llama.cpp process as "crashed with SIGSEGV (...)" or "exited with code 1".
+    """A llama.cpp exit code as "crashed with SIGSEGV (...)" or "exited with code 1".
 
     Negative codes are signals (subprocess/asyncio); 128+N is how a shell reports them.
     """
