@@ -8,6 +8,8 @@ queue on the lock instead of failing with "database is locked" when a read upgra
 from __future__ import annotations
 
 import logging
+import random
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -70,19 +72,37 @@ def _install_sqlite_hooks(engine: AsyncEngine) -> None:
         # We emit BEGIN ourselves (below); the driver must not.
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
-        for pragma in (
-            f"busy_timeout={int(BUSY_TIMEOUT_S * 1000)}",  # first: the others may wait
-            "journal_mode=WAL",
-            "synchronous=FULL",
-            "foreign_keys=ON",
-        ):
-            cursor.execute(f"PRAGMA {pragma}")
+        cursor.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")  # the rest may wait
+        _enable_wal(cursor)
+        cursor.execute("PRAGMA synchronous=FULL")
+        cursor.execute("PRAGMA foreign_keys=ON")
         cursor.close()
 
     @event.listens_for(engine.sync_engine, "begin")
     def _on_begin(connection: Connection) -> None:
         immediate = connection.get_execution_options().get(_IMMEDIATE, False)
         connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+
+def _enable_wal(cursor: Any) -> None:
+    """``PRAGMA journal_mode=WAL``, retried while the file is locked.
+
+    Turning a new database file to WAL needs an exclusive lock, and SQLite does not call the
+    busy handler for it (two openers holding shared locks would deadlock), so two processes
+    opening a new database at once got "database is locked" about one time in twenty. Waiting
+    and trying again is safe: the loser finds the file already in WAL mode.
+    """
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    delay = 0.002
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            return
+        except Exception as error:  # sqlite3.OperationalError, as the driver adapter raises it
+            if "locked" not in str(error) or time.monotonic() > deadline:
+                raise
+        time.sleep(delay * random.uniform(1.0, 2.0))  # milliseconds, only in this rare race
+        delay = min(delay * 2, 0.05)
 
 
 @asynccontextmanager
