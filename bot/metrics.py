@@ -54,6 +54,7 @@ class Metrics:
     packets: _PacketCounts = field(init=False)
     active_speakers: Gauge = field(init=False)
     turns: Counter = field(init=False)
+    failures: Counter = field(init=False)
 
     def __post_init__(self) -> None:
         reg = self.registry
@@ -92,6 +93,12 @@ class Metrics:
             "glyphoxa_turns_total",
             "NPC turns by outcome: done, interrupted, failed.",
             ["outcome", "tier"],
+            registry=reg,
+        )
+        self.failures = Counter(
+            "glyphoxa_failures_total",
+            "Failures the DM was told about, by part (llm_server, npc_turn, ...).",
+            ["part"],
             registry=reg,
         )
 

@@ -70,7 +70,12 @@ class TableCog(commands.Cog):
             raise GlyphoxaError("Join a voice channel first, then run `/session start` again.")
         await interaction.response.defer(ephemeral=True, thinking=True)
         parts = await self.bot.runtime_factory(campaign)
-        table = TableRuntime(parts, self.bot.transcript_channel(interaction.guild))
+        here = interaction.channel
+        table = TableRuntime(
+            parts,
+            self.bot.transcript_channel(interaction.guild),
+            alerts=here if isinstance(here, discord.abc.Messageable) else None,
+        )
         try:
             await table.start(channel)
         except Exception:

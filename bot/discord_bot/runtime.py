@@ -49,13 +49,21 @@ RuntimeFactory = Callable[[str | None], Awaitable[TableParts]]
 class TableRuntime:
     """Owns a table's voice connection, playback, receive fan-out and transcript poster."""
 
-    def __init__(self, parts: TableParts, transcript: discord.abc.Messageable | None) -> None:
+    def __init__(
+        self,
+        parts: TableParts,
+        transcript: discord.abc.Messageable | None,
+        alerts: discord.abc.Messageable | None = None,
+    ) -> None:
+        """``transcript`` gets every line; without one, ``alerts`` (the channel the DM started
+        the session in) still gets what the DM must know: an NPC that cannot speak, and why."""
         self.parts = parts
         self.session = parts.session
         self.voice: ListeningVoiceClient | None = None
         self.playback: PlaybackKeeper | None = None
         self.speakers: SpeakerQueues | None = None
-        self._transcript = transcript
+        self._transcript = transcript or alerts
+        self._alerts_only = transcript is None
         self._lines: asyncio.Queue[str] = asyncio.Queue(200)
         self._poster: asyncio.Task[None] | None = None
         self._untrack_receiver: Callable[[], None] | None = None
@@ -115,7 +123,7 @@ class TableRuntime:
 
     def _on_event(self, event: object) -> None:
         line = _transcript_line(event)
-        if line is None:
+        if line is None or (self._alerts_only and not _is_alert(event)):
             return
         if self._lines.full():
             self._lines.get_nowait()
@@ -131,7 +139,13 @@ class TableRuntime:
                 log.warning("could not post to the transcript channel: %s", error)
 
 
+def _is_alert(event: object) -> bool:
+    return isinstance(event, session_events.TableAlert)
+
+
 def _transcript_line(event: object) -> str | None:
+    if isinstance(event, session_events.TableAlert):
+        return f"\u26a0\ufe0f {event.message}"
     if isinstance(event, session_events.PlayerSpoke):
         return f"**{event.speaker}:** {event.text}"
     if isinstance(event, session_events.NpcSpoke):

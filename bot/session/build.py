@@ -129,7 +129,7 @@ async def open_table(
         stack.callback(metrics.attach(host.metrics.registry))
         await stack.enter_async_context(host)
         engines, warm_up = await _engines(
-            config, host, llm_base_url, stack, say, campaign.npcs.values()
+            config, host, llm_base_url, stack, say, campaign.npcs.values(), session_ref
         )
         session = TableSession(
             config=config,
@@ -180,6 +180,7 @@ async def _engines(
     stack: contextlib.AsyncExitStack,
     say: Progress,
     npcs: Iterable[NpcDefinition] = (),
+    sessions: list[TableSession] | None = None,
 ) -> tuple[Callable[[NpcDefinition], Engine | None], asyncio.Task[None] | None]:
     """Engine per NPC kind, and the background warm-up of the LLM's prompt cache (if any).
     Realtime needs ``providers.realtime``; without it realtime NPCs answer through the
@@ -195,6 +196,7 @@ async def _engines(
     local = llm.name == "local"
     options: dict[str, Any] = dict(llm.options)
     bundled = local and base_url is None and llm.base_url is None
+    server = None
     if bundled:
         from npcs.llm_server import LocalLlmServer
 
@@ -209,6 +211,12 @@ async def _engines(
         )
         base_url = server.base_url
         model = server.model_id or llm.model or "local"
+
+        def tell_dm(reason: str | None, message: str) -> None:
+            for session in sessions or ():
+                session.trouble.part_changed("llm_server", reason, message)
+
+        server.on_change.append(tell_dm)
     else:
         model = llm.model or ("local" if local else "gpt-4o-mini")
     api_key = llm.api_key.get_secret_value() if llm.api_key else "not-needed"
@@ -229,6 +237,7 @@ async def _engines(
         # A shorter scene is evaluated faster, but a sliding window also breaks prefix reuse.
         scene_chars=int(options.get("scene_chars", MAX_SCENE_CHARS)),
         follow_up_scene=bool(options.get("follow_up_scene", True)),
+        health=server,
     )
     warm_up = None
     if bool(options.get("warm_up", bundled)):

@@ -17,6 +17,7 @@ __all__ = [
     "PlayerSpoke",
     "Routed",
     "SessionEvent",
+    "TableAlert",
 ]
 
 
@@ -67,4 +68,14 @@ class DmAction:
     at: float
 
 
-SessionEvent = PlayerSpoke | Routed | NpcSpoke | BargedIn | DmAction
+@dataclass(frozen=True, slots=True)
+class TableAlert:
+    """Something the DM must know, in one line with its fix: an NPC that cannot speak, a model
+    server that crashed or came back. ``npc`` is None for the whole table."""
+
+    message: str
+    npc: str | None
+    at: float
+
+
+SessionEvent = PlayerSpoke | Routed | NpcSpoke | BargedIn | DmAction | TableAlert

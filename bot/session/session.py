@@ -20,6 +20,7 @@ from typing import Any
 
 from bot.config import GlyphoxaConfig
 from bot.metrics import METRICS, Metrics
+from bot.session.alerts import TroubleDesk
 from bot.session.controls import DmControls
 from bot.session.early import transcribe_early
 from bot.session.entities import EntityLookup
@@ -117,6 +118,8 @@ class TableSession(Routing, DmControls):
         self._scene_seq = 0
         self.traces: list[TurnTrace] = []
         self.listeners: list[Callable[[SessionEvent], None]] = []
+        self.trouble = TroubleDesk(self._emit, metrics)
+        """Failures the DM is told about (a failed turn, a crashed model server)."""
         self.muted: set[str] = set()
         self.all_muted = False
         self.lanes = SpeakerLanes(
@@ -282,6 +285,7 @@ class TableSession(Routing, DmControls):
                 interrupted=trace.interrupted,
             )
         self._emit(NpcSpoke(trace, now))
+        self.trouble.turn_failed(trace)
 
     def _prefill_reply(self, turn: NpcTurn, now: float) -> None:
         """The NPC finished: its player often answers right back, so prepare that turn."""

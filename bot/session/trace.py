@@ -68,6 +68,8 @@ class TurnTrace:
     """What players actually heard (differs from ``reply`` after a barge-in)."""
     interrupted: bool = False
     error: str | None = None
+    fallback: str | None = None
+    """The filler line the NPC said because its answer failed before it said anything."""
     speculative: bool = False
     """The answer was started on an STT partial that the final transcript confirmed."""
     speculative_entities: int = 0
@@ -123,6 +125,7 @@ class TurnTrace:
             "interrupted": self.interrupted,
             "played": self.playback_start is not None,
             "error": self.error,
+            "fallback": self.fallback,
             "tools": [
                 {"name": t.name, "status": t.status, "ms": t.duration_ms} for t in self.tools
             ],

@@ -21,6 +21,7 @@ from bot.session.trace import ToolUse, TurnTrace
 from bot.speech.audio import AudioChunk as SpeechChunk
 from bot.speech.handle import SpeechHandle
 from bot.speech.protocols import TtsProvider
+from campaigns.errors import GlyphoxaError
 from npcs.context import SceneLine
 from npcs.engines import (
     AudioChunk,
@@ -33,6 +34,7 @@ from npcs.engines import (
     TurnDone,
     TurnRequest,
 )
+from npcs.engines.fillers import FillerPicker
 from npcs.schema import NpcDefinition
 from npcs.sentences import split_sentences
 from tools.tiers import Tier
@@ -52,6 +54,9 @@ def speakable(text: str) -> str:
 
 
 log = logging.getLogger(__name__)
+
+#: Lines an NPC says when its answer failed before it said anything.
+_FALLBACKS = FillerPicker()
 
 
 @dataclass(slots=True)
@@ -96,58 +101,69 @@ async def run_turn(
 
     async def produce() -> None:
         try:
-            trace.engine_start = time.monotonic()
-            if turn.verbatim is not None or engine is None:
-                trace.first_token = trace.engine_start
-                text = turn.verbatim or ""
-                for sentence in split_sentences(text) or ([text] if text.strip() else []):
-                    say(sentence)
-                trace.reply = text
-                return
-            if turn.speculation is not None:
-                trace.engine_start = turn.speculation.started
-                source = turn.speculation.events()
-            else:
-                snapshot = await turn.snapshot() if turn.snapshot is not None else None
-                request = TurnRequest(
-                    npc=npc,
-                    speaker=turn.speaker,
-                    text=turn.text,
-                    tier=turn.tier,
-                    scene=list(scene),
-                    entity_snapshot=snapshot,
-                    played_ms=lambda: handle.played_s * 1000.0,
-                )
-                trace.engine_start = time.monotonic()
-                source = engine.respond(request)
-            spoken: list[str] = []
-            async with contextlib.aclosing(source) as events:  # type: ignore[type-var]
-                async for event in events:
-                    if isinstance(event, FirstToken):
-                        trace.first_token = trace.first_token or event.at
-                    elif isinstance(event, Sentence):
-                        spoken.append(event.text)
-                        say(event.text)
-                    elif isinstance(event, Filler):
-                        say(event.text)
-                    elif isinstance(event, AudioChunk):
-                        _feed_audio(turn, event)
-                    elif isinstance(event, Caption):
-                        handle.caption(event.text)
-                    elif isinstance(event, ToolsUsed):
-                        trace.tool_cost_ms += event.report.cost_ms
-                        trace.tools.extend(
-                            ToolUse(r.name, r.status, round(r.duration_ms, 2))
-                            for r in event.report.results
-                        )
-                    elif isinstance(event, TurnDone):
-                        trace.reply = event.text or " ".join(spoken)
-                        if trace.first_audio is not None and not spoken and event.text:
-                            handle.caption(event.text)  # speech-to-speech: the whole transcript
-            if not trace.reply:
-                trace.reply = " ".join(spoken)
+            await answer()
+        except Exception as error:  # the NPC says a line of its own instead of going silent
+            trace.error = str(error) if isinstance(error, GlyphoxaError) else repr(error)
+            log.error("turn %d of %s failed: %s", trace.turn_id, turn.npc, trace.error)
+            if trace.first_sentence is None:
+                trace.fallback = _FALLBACKS.pick(npc.name, npc.filler_lines)
+                say(trace.fallback)
         finally:
             sentences.put_nowait(None)
+
+    async def answer() -> None:
+        trace.engine_start = time.monotonic()
+        if turn.verbatim is not None or engine is None:
+            trace.first_token = trace.engine_start
+            text = turn.verbatim or ""
+            for sentence in split_sentences(text) or ([text] if text.strip() else []):
+                say(sentence)
+            trace.reply = text
+            return
+        if turn.speculation is not None:
+            trace.engine_start = turn.speculation.started
+            source = turn.speculation.events()
+        else:
+            snapshot = await turn.snapshot() if turn.snapshot is not None else None
+            request = TurnRequest(
+                npc=npc,
+                speaker=turn.speaker,
+                text=turn.text,
+                tier=turn.tier,
+                scene=list(scene),
+                entity_snapshot=snapshot,
+                played_ms=lambda: handle.played_s * 1000.0,
+            )
+            trace.engine_start = time.monotonic()
+            source = engine.respond(request)
+        spoken: list[str] = []
+        async with contextlib.aclosing(source) as events:  # type: ignore[type-var]
+            async for event in events:
+                if isinstance(event, FirstToken):
+                    trace.first_token = trace.first_token or event.at
+                elif isinstance(event, Sentence):
+                    spoken.append(event.text)
+                    say(event.text)
+                elif isinstance(event, Filler):
+                    say(event.text)
+                elif isinstance(event, AudioChunk):
+                    _feed_audio(turn, event)
+                elif isinstance(event, Caption):
+                    handle.caption(event.text)
+                elif isinstance(event, ToolsUsed):
+                    trace.tool_cost_ms += event.report.cost_ms
+                    trace.tools.extend(
+                        ToolUse(r.name, r.status, round(r.duration_ms, 2))
+                        for r in event.report.results
+                    )
+                elif isinstance(event, TurnDone):
+                    trace.reply = event.text or " ".join(spoken)
+                    if trace.first_audio is not None and not spoken and event.text:
+                        handle.caption(event.text)  # speech-to-speech: the whole transcript
+        if not trace.reply:
+            trace.reply = " ".join(spoken)
+        if trace.first_sentence is None and not handle.done():
+            raise GlyphoxaError("the model's answer had nothing speakable, even asked again")
 
     async def voice() -> None:
         while (sentence := await sentences.get()) is not None:

@@ -23,13 +23,13 @@ from campaigns.errors import GlyphoxaError
 from npcs.context import MAX_SCENE_CHARS, build_messages
 from npcs.engines.chat_wire import (
     assistant_tool_message,
-    await_confirmation,
-    complete_chat,
+    completion_parts,
     create_chat,
     expected_cost_ms,
     merge_tool_delta,
     offered_tools,
     request_messages,
+    run_tool_calls,
     shorten,
     speaker_names,
     stream_error,
@@ -44,14 +44,16 @@ from npcs.engines.events import (
     TurnDone,
     TurnRequest,
 )
+from npcs.engines.fillers import DEFAULT_FILLERS, FillerPicker
 from npcs.engines.guard import (
     ContentGuard,
     calls_written_as_text,
     fresh_sentences,
     speaker_stops,
 )
+from npcs.llm_health import LlmHealth, LlmUnavailable
 from npcs.sentences import SentenceSplitter, split_sentences
-from tools.host.types import ToolCall, ToolResult, TurnToolReport
+from tools.host.types import ToolCall
 from tools.tiers import Tier
 
 if TYPE_CHECKING:
@@ -72,11 +74,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-DEFAULT_FILLERS: tuple[str, ...] = (
-    "Hmm, let me think.",
-    "One moment.",
-    "Let me see...",
-)
 #: Words before a comma that may end the first spoken piece of a turn.
 _FIRST_CLAUSE_WORDS = 4
 _CONTINUE_INSTRUCTION = (
@@ -105,6 +102,8 @@ class CascadedEngine:
         follow_up_scene: False drops the scene from the rounds after a tool round (a server
             whose template puts the tools between system prompt and scene would otherwise
             evaluate the whole scene again).
+        health: the LLM server's supervisor: requests fail at once while it is down, and a
+            broken request names the crash rather than "Connection error".
     """
 
     name = "cascaded"
@@ -125,6 +124,7 @@ class CascadedEngine:
         scene_chars: int = MAX_SCENE_CHARS,
         follow_up_scene: bool = True,
         rng: random.Random | None = None,
+        health: LlmHealth | None = None,
     ) -> None:
         if max_depth < 0:
             raise ValueError("max_depth must be >= 0")
@@ -140,8 +140,8 @@ class CascadedEngine:
         self.max_stops = max_stops
         self.scene_chars = scene_chars
         self.follow_up_scene = follow_up_scene
-        self._rng = rng or random.Random()
-        self._last_filler: dict[str, str] = {}
+        self.health = health
+        self.fillers = FillerPicker(rng)
         self._turns = 0
         self._idle = asyncio.Event()
         self._idle.set()
@@ -271,7 +271,7 @@ class CascadedEngine:
             calls: list[ToolCall] = []
             guard = ContentGuard(names, own=[npc.name, *npc.aliases])
             if offered and not self.stream_tool_rounds:
-                text, calls = await complete_chat(self.client, params)
+                text, calls = completion_parts(await self._create(stream=False, **params))
                 raw.append(text)
                 if text or calls:
                     if first:
@@ -311,7 +311,7 @@ class CascadedEngine:
                         for tool_delta in delta.tool_calls or ():
                             merge_tool_delta(round_calls, tool_delta)
                 except openai.APIError as error:
-                    raise stream_error(self.client, error) from None
+                    raise await self._explained(stream_error(self.client, error)) from None
                 finally:
                     await stream.close()
                 last = guard.flush()
@@ -351,8 +351,8 @@ class CascadedEngine:
                 cost = expected_cost_ms(self.host, calls, whitelist)
                 if cost > self.filler_after_ms:
                     filler_spoken = True
-                    yield Filler(self._filler(npc.name, npc.filler_lines))
-            report = await self._run_tools(calls, request)
+                    yield Filler(self.fillers.pick(npc.name, npc.filler_lines))
+            report = await run_tool_calls(self.host, calls, request)
             yield ToolsUsed(report)
             if not self.follow_up_scene and request.scene and messages[1]["role"] == "user":
                 messages[1] = build_messages(
@@ -388,35 +388,15 @@ class CascadedEngine:
         return params
 
     async def _create(self, **params: Any) -> Any:
-        return await create_chat(self.client, **params)
+        if self.health is not None and (reason := self.health.unavailable()):
+            raise LlmUnavailable(reason)
+        try:
+            return await create_chat(self.client, **params)
+        except GlyphoxaError as error:
+            raise await self._explained(error) from None
 
-    async def _run_tools(self, calls: list[ToolCall], request: TurnRequest) -> TurnToolReport:
-        npc = request.npc
-        if self.host is None:
-            results = [
-                ToolResult(c.id, c.name, f"tool {c.name!r} is not available", None, True, "refused")
-                for c in calls
-            ]
-            return TurnToolReport(results=results, cost_ms=0.0)
-        await await_confirmation(self.host, calls, request)
-        report = await self.host.call_many(
-            calls, whitelist=npc.tools, tier=request.tier, npc=npc.name
-        )
-        for result in report.results:
-            log.debug(
-                "%s: tool %s -> %s in %.0f ms",
-                npc.name,
-                result.name,
-                result.status,
-                result.duration_ms,
-            )
-        return report
-
-    def _filler(self, npc_name: str, lines: Sequence[str]) -> str:
-        choices = list(lines) or list(DEFAULT_FILLERS)
-        last = self._last_filler.get(npc_name)
-        if len(choices) > 1 and last in choices:
-            choices.remove(last)
-        line = self._rng.choice(choices)
-        self._last_filler[npc_name] = line
-        return line
+    async def _explained(self, error: GlyphoxaError) -> GlyphoxaError:
+        """A failed request as the server's own reason when it has just died."""
+        if self.health is not None and (reason := await self.health.explain()):
+            return LlmUnavailable(reason)
+        return error

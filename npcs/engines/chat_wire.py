@@ -7,6 +7,7 @@ engine's control flow (the tool loop) so each reads on its own.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -15,7 +16,7 @@ import openai
 from campaigns.errors import GlyphoxaError
 from npcs.context import MAX_SCENE_CHARS, build_messages
 from npcs.engines.events import TurnRequest
-from tools.host.types import ToolCall, ToolResult
+from tools.host.types import ToolCall, ToolResult, TurnToolReport
 from tools.tiers import Tier
 
 if TYPE_CHECKING:
@@ -24,17 +25,20 @@ if TYPE_CHECKING:
 __all__ = [
     "assistant_tool_message",
     "await_confirmation",
-    "complete_chat",
+    "completion_parts",
     "create_chat",
     "expected_cost_ms",
     "merge_tool_delta",
     "offered_tools",
     "request_messages",
+    "run_tool_calls",
     "shorten",
     "speaker_names",
     "stream_error",
     "tool_message",
 ]
+
+log = logging.getLogger(__name__)
 
 #: Measured latency replaces the declared one once a tool has this many samples.
 _MIN_SAMPLES = 5
@@ -159,13 +163,24 @@ def tool_message(result: ToolResult) -> dict[str, Any]:
 
 
 async def create_chat(client: Any, **params: Any) -> Any:
-    """One chat-completions request; API failures become a clear GlyphoxaError."""
+    """One chat-completions request; API failures become one clear line with a fix."""
     try:
         return await client.chat.completions.create(**params)
     except openai.APIStatusError as error:
+        fix = _STATUS_FIXES.get(error.status_code, "run glyphoxa doctor")
         raise GlyphoxaError(
             f"LLM request failed ({error.status_code}) at {client.base_url}: "
-            f"{shorten(error.message)}"
+            f"{shorten(error.message)}: {fix}"
+        ) from None
+    except openai.APITimeoutError:
+        raise GlyphoxaError(
+            f"LLM request timed out at {client.base_url}: the server is overloaded or stuck "
+            "(providers.llm.options.timeout_s; run glyphoxa doctor)"
+        ) from None
+    except openai.APIConnectionError:
+        raise GlyphoxaError(
+            f"LLM server unreachable at {client.base_url}: check providers.llm.base_url and "
+            "that the server runs (glyphoxa doctor)"
         ) from None
     except openai.APIError as error:
         raise GlyphoxaError(
@@ -173,9 +188,16 @@ async def create_chat(client: Any, **params: Any) -> Any:
         ) from None
 
 
-async def complete_chat(client: Any, params: dict[str, Any]) -> tuple[str, list[ToolCall]]:
-    """A non-streamed round: the text and the tool calls of the answer."""
-    response = await create_chat(client, stream=False, **params)
+_STATUS_FIXES = {
+    401: "check providers.llm.api_key",
+    403: "check providers.llm.api_key and the account's access to the model",
+    404: "check providers.llm.model and base_url",
+    429: "rate limited or out of credit; try again or raise the account's limits",
+}
+
+
+def completion_parts(response: Any) -> tuple[str, list[ToolCall]]:
+    """A non-streamed round's answer as its text and its tool calls."""
     if not response.choices:
         return "", []
     message = response.choices[0].message
@@ -185,3 +207,24 @@ async def complete_chat(client: Any, params: dict[str, Any]) -> tuple[str, list[
         if getattr(call, "function", None) is not None
     ]
     return message.content or "", calls
+
+
+async def run_tool_calls(
+    host: ToolHost | None, calls: list[ToolCall], request: TurnRequest
+) -> TurnToolReport:
+    """One round's calls in parallel through the host (whitelist and tier re-checked there);
+    without a host every call is refused. A speculative turn first waits for adoption."""
+    npc = request.npc
+    if host is None:
+        results = [
+            ToolResult(c.id, c.name, f"tool {c.name!r} is not available", None, True, "refused")
+            for c in calls
+        ]
+        return TurnToolReport(results=results, cost_ms=0.0)
+    await await_confirmation(host, calls, request)
+    report = await host.call_many(calls, whitelist=npc.tools, tier=request.tier, npc=npc.name)
+    for result in report.results:
+        log.debug(
+            "%s: tool %s -> %s in %.0f ms", npc.name, result.name, result.status, result.duration_ms
+        )
+    return report
