@@ -71,7 +71,10 @@ async def _run(args: argparse.Namespace) -> int:
     summary = result.summary
     v2v = summary["stages"].get("voice_to_voice")
     overhead = summary["overhead_ms"]
-    print(f"NPC turns: {summary['turns']} ({summary['interrupted']} interrupted)")
+    print(
+        f"NPC turns: {summary['turns']} ({summary['interrupted']} interrupted, "
+        f"{summary['failed']} failed)"
+    )
     for turn in result.turns:
         said = " ".join((turn["spoken"] or turn["reply"] or "(silent)").split())
         said = said if len(said) <= 160 else said[:157] + "..."
@@ -84,4 +87,6 @@ async def _run(args: argparse.Namespace) -> int:
     for check in result.checks:
         print(f"  {check}")
     print(f"outputs in {out}/: report.md, transcript.jsonl, session.wav, latency.json, latency.png")
+    for line in result.verdict:  # last, where it is seen: PASS, or FAIL and what failed
+        print(line.replace("**", ""))
     return 1 if result.failed_checks else 0

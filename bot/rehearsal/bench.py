@@ -71,7 +71,7 @@ async def run_bench(quick: bool) -> list[BenchResult]:
         values = [t["stages_ms"][stage] for t in turns if t["stages_ms"][stage] is not None]
         if values:
             stages[stage] = round(percentile(values, 50), 1)
-    extra = {"stage_p50_ms": stages, "checks": result.checks}
+    extra = {"stage_p50_ms": stages, "checks": [str(check) for check in result.checks]}
     results: list[BenchResult] = []
     if not v2v:
         return [

@@ -117,9 +117,16 @@ def write_report(
     outputs: dict[str, str],
     checks: Sequence[str] = (),
     notes: Sequence[str] = (),
+    verdict: Sequence[str] = (),
+    alerts: Sequence[str] = (),
 ) -> None:
-    """A short human-readable report.md: headline numbers, one line per turn, output files."""
+    """A short human-readable report.md: the verdict first (PASS, or FAIL and what failed),
+    what the DM was told, headline numbers, one line per turn, checks, output files."""
     lines = [f"# Rehearsal: {title}", ""]
+    if verdict:
+        lines += [*verdict, ""]
+    if alerts:
+        lines += ["## What the DM was told", "", *[f"- {alert}" for alert in alerts], ""]
     stages = summary["stages"]
     lines += [
         f"- Turns: {summary['turns']} ({summary['interrupted']} interrupted, "
@@ -148,6 +155,7 @@ def write_report(
         tools = ", ".join(f"{t['name']}={t['status']}" for t in turn["tools"]) or "no tools"
         flag = " (interrupted)" if turn.get("interrupted") else ""
         flag += f" (error: {turn['error']})" if turn.get("error") else ""
+        flag += f' (said "{turn["fallback"]}" instead)' if turn.get("fallback") else ""
         heard = f"{turn['speaker']}: \u201c{turn['heard']}\u201d -> " if turn["heard"] else ""
         lines.append(
             f"- #{turn['turn']} {heard}**{turn['npc']}** [{turn['tier']}; {latency}; {tools}]"

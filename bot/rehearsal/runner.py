@@ -21,12 +21,21 @@ from typing import Any
 
 from bot.config import GlyphoxaConfig
 from bot.metrics import Metrics
+from bot.rehearsal.checks import Check, scene_checks, verdict
 from bot.rehearsal.players import synthesize_lines
 from bot.rehearsal.report import write_chart, write_latency_json, write_report
 from bot.rehearsal.scene import DmCommand, Scene
 from bot.rehearsal.schedule import ScenePlan
 from bot.session.build import open_table
-from bot.session.events import BargedIn, DmAction, NpcSpoke, PlayerSpoke, Routed, SessionEvent
+from bot.session.events import (
+    BargedIn,
+    DmAction,
+    NpcSpoke,
+    PlayerSpoke,
+    Routed,
+    SessionEvent,
+    TableAlert,
+)
 from bot.session.session import TableSession
 from bot.speech import CHANNELS, FRAME_MS, SAMPLE_RATE, SttProvider, TtsProvider, VoiceRouter
 from campaigns.errors import GlyphoxaError
@@ -46,11 +55,16 @@ class RehearsalResult:
     turns: list[dict[str, Any]]
     summary: dict[str, Any]
     events: list[dict[str, Any]] = field(default_factory=list)
-    checks: list[str] = field(default_factory=list)
-    failed_checks: int = 0
+    checks: list[Check] = field(default_factory=list)
+    verdict: list[str] = field(default_factory=list)
+    """The report's first lines: PASS, or FAIL and what failed."""
     npc_audio_s: dict[str, float] = field(default_factory=dict)
     session_wav: Path | None = None
     npc_wavs: dict[str, Path] = field(default_factory=dict)
+
+    @property
+    def failed_checks(self) -> int:
+        return sum(not check.ok for check in self.checks)
 
 
 class _Wav:
@@ -146,8 +160,23 @@ async def rehearse(
         )
         await session.recorder.flush()
         turns = [trace.as_dict() for trace in session.traces]
+        leftovers = _leftovers(session, plan)
     say("writing outputs")
-    return _write_outputs(scene, out_dir, turns, events, walls, plan, npc_frames)
+    return _write_outputs(scene, out_dir, turns, events, walls, plan, npc_frames, leftovers)
+
+
+def _leftovers(session: TableSession, plan: ScenePlan) -> list[str]:
+    """What the scene's end left undone: queued or running turns, unheard players, DM lines."""
+    left = []
+    if queued := session.turns.depth():
+        left.append(f"{queued} NPC turn(s) still queued when the scene ended")
+    if running := len(session.turns.running()):
+        left.append(f"{running} NPC turn(s) still running when the scene ended")
+    if session.listening:
+        left.append("a player's words were still being transcribed when the scene ended")
+    if plan.dm_pending:
+        left.append("DM command(s) never ran (the scene ended first)")
+    return left
 
 
 async def _play(
@@ -242,6 +271,7 @@ def _write_outputs(
     walls: list[float],
     plan: ScenePlan,
     npc_frames: dict[str, list[bytes]],
+    leftovers: list[str],
 ) -> RehearsalResult:
     records = _transcript(events, walls, plan)
     with (out_dir / "transcript.jsonl").open("w", encoding="utf-8") as handle:
@@ -259,7 +289,8 @@ def _write_outputs(
         npc_audio_s[npc] = round(len(frames) * _TICK_S, 2)
     summary = write_latency_json(out_dir / "latency.json", turns)
     chart = write_chart(out_dir / "latency.png", turns, f"Rehearsal: {scene.title}")
-    checks, failed = _checks(plan, records)
+    checks = scene_checks(plan, records, turns, leftovers)
+    head = verdict(checks, turns)
     outputs = {
         "session.wav": "everything the table heard (NPC voices and ambience), 48 kHz stereo",
         **{p.name: f"{npc}'s voice only ({npc_audio_s[npc]:.1f} s)" for npc, p in npc_wavs.items()},
@@ -274,7 +305,9 @@ def _write_outputs(
         turns=turns,
         summary=summary,
         outputs=outputs,
-        checks=checks,
+        checks=[str(check) for check in checks],
+        verdict=head,
+        alerts=[r["message"] for r in records if r["type"] == "alert"],
     )
     return RehearsalResult(
         out_dir=out_dir,
@@ -282,7 +315,7 @@ def _write_outputs(
         summary=summary,
         events=records,
         checks=checks,
-        failed_checks=failed,
+        verdict=head,
         npc_audio_s=npc_audio_s,
         session_wav=out_dir / "session.wav",
         npc_wavs=npc_wavs,
@@ -322,9 +355,10 @@ def _transcript(
             trace = event.trace
             records.append(
                 {"t": rel(trace.playback_start or at), "type": "npc", "npc": trace.npc,
-                 "text": trace.spoken, "reply": trace.reply, "interrupted": trace.interrupted,
-                 "tier": trace.tier, "tools": [t.name for t in trace.tools],
-                 "turn": trace.turn_id, "error": trace.error}
+                 "speaker": trace.speaker, "text": trace.spoken, "reply": trace.reply,
+                 "interrupted": trace.interrupted, "tier": trace.tier,
+                 "tools": [t.name for t in trace.tools], "turn": trace.turn_id,
+                 "error": trace.error, "fallback": trace.fallback}
             )  # fmt: skip
         elif isinstance(event, BargedIn):
             records.append(
@@ -335,33 +369,8 @@ def _transcript(
             records.append(
                 {"t": rel(at), "type": "dm", "action": event.action, "detail": event.detail}
             )
+        elif isinstance(event, TableAlert):
+            records.append({"t": rel(at), "type": "alert", "npc": event.npc,
+                            "message": event.message})  # fmt: skip
     records.sort(key=lambda r: (r["t"] is None, r["t"] or 0.0))
     return records
-
-
-def _checks(plan: ScenePlan, records: list[dict[str, Any]]) -> tuple[list[str], int]:
-    """Lines with ``expect_npc``: the first routing of that speaker after the line names it."""
-    checks: list[str] = []
-    failed = 0
-    routed = [r for r in records if r["type"] == "routed"]
-    for index, start in sorted(plan.started.items(), key=lambda pair: pair[1]):
-        line = plan.lines[index].line
-        if not line.expect_npc:
-            continue
-        at = start * _TICK_S
-        match = next(
-            (r for r in routed if r["speaker"] == line.speaker and (r["t"] or 0) >= at), None
-        )
-        ok = match is not None and line.expect_npc in match["npcs"]
-        failed += not ok
-        got = ", ".join(match["npcs"]) if match and match["npcs"] else "nobody"
-        heard = f" (heard \u201c{match['text']}\u201d)" if match else " (nothing heard)"
-        checks.append(
-            f"{'PASS' if ok else 'FAIL'} {at:.1f}s {line.speaker} -> expected "
-            f"{line.expect_npc}, got {got}{heard}"
-        )
-    unplayed = len(plan.lines) - len(plan.started)
-    if unplayed:
-        failed += 1
-        checks.append(f"FAIL {unplayed} line(s) never started (the scene ran out of time)")
-    return checks, failed

@@ -49,6 +49,8 @@ class PlayerLine(_Strict):
     """A recorded line instead of text (relative to the scene file); any rate, mono or stereo."""
     expect_npc: str | None = None
     """Optional: the NPC that should answer (checked in the report)."""
+    expect_tools: list[str] = Field(default_factory=list)
+    """Optional: tools the answer must run successfully (checked; needs ``expect_npc``)."""
     interrupt: bool = False
     """Talk over an NPC: start at ``at`` or later, once an NPC is audible (barge-in)."""
 
@@ -58,6 +60,8 @@ class PlayerLine(_Strict):
             raise ValueError("a line needs exactly one of 'text' or 'wav'")
         if self.text is not None and not self.text.strip():
             raise ValueError("'text' is empty")
+        if self.expect_tools and not self.expect_npc:
+            raise ValueError("'expect_tools' needs 'expect_npc': whose answer runs them")
         return self
 
 

@@ -8,6 +8,7 @@ import asyncio
 import json
 import re
 import shutil
+import socket
 import threading
 import wave
 from collections.abc import Iterator
@@ -95,6 +96,7 @@ def test_rehearse_command_end_to_end(tmp_path: Path, llm: InstantLlm) -> None:
                         "speaker": "Arin",
                         "text": "Bartok, what's on tap tonight?",
                         "expect_npc": "Bartok",
+                        "expect_tools": ["roll"],
                     },
                     {
                         "at": 2,
@@ -117,7 +119,7 @@ def test_rehearse_command_end_to_end(tmp_path: Path, llm: InstantLlm) -> None:
     out = tmp_path / "out"
     code = main(["--config", str(config), "rehearse", str(scene), "--out", str(out),
                  "--playout-speed", "8"])  # fmt: skip
-    assert code == 0  # every expect_npc check passed
+    assert code == 0  # every check passed: routing, answers with audio, Bartok's roll
     records = [json.loads(line) for line in (out / "transcript.jsonl").read_text().splitlines()]
     npc_lines = [r for r in records if r["type"] == "npc"]
     assert [r["npc"] for r in npc_lines] == ["Bartok", "Greymantle", "Bartok"]
@@ -144,3 +146,41 @@ def test_rehearse_command_end_to_end(tmp_path: Path, llm: InstantLlm) -> None:
     said = set(_words(ANSWERS["Bartok"] + " Last call, friends!"))
     assert sum(word in said for word in heard) / max(1, len(heard)) >= 0.7, heard
     assert len(heard) >= 8
+
+
+def test_rehearse_fails_loudly_and_names_the_cause_when_the_llm_is_unreachable(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        closed = sock.getsockname()[1]
+    config = tmp_path / "glyphoxa.yaml"
+    config.write_text(yaml.safe_dump({
+        "providers": {"llm": {"name": "local", "base_url": f"http://127.0.0.1:{closed}/v1"}},
+        "campaign": {"path": str(EXAMPLE), "hot_reload": False},
+        "tools": {"sandbox_dir": str(tmp_path / "files"),
+                  "calibration_path": str(tmp_path / "calibration.json")},
+    }))  # fmt: skip
+    scene = tmp_path / "scene.yaml"
+    scene.write_text(yaml.safe_dump({
+        "campaign": str(EXAMPLE),
+        "lines": [{"at": 0.5, "speaker": "Arin", "text": "Bartok, what's on tap tonight?",
+                   "expect_npc": "Bartok"}],
+        "tail_s": 30,
+    }))  # fmt: skip
+    out = tmp_path / "out"
+    code = main(["--config", str(config), "rehearse", str(scene), "--out", str(out)])
+    assert code == 1
+    cause = f"LLM server unreachable at http://127.0.0.1:{closed}/v1/: check providers.llm.base_url"
+    report = (out / "report.md").read_text().splitlines()
+    assert report[2].startswith("**FAIL**: ") and "1 of 1 NPC turns failed" in report[2]
+    assert report[3].startswith(f"- cause: {cause}")
+    told = report[report.index("## What the DM was told") + 2]
+    assert told.startswith('- Bartok could not answer (said "') and cause in told
+    (answer,) = [json.loads(r) for r in (out / "transcript.jsonl").read_text().splitlines()
+                 if json.loads(r)["type"] == "npc"]  # fmt: skip
+    bartok_fillers = yaml.safe_load((EXAMPLE / "npcs" / "bartok.yaml").read_text())["filler_lines"]
+    assert answer["fallback"] in bartok_fillers and answer["text"]  # he said it out loud
+    assert (out / "npc-bartok.wav").stat().st_size > 10_000
+    printed = capsys.readouterr().out.strip().splitlines()
+    assert printed[-2].startswith("FAIL: ") and printed[-1].startswith(f"- cause: {cause}")
