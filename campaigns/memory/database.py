@@ -106,13 +106,18 @@ def _enable_wal(cursor: Any) -> None:
 
 
 @asynccontextmanager
-async def write_transaction(engine: AsyncEngine) -> AsyncIterator[AsyncConnection]:
-    """A transaction that commits on exit; on SQLite it takes the write lock up front."""
+async def write_transaction(
+    engine: AsyncEngine, *, commit: bool = True
+) -> AsyncIterator[AsyncConnection]:
+    """A transaction that commits on exit (``commit=False``: rolls back, for a probe); on
+    SQLite it takes the write lock up front."""
     async with engine.connect() as connection:
         if engine.dialect.name == "sqlite":
             await connection.execution_options(**{_IMMEDIATE: True})
-        async with connection.begin():
+        async with connection.begin() as transaction:
             yield connection
+            if not commit:
+                await transaction.rollback()
 
 
 async def migrate(engine: AsyncEngine) -> None:

@@ -14,7 +14,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import func, insert, select, text, update
 from sqlalchemy.exc import DBAPIError, IntegrityError, InterfaceError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
@@ -129,6 +129,16 @@ class MemoryStore(records.RecordsMixin):
         try:
             async with write_transaction(self._engine) as connection:
                 yield connection
+        except _UNAVAILABLE as error:
+            raise _unavailable(error) from error
+
+    async def check_writable(self) -> None:
+        """Take the write lock and write, then roll back (``glyphoxa doctor``): proves the
+        database accepts writes without leaving anything in the campaign's memory."""
+        try:
+            async with write_transaction(self._engine, commit=False) as connection:
+                await connection.execute(text("CREATE TABLE glyphoxa_doctor_probe (x INTEGER)"))
+                await connection.execute(text("INSERT INTO glyphoxa_doctor_probe VALUES (1)"))
         except _UNAVAILABLE as error:
             raise _unavailable(error) from error
 

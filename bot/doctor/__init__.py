@@ -1,0 +1,58 @@
+"""``glyphoxa doctor``: every part the configured table needs, each checked by running it.
+
+One line per check with its time and, for a failure, its fix; exit code 0 only when every
+check passed. See :func:`diagnose`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from bot.doctor.runner import Check, DoctorContext, Outcome, run_checks
+from bot.doctor.service_checks import (
+    check_campaign,
+    check_config,
+    check_discord_token,
+    check_llm,
+    check_memory,
+    check_tools,
+    mcp_checks,
+)
+from bot.doctor.speech_checks import check_espeak, check_opus, check_stt, check_vad, check_voices
+
+__all__ = ["CHECK_NAMES", "diagnose"]
+
+#: In order: later checks use what earlier ones found (config, campaign, synthesized audio).
+_CHECKS = (
+    Check("config", check_config),
+    Check("campaign", check_campaign),
+    Check("opus", check_opus),
+    Check("espeak", check_espeak),
+    Check("voices", check_voices),
+    Check("vad", check_vad),
+    Check("stt", check_stt),
+    Check("llm", check_llm, timeout_s=150.0),
+    Check("memory", check_memory),
+    Check("tools", check_tools),
+    Check("discord-token", check_discord_token),
+)
+CHECK_NAMES = (*(check.name for check in _CHECKS), "mcp")
+
+
+async def diagnose(
+    config_path: str | None,
+    *,
+    only: set[str] | None = None,
+    discord: bool = False,
+    on_outcome: Callable[[Outcome], None] | None = None,
+) -> list[Outcome]:
+    """Run the checks (``only``: those names, plus the config and campaign they build on)."""
+    context = DoctorContext(config_path, discord=discord)
+    wanted = None if only is None else only | {"config", "campaign"}
+    if wanted is not None and wanted & {"vad", "stt"}:
+        wanted.add("voices")  # they listen to the voices' audio
+    checks = [c for c in _CHECKS if wanted is None or c.name in wanted]
+    outcomes = await run_checks(checks[:2], context, on_outcome)
+    if wanted is None or "mcp" in wanted:
+        checks += mcp_checks(context)
+    return outcomes + await run_checks(checks[2:], context, on_outcome)
