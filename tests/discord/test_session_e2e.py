@@ -163,6 +163,15 @@ async def test_session_start_hears_players_and_plays_the_mixer(
         vc = bot.get_guild(GUILD).voice_client  # type: ignore[union-attr]
         assert vc is not None and vc.is_connected()
 
+        # What the DM must know reaches the channel the session started in (no transcript
+        # channel is configured): here, the supervised LLM server reporting a crash.
+        crash = "local LLM server crashed with SIGSEGV (...): rebuild with ./scripts/setup"
+        sessions[0].trouble.part_changed("llm_server", crash, crash)
+        alert = await api.wait_for_call(
+            lambda c: c[1] == f"channels/{TEXT}/messages" and crash in str(c[2])
+        )
+        assert alert[2]["content"] == f"\u26a0\ufe0f {crash}"
+
         # The remote player speaks (DAVE + transport encrypted) over UDP, once the bot has
         # seen their SPEAKING (op 5): before that their SSRC is unknown and dropped.
         assert local.remote is not None
