@@ -1,8 +1,11 @@
-"""``glyphoxa bench tiers``: the selector on every STT partial and address detection per final.
+"""``glyphoxa bench tiers``: the selector on every STT partial, its agreement with the tier map,
+and address detection per final.
 
-Goals (issue 6): tier selection p99 <= 20 us per partial with the default phrase lists; address
-detection <= 200 us per final with 20 NPCs. Timed with ``perf_counter_ns`` around single calls
-so the percentiles are per call, not averages.
+Goals: tier selection p99 <= 20 us per partial with the default phrase lists (issue 6; the same
+twelve lines before and after the lists were rebuilt, plus every partial of the corpus);
+accuracy >= 95 % on ``npcs/tier_corpus.yaml`` (issue 15; the held-out split is reported on its
+own); address detection <= 200 us per final with 20 NPCs. Timed with ``perf_counter_ns`` around
+single calls so the percentiles are per call, not averages.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import time
 from campaigns.bench_result import BenchResult, percentile
 from npcs.addressing import AddressDetector
 from npcs.schema import NpcDefinition
+from npcs.tier_corpus import LabelledLine, load_corpus, score
 from npcs.tier_selector import TierSelector
 
 __all__ = ["run_bench"]
@@ -94,6 +98,8 @@ async def run_bench(quick: bool) -> list[BenchResult]:
     selector = TierSelector()
     sage = npcs[1]
     partials = [(p,) for text in UTTERANCES for p in _partials(text)]
+    corpus = load_corpus()
+    corpus_partials = [(p,) for line in corpus for p in _partials(line.text)]
 
     def select(text: str) -> object:
         return selector.select(text, npc=sage, queue_depth=1, now=1000.0)
@@ -105,17 +111,25 @@ async def run_bench(quick: bool) -> list[BenchResult]:
     try:
         _time_calls(partials[:20], select, 5)  # warm up
         tier_samples = _time_calls(partials, select, rounds)
+        corpus_samples = _time_calls(corpus_partials, select, max(2, rounds // 10))
         _time_calls(finals, detector.detect, 5)
         address_samples = _time_calls(finals, detector.detect, rounds)
     finally:
         gc.enable()
 
-    results = []
+    results = _accuracy(corpus)
     for label, (wall, cpu), goal_us, unit_of in (
         ("tier selection per partial", tier_samples, 20.0, f"{len(partials)} partials"),
+        (
+            "tier selection per corpus partial",
+            corpus_samples,
+            20.0,
+            f"{len(corpus_partials)} partials of the corpus",
+        ),
         ("address detection per final (20 NPCs)", address_samples, 200.0, f"{len(finals)} finals"),
     ):
-        method = f"{unit_of} x {rounds} rounds, one call per sample, gc off"
+        n = rounds if "corpus" not in label else max(2, rounds // 10)
+        method = f"{unit_of} x {n} rounds, one call per sample, gc off"
         cpu_p99 = percentile(cpu, 99)
         results += [
             BenchResult(f"{label} p50", percentile(wall, 50), "us", method + ", wall clock"),
@@ -134,4 +148,31 @@ async def run_bench(quick: bool) -> list[BenchResult]:
                 method + ", wall clock (includes OS preemption on a shared machine)",
             ),
         ]
+    return results
+
+
+def _accuracy(corpus: list[LabelledLine]) -> list[BenchResult]:
+    """Agreement with the tier map: the whole corpus (goal), then each split and tier."""
+    results = []
+    for split in (None, "dev", "held_out"):
+        lines = [line for line in corpus if split is None or line.split == split]
+        result = score(lines)
+        per_tier = {
+            tier: score([line for line in lines if line.tier.label == tier]).accuracy
+            for tier in ("fast", "standard", "deep")
+        }
+        tiers = ", ".join(f"{tier} {acc:.0%}" for tier, acc in per_tier.items())
+        name = "tier map accuracy" + (f" ({split})" if split else "")
+        results.append(
+            BenchResult(
+                name,
+                round(result.accuracy * 100, 1),
+                "%",
+                f"{result.total} labelled lines of npcs/tier_corpus.yaml, ongoing conversation; "
+                f"{tiers}",
+                goal=">= 95 %" if split is None else None,
+                passed=result.accuracy >= 0.95 if split is None else None,
+                extra={"misses": result.describe_misses()},
+            )
+        )
     return results

@@ -4,28 +4,27 @@ DESIGN.md section 4: DM override > DEEP phrases (a second DEEP within ``deep_int
 demoted to STANDARD) > queue depth >= threshold -> FAST > STANDARD phrases > first turn of a
 conversation -> STANDARD > default (FAST). Effective tier = min(NPC budget, selected) unless a DM
 override lifts the ceiling. ``select`` is pure so it can run on every partial; ``commit`` records a
-final turn (DEEP history, conversation start).
-
-Phrase syntax (config lists use it too): words separated by spaces; each word of four or more
-letters also matches its inflections ("remember" -> "remembered", "remembering"); ``a|b`` offers
-alternatives for one word; ``*`` stands for one to three arbitrary words; ``word!`` is literal.
+final turn (DEEP history, conversation start); ``explain`` says how each rule judged a line.
+The phrase lists are in ``npcs.tier_phrases``, their syntax and negation in ``npcs.phrase_match``.
 """
 
 from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from campaigns.errors import GlyphoxaError
+from npcs.phrase_match import PhraseMatcher, compile_phrases
 from npcs.schema import NpcDefinition
+from npcs.tier_phrases import DEFAULT_DEEP_PHRASES, DEFAULT_STANDARD_PHRASES
 from tools.tiers import Tier
 
 __all__ = [
     "DEFAULT_DEEP_PHRASES",
     "DEFAULT_STANDARD_PHRASES",
+    "RULES",
     "TierDecision",
     "TierSelector",
     "compile_phrases",
@@ -34,90 +33,15 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-DEFAULT_DEEP_PHRASES: tuple[str, ...] = (
-    "remember",
-    "recall",
-    "remind me",
-    "memory|memories",
-    "last session",
-    "last time",
-    "last week",
-    "previous session|time|visit",
-    "earlier session",
-    "back when",
-    "long ago",
-    "ages ago",
-    "history of",
-    "the history",
-    "tell me everything",
-    "told me everything",
-    "everything you know",
-    "all you know",
-    "all about",
-    "in detail",
-    "what are the rules for|on|about",
-    "what is the rule for|on|about",
-    "what's the rule for|on|about",
-    "how does * work",
-    "how do * work",
-    "rules for|on",
-    "look up",
-    "look into",
-    "research",
-    "search",
-    "dig up",
-    "find out",
-    "check the records|archives|books|library|scrolls",
-    "consult",
-    "archives",
-    "records",
-    "chronicle",
-    "lore",
-    "legend of",
-    "origins of",
-    "what happened when|at|in|to|with|after|before",
-    "summarize",
-    "recap",
-    "catch me up",
-)
-
-DEFAULT_STANDARD_PHRASES: tuple[str, ...] = (
-    "roll",
-    "dice",
-    "d4|d6|d8|d10|d12|d20|d100",
-    "random",
-    "pick",
-    "who is|was|are",
-    "who's",
-    "where is|are|can",
-    "where's",
-    "what do you know",
-    "do you know",
-    "tell me about",
-    "have you heard",
-    "heard of|about|anything",
-    "rumor|rumors|rumour|rumours",
-    "news",
-    "how much",
-    "price",
-    "cost",
-    "directions",
-    "the way to",
-    "map",
-    "explain",
-    "why did",
-    "what happened",
-    "who did",
-    "know anything",
-    "any idea",
-    "describe",
-    "the rule|rules",
-    "spell",
-    "check",
-)
-
-_SUFFIXES = "(?:e|es|ed|d|s|ing|ings|ment|ments)?"
-_PHRASE_TOKEN = re.compile(r"\S+")
+#: The selection rules in order; ``TierDecision.rule`` names the one that decided.
+RULES: dict[str, str] = {
+    "dm_override": "1. DM override",
+    "deep_phrase": "2. DEEP phrase",
+    "queue_depth": "3. queue depth",
+    "standard_phrase": "4. STANDARD phrase",
+    "first_turn": "5. first turn of a conversation",
+    "default": "6. default",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,12 +55,15 @@ class TierDecision:
     phrase: str | None = None
     capped: bool = False
     """True when the NPC's budget lowered the selected tier."""
+    rule: str = "default"
+    """The rule that decided (a key of ``RULES``)."""
 
     def as_dict(self) -> dict[str, object]:
         return {
             "tier": self.tier.label,
             "selected": self.selected.label,
             "reason": self.reason,
+            "rule": self.rule,
             "override": self.override,
             "phrase": self.phrase,
             "capped": self.capped,
@@ -162,83 +89,6 @@ def parse_duration(text: str | float | None) -> float | None:
     return float(match.group(1)) * unit
 
 
-_NO_INFLECTION = frozenset(
-    "what when where which with about after before does have tell told this that there "
-    "your from into them they their then than".split()
-)
-
-
-def _inflectable(option: str, literal: bool) -> bool:
-    return (
-        not literal
-        and len(option) >= 4
-        and option.isalpha()
-        and option not in _NO_INFLECTION
-        and not option.endswith(("ed", "ing", "s"))
-    )
-
-
-def _word_options(word: str) -> list[tuple[str, str]]:
-    """(literal stem, regex suffix) for each alternative of one phrase word."""
-    literal = word.endswith("!")
-    options = [w.lower() for w in word.rstrip("!").split("|") if w]
-    out = []
-    for option in options:
-        if _inflectable(option, literal):
-            stem = option[:-1] if option.endswith("e") else option
-            out.append((stem, _SUFFIXES))
-        else:
-            out.append((option, ""))
-    return out
-
-
-def _word_pattern(word: str) -> str:
-    if word == "*":
-        return r"(?:\w+[\s,']+){0,2}\w+"
-    parts = [_literal(stem) + suffix for stem, suffix in _word_options(word)]
-    return parts[0] if len(parts) == 1 else "(?:" + "|".join(parts) + ")"
-
-
-def _literal(text: str) -> str:
-    return re.escape(text).replace("'", "['’]")
-
-
-def _phrase_entries(phrase: str) -> list[tuple[str, str]]:
-    """(first word's literal stem, regex for the rest) pairs; the stem feeds a character trie."""
-    tokens = _PHRASE_TOKEN.findall(phrase.replace("’", "'"))
-    if not tokens or tokens[0] == "*":
-        raise GlyphoxaError(f"tier phrase {phrase!r} must start with a word")
-    rest = "".join(r"\s+" + _word_pattern(token) for token in tokens[1:])
-    return [(stem, suffix + rest) for stem, suffix in _word_options(tokens[0])]
-
-
-def _trie_pattern(entries: list[tuple[str, str]]) -> str:
-    """A regex whose alternatives branch on one character at a time.
-
-    Python's ``re`` tries alternatives in order at each position; a flat list of 50 phrases
-    costs 50 attempts per word, a character trie about one.
-    """
-    tails = sorted({tail for stem, tail in entries if not stem}, key=len, reverse=True)
-    groups: dict[str, list[tuple[str, str]]] = {}
-    for stem, tail in entries:
-        if stem:
-            groups.setdefault(stem[0], []).append((stem[1:], tail))
-    branches = [_literal(char) + _trie_pattern(sub) for char, sub in sorted(groups.items())]
-    # Longer tails first so "rules for" wins over "rules"; an empty tail (end of phrase) last.
-    alternatives = branches + [t for t in tails if t] + ([""] if "" in tails else [])
-    if len(alternatives) == 1:
-        return alternatives[0]
-    return "(?:" + "|".join(alternatives) + ")"
-
-
-def compile_phrases(phrases: Iterable[str]) -> re.Pattern[str]:
-    """One case-insensitive regex for a phrase list, whole words only, built as a trie."""
-    entries = sorted({entry for p in phrases if p.strip() for entry in _phrase_entries(p)})
-    if not entries:
-        return re.compile(r"(?!x)x")
-    return re.compile(r"\b" + _trie_pattern(entries) + r"\b", re.IGNORECASE)
-
-
 class TierSelector:
     """Chooses a turn's tier; holds DM overrides and the per-table DEEP history.
 
@@ -257,8 +107,8 @@ class TierSelector:
         self.queue_threshold = int(getattr(cfg, "queue_threshold", 3))
         self.conversation_gap_s = float(getattr(cfg, "continuation_window_s", 30.0))
         self.default_tier = Tier.parse(getattr(cfg, "default_tier", "fast"))
-        self._deep = compile_phrases(deep)
-        self._standard = compile_phrases(standard)
+        self._deep = PhraseMatcher(deep)
+        self._standard = PhraseMatcher(standard)
         self._overrides: dict[str | None, _Override] = {}
         self._last_deep_at: float | None = None
         self._last_turn_at: dict[str, float] = {}
@@ -324,43 +174,42 @@ class TierSelector:
         if self._overrides:
             override = self.override_for(name, now)
             if override is not None:
-                return TierDecision(override[0], override[0], override[1], override=True)
-        selected, reason, phrase = self._select(text, name, queue_depth, now, first_turn)
+                tier = override[0]
+                return TierDecision(tier, tier, override[1], override=True, rule="dm_override")
+        selected, reason, rule, phrase = self._select(text, name, queue_depth, now, first_turn)
         if npc is not None and npc.budget_tier < selected:
             budget = npc.budget_tier
-            return TierDecision(
-                budget, selected, f"{reason}; capped by budget {budget.label}", False, phrase, True
-            )
-        return TierDecision(selected, selected, reason, False, phrase)
+            reason = f"{reason}; capped by budget {budget.label}"
+            return TierDecision(budget, selected, reason, False, phrase, True, rule)
+        return TierDecision(selected, selected, reason, False, phrase, False, rule)
 
     def _select(
         self, text: str, npc: str | None, queue_depth: int, now: float, first_turn: bool | None
-    ) -> tuple[Tier, str, str | None]:
-        match = self._deep.search(text)
-        if match is not None:
-            phrase = match.group(0).lower()
+    ) -> tuple[Tier, str, str, str | None]:
+        lowered = text.lower()
+        hit = self._deep.find(text, lowered)
+        if hit is not None:
+            phrase = hit.text.lower()
             last = self._last_deep_at
             if last is not None and now - last < self.deep_interval_s:
-                return (
-                    Tier.STANDARD,
-                    f"phrase '{phrase}' demoted: DEEP {now - last:.0f}s ago",
-                    phrase,
-                )
-            return Tier.DEEP, f"phrase '{phrase}'", phrase
+                reason = f"DEEP phrase '{phrase}' demoted: DEEP {now - last:.0f}s ago"
+                return Tier.STANDARD, reason, "deep_phrase", phrase
+            return Tier.DEEP, f"DEEP phrase '{phrase}'", "deep_phrase", phrase
         if queue_depth >= self.queue_threshold:
-            return Tier.FAST, f"queue depth {queue_depth}", None
-        match = self._standard.search(text)
-        if match is not None:
-            phrase = match.group(0).lower()
-            return Tier.STANDARD, f"phrase '{phrase}'", phrase
+            return Tier.FAST, f"queue depth {queue_depth}", "queue_depth", None
+        hit = self._standard.find(text, lowered)
+        if hit is not None:
+            phrase = hit.text.lower()
+            return Tier.STANDARD, f"STANDARD phrase '{phrase}'", "standard_phrase", phrase
         if first_turn is None:
-            last_turn = self._last_turn_at.get(npc) if npc is not None else None
-            first_turn = npc is not None and (
-                last_turn is None or now - last_turn > self.conversation_gap_s
-            )
+            first_turn = self._first_turn(npc, now)
         if first_turn:
-            return Tier.STANDARD, "first turn of the conversation", None
-        return self.default_tier, "default", None
+            return Tier.STANDARD, "first turn of the conversation", "first_turn", None
+        return self.default_tier, "default", "default", None
+
+    def _first_turn(self, npc: str | None, now: float) -> bool:
+        last_turn = self._last_turn_at.get(npc) if npc is not None else None
+        return npc is not None and (last_turn is None or now - last_turn > self.conversation_gap_s)
 
     def commit(self, decision: TierDecision, *, npc: str | None, now: float) -> None:
         """Record a final turn: DEEP history and the conversation's last turn time."""
@@ -368,3 +217,53 @@ class TierSelector:
             self._last_deep_at = now
         if npc is not None:
             self._last_turn_at[npc] = now
+
+    # -- explanation (``glyphoxa tier --explain``) -------------------------------------------
+
+    def explain(
+        self,
+        text: str,
+        *,
+        npc: NpcDefinition | None = None,
+        queue_depth: int = 0,
+        now: float = 0.0,
+        first_turn: bool | None = None,
+    ) -> tuple[TierDecision, list[str]]:
+        """The decision and one line per rule in order, the deciding one marked ``<- decided``.
+
+        Slow (compiles each phrase on its own to name the list entry): never on the hot path.
+        """
+        decision = self.select(
+            text, npc=npc, queue_depth=queue_depth, now=now, first_turn=first_turn
+        )
+        name = npc.name if npc is not None else None
+        override = self.override_for(name, now)
+        if first_turn is None:
+            first_turn = self._first_turn(name, now)
+        last = self._last_deep_at
+        recent = last is not None and now - last < self.deep_interval_s
+        judged = {
+            "dm_override": override[1] if override else "none",
+            "deep_phrase": self._hits(self._deep, text)
+            + (f"; a DEEP {now - (last or 0):.0f}s ago demotes it to STANDARD" if recent else ""),
+            "queue_depth": f"{queue_depth} waiting (FAST from {self.queue_threshold})",
+            "standard_phrase": self._hits(self._standard, text),
+            "first_turn": "yes" if first_turn else "no (a conversation is going on)",
+            "default": self.default_tier.label,
+        }
+        lines = []
+        for rule, title in RULES.items():
+            mark = "  <- decided" if rule == decision.rule else ""
+            lines.append(f"{title}: {judged[rule]}{mark}")
+        if decision.capped and npc is not None:
+            lines.append(f"budget: {npc.name}'s budget_tier {npc.budget_tier.label} caps it")
+        return decision, lines
+
+    @staticmethod
+    def _hits(matcher: PhraseMatcher, text: str) -> str:
+        parts = []
+        for hit, negation in matcher.all_hits(text):
+            entries = " / ".join(f"'{p}'" for p in matcher.sources(hit.text)) or "?"
+            state = f"negated by '{negation}'" if negation else "counts"
+            parts.append(f"'{hit.text}' (list entry {entries}; {state})")
+        return ", ".join(parts) or "none"

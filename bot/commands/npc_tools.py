@@ -45,6 +45,14 @@ def register(sub: Any) -> None:
     tier.add_argument("--npc", metavar="NAME", help="apply this NPC's budget and whitelist")
     tier.add_argument("--override", metavar="TIER", help="a DM override: fast, standard, deep")
     tier.add_argument("--queue", type=int, default=0, help="players waiting (queue depth)")
+    tier.add_argument(
+        "--first-turn",
+        action="store_true",
+        help="the line opens a conversation with --npc (default: a conversation is going on)",
+    )
+    tier.add_argument(
+        "--explain", action="store_true", help="show how each rule judged the line, in order"
+    )
     tier.add_argument("--campaign", metavar="DIR", help="campaign folder (default: config)")
     tier.add_argument("--json", action="store_true", help="print JSON")
     tier.set_defaults(func=_tier)
@@ -121,7 +129,9 @@ async def _tier(args: argparse.Namespace) -> int:
     now = time.monotonic()
     if args.override:
         selector.set_override(args.override, npc=npc.name if npc else None, now=now)
-    decision = selector.select(args.text, npc=npc, queue_depth=args.queue, now=now)
+    decision, explanation = selector.explain(
+        args.text, npc=npc, queue_depth=args.queue, now=now, first_turn=args.first_turn
+    )
     campaign_dir = Path(args.campaign or config.campaign.path)
     async with _tool_host(config, campaign_dir) as host:
         whitelist = tuple(npc.tools) if npc is not None else ("*",)
@@ -129,7 +139,12 @@ async def _tier(args: argparse.Namespace) -> int:
     if args.json:
         print(
             json.dumps(
-                {**decision.as_dict(), "npc": npc.name if npc else None, "visible_tools": visible},
+                {
+                    **decision.as_dict(),
+                    "npc": npc.name if npc else None,
+                    "visible_tools": visible,
+                    **({"explain": explanation} if args.explain else {}),
+                },
                 indent=2,
             )
         )
@@ -140,6 +155,10 @@ async def _tier(args: argparse.Namespace) -> int:
         + (f" (budget of {npc.name})" if decision.capped and npc else "")
     )
     print(f"reason:    {decision.reason}")
+    if args.explain:
+        print("rules, in order:")
+        for line in explanation:
+            print(f"  {line}")
     scope = f"{npc.name}'s whitelist" if npc is not None else "all tools"
     print(f"tools ({scope} at {decision.tier.label}): {', '.join(visible) or '(none)'}")
     return 0

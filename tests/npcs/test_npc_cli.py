@@ -41,7 +41,7 @@ def test_address_nobody(config_file: Path, capsys: pytest.CaptureFixture[str]) -
 def test_tier_caps_by_budget_and_lists_visible_tools(
     config_file: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    argv = ["--config", str(config_file), "tier", "Do you remember me?", "--npc", "Bartok"]
+    argv = ["--config", str(config_file), "tier", "Take your time, friend", "--npc", "Bartok"]
     assert main([*argv, "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert (result["selected"], result["tier"], result["capped"]) == ("deep", "fast", True)
@@ -50,6 +50,23 @@ def test_tier_caps_by_budget_and_lists_visible_tools(
     assert main([*argv, "--override", "deep"]) == 0
     out = capsys.readouterr().out
     assert "effective: deep" in out and "DM override deep for Bartok" in out
+
+
+def test_tier_explain_shows_the_deciding_rule_and_phrase(
+    config_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["--config", str(config_file), "tier", "Can you roll a d20?", "--npc", "Bartok"]
+    assert main([*argv, "--explain"]) == 0
+    out = capsys.readouterr().out
+    assert "selected:  fast" in out and "6. default: fast  <- decided" in out
+    assert main([*argv, "--first-turn", "--explain"]) == 0
+    assert "5. first turn of a conversation: yes  <- decided" in capsys.readouterr().out
+    text = "Don't think too hard, just tell me about the Black Candle"
+    assert main(["--config", str(config_file), "tier", text, "--explain", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert (result["selected"], result["rule"]) == ("standard", "standard_phrase")
+    assert "negated by 'Don't'" in result["explain"][1]
+    assert result["explain"][3].endswith("<- decided")
 
 
 def test_tier_unknown_npc_is_a_clean_error(
