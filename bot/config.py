@@ -16,6 +16,7 @@ from tools.tiers import DEFAULT_CEILINGS_MS, Tier
 __all__ = [
     "CampaignRef",
     "DiscordConfig",
+    "DmVoiceConfig",
     "GlyphoxaConfig",
     "LoggingConfig",
     "MemoryConfig",
@@ -133,6 +134,19 @@ class TiersConfig(_Strict):
         return self.ceilings_ms.get(tier.label, DEFAULT_CEILINGS_MS[tier])  # type: ignore[call-overload]
 
 
+class DmVoiceConfig(_Strict):
+    enabled: bool = True
+    """Commands the DM says out loud ("Greymantle, take your time", "everyone stop") steer the
+    table; only the DM's own voice lane counts (``discord.dm_role``; a rehearsal scene's
+    ``dm_speaker``)."""
+    override_minutes: float = Field(default=5.0, gt=0)
+    """How long a spoken tier override ("take your time", "quick answers") lasts."""
+    ack: Literal["tone", "word", "none"] = "tone"
+    """How a command is acknowledged: a short chime, the NPC saying ``ack_word`` (commands to
+    everyone and "stop" still chime), or nothing."""
+    ack_word: str = Field(default="Understood.", min_length=1, max_length=40)
+
+
 class MemoryConfig(_Strict):
     url: str = "sqlite+aiosqlite:///.glyphoxa/memory.db"
     """SQLAlchemy async URL; ``postgresql+asyncpg://user:pass@host/db`` for PostgreSQL."""
@@ -165,6 +179,7 @@ class GlyphoxaConfig(_Strict):
     mcp: McpConfig = Field(default_factory=McpConfig)
     tools: BuiltinToolsConfig = Field(default_factory=BuiltinToolsConfig)
     tiers: TiersConfig = Field(default_factory=TiersConfig)
+    dm_voice: DmVoiceConfig = Field(default_factory=DmVoiceConfig)
     speech: SpeechConfig = Field(default_factory=SpeechConfig)
     logging: LoggingConfig = Field(default_factory=LoggingConfig)
     metrics: MetricsConfig = Field(default_factory=MetricsConfig)

@@ -14,7 +14,7 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot.discord_bot.permissions import NotDungeonMaster, dm_only
+from bot.discord_bot.permissions import NotDungeonMaster, dm_only, dm_voice_resolver
 from bot.discord_bot.runtime import TableRuntime
 from campaigns.errors import GlyphoxaError
 from tools.builtin.dice_engine import roll_expression
@@ -70,6 +70,9 @@ class TableCog(commands.Cog):
             raise GlyphoxaError("Join a voice channel first, then run `/session start` again.")
         await interaction.response.defer(ephemeral=True, thinking=True)
         parts = await self.bot.runtime_factory(campaign)
+        if interaction.guild is not None:  # DM voice commands: the DM role's own voice lane
+            dm_role = self.bot.config.discord.dm_role
+            parts.session.dm_resolver = dm_voice_resolver(interaction.guild, dm_role)
         here = interaction.channel
         table = TableRuntime(
             parts,
@@ -117,6 +120,8 @@ class TableCog(commands.Cog):
                 flags.append("muted")
             if npc["speaking"]:
                 flags.append("speaking")
+            if npc.get("last_tier"):
+                flags.append(f"last turn {npc['last_tier']} ({npc['last_tier_reason']})")
             lines.append(f"- {name}: {', '.join(flags)}")
         recent = status.get("recent_voice_to_voice_ms") or []
         if recent:

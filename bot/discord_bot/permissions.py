@@ -8,7 +8,7 @@ from typing import TypeVar
 import discord
 from discord import app_commands
 
-__all__ = ["NotDungeonMaster", "dm_only", "is_dungeon_master"]
+__all__ = ["NotDungeonMaster", "dm_only", "dm_voice_resolver", "is_dungeon_master", "member_is_dm"]
 
 T = TypeVar("T")
 
@@ -28,9 +28,30 @@ def is_dungeon_master(interaction: discord.Interaction, dm_role: str | None) -> 
     if not isinstance(user, discord.Member):
         return False
     if dm_role:
-        wanted = dm_role.strip().lower()
-        return any(r.name.lower() == wanted or str(r.id) == wanted for r in user.roles)
+        return member_is_dm(user, dm_role)
     return interaction.permissions.manage_guild
+
+
+def member_is_dm(member: discord.Member | None, dm_role: str | None) -> bool:
+    """The same rule for a guild member outside an interaction (a voice lane)."""
+    if member is None:
+        return False
+    if dm_role:
+        wanted = dm_role.strip().lower()
+        return any(r.name.lower() == wanted or str(r.id) == wanted for r in member.roles)
+    return member.guild_permissions.manage_guild
+
+
+def dm_voice_resolver(guild: discord.Guild, dm_role: str | None) -> Callable[[str], bool]:
+    """Speaker id (a voice lane's user id) -> is the DM, for DM voice commands.
+
+    Decided by the member's roles at the time of each utterance, never by display name.
+    """
+
+    def resolve(speaker_id: str) -> bool:
+        return speaker_id.isdigit() and member_is_dm(guild.get_member(int(speaker_id)), dm_role)
+
+    return resolve
 
 
 def dm_only() -> Callable[[T], T]:

@@ -50,15 +50,32 @@ class DmControls:
 
     # --- DM controls -------------------------------------------------------------------------
     def set_tier_override(
-        self, tier: Tier | str | None, npc: str | None = None, duration_s: float | None = None
+        self,
+        tier: Tier | str | None,
+        npc: str | None = None,
+        duration_s: float | None = None,
+        *,
+        heard: str | None = None,
     ) -> None:
-        """Force a tier for one NPC or all (None/``auto`` clears), optionally for a while."""
+        """Force a tier for one NPC or all (None/``auto`` clears), optionally for a while.
+
+        ``heard``: the DM voice command this came from (for the transcript).
+        """
         name = self._npc_name(npc) if npc else None
         self.tiers.set_override(tier, npc=name, duration_s=duration_s, now=time.monotonic())
         label = tier.label if isinstance(tier, Tier) else str(tier or "auto")
-        self._dm("tier", f"{label} for {name or 'all NPCs'}")
+        until = f" for {duration_s:g}s" if duration_s and label != "auto" else ""
+        self._dm("tier", f"{label} for {name or 'all NPCs'}{until}", heard)
 
-    def mute(self, npc: str | None = None) -> None:
+    def stop_speaking(self, npc: str | None = None, *, heard: str | None = None) -> None:
+        """The DM's barge-in: cut what ``npc`` (or every NPC) is saying and drop queued answers;
+        the words already heard stay in the scene and in memory."""
+        names = self.turns.names() if npc is None else [self._npc_name(npc)]
+        for name in names:
+            self.turns.cancel(name)
+        self._dm("stop", npc or "all", heard)
+
+    def mute(self, npc: str | None = None, *, heard: str | None = None) -> None:
         """Silence one NPC (or all): cut what it is saying and drop its queued turns."""
         if npc is None or npc.lower() == "all":
             self.all_muted = True
@@ -69,15 +86,15 @@ class DmControls:
             targets = [name]
         for name in targets:
             self.turns.cancel(name)
-        self._dm("mute", npc or "all")
+        self._dm("mute", npc or "all", heard)
 
-    def unmute(self, npc: str | None = None) -> None:
+    def unmute(self, npc: str | None = None, *, heard: str | None = None) -> None:
         if npc is None or npc.lower() == "all":
             self.all_muted = False
             self.muted.clear()
         else:
             self.muted.discard(self._npc_name(npc))
-        self._dm("unmute", npc or "all")
+        self._dm("unmute", npc or "all", heard)
 
     def is_muted(self, npc: str) -> bool:
         return self.all_muted or npc in self.muted
@@ -109,9 +126,11 @@ class DmControls:
         """A snapshot for the DM: NPCs, speakers, overrides, recent latency."""
         now = time.monotonic()
         holder = self.mixer.current
+        last_turns = {trace.npc: trace for trace in self.traces if trace.heard}
         npcs = {}
         for name, npc in self.campaign.npcs.items():
             override = self.tiers.override_for(name, now)
+            last = last_turns.get(name)
             npcs[name] = {
                 "muted": self.is_muted(name),
                 "speaking": holder is not None and holder.npc == name and self.mixer.npc_speaking,
@@ -120,6 +139,8 @@ class DmControls:
                 "override": override[1] if override else None,
                 "engine": npc.engine.value,
                 "budget_tier": npc.budget_tier.label,
+                "last_tier": last.tier if last else None,
+                "last_tier_reason": last.tier_reason if last else None,
             }
         recent = [t.stages_ms()["voice_to_voice"] for t in self.traces[-20:]]
         v2v = [ms for ms in recent if ms is not None]
@@ -142,5 +163,5 @@ class DmControls:
             raise GlyphoxaError(f"no NPC named {name!r}; known: {known}")
         return npc.name
 
-    def _dm(self, action: str, detail: str) -> None:
-        self._emit(DmAction(action, detail, time.monotonic()))
+    def _dm(self, action: str, detail: str, heard: str | None = None) -> None:
+        self._emit(DmAction(action, detail, time.monotonic(), heard))

@@ -63,9 +63,13 @@ class BargedIn:
 
 @dataclass(frozen=True, slots=True)
 class DmAction:
+    """The DM steered the table (slash command, rehearsal script or voice command)."""
+
     action: str
     detail: str
     at: float
+    heard: str | None = None
+    """For a DM voice command: who said it and the words as transcribed."""
 
 
 @dataclass(frozen=True, slots=True)

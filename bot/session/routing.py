@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from bot.speech import FinalTranscript, PartialTranscript
     from npcs.addressing import AddressDetector
     from npcs.campaign import Campaign
+    from npcs.dm_voice import DmVoiceCommand
     from npcs.engines import Engine
     from npcs.schema import NpcDefinition
     from npcs.tier_selector import TierSelector
@@ -54,16 +55,17 @@ class Routing:
     prefiller: Prefiller
     recorder: TranscriptRecorder
     scene: list[SceneLine]
-    dm_speakers: set[str]
     speculate: bool
     _may_speculate: Callable[[NpcDefinition, Tier], bool] | None
     _engines: Callable[[NpcDefinition], Engine | None]
     _tts: TimedTts
     _tasks: set[asyncio.Task[Any]]
 
-    if TYPE_CHECKING:  # provided by TableSession and DmControls
+    if TYPE_CHECKING:  # provided by TableSession, DmControls and VoiceCommands
 
         def is_muted(self, npc: str) -> bool: ...
+        def is_dm(self, speaker: Speaker) -> bool: ...
+        def _voice_command(self, speaker: Speaker, text: str) -> DmVoiceCommand | None: ...
         def queue_depth(self) -> int: ...
         def _new_trace(
             self, npc: str, speaker: str, text: str, tier: Tier, reason: str
@@ -115,11 +117,14 @@ class Routing:
         """A player's utterance is final: record it, find the addressees, queue their turns."""
         now = time.monotonic()
         self._emit(PlayerSpoke(speaker.name, text, speech_start, speech_end, now))
-        self._add_scene(SceneLine(speaker.name, text, None, now))
         self.recorder.player(speaker.name, text, speech_start or now, speech_end or now)
-        decision = self.addressing.detect(
-            speaker.name, text, now, is_dm=speaker.name in self.dm_speakers
-        )
+        command = self._voice_command(speaker, text)
+        if command is not None:  # the DM steered the table: no NPC answers this line
+            reason = f"DM voice command: {command.describe()}"
+            self._emit(Routed(speaker.name, text, (), reason, None, None, now))
+            return
+        self._add_scene(SceneLine(speaker.name, text, None, now))
+        decision = self.addressing.detect(speaker.name, text, now, is_dm=self.is_dm(speaker))
         self.entities.prefetch(text)
         names = [n for n in decision.npcs if n in self.campaign.npcs and not self.is_muted(n)]
         tier_label = tier_reason = None
@@ -167,7 +172,7 @@ class Routing:
     def _addressee(self, speaker: Speaker, text: str, now: float) -> NpcDefinition | None:
         """The one NPC who would answer ``text`` if the player stopped here (named, or the
         conversation they are in); None when unclear, several, muted or a DM line."""
-        if speaker.name in self.dm_speakers:
+        if self.is_dm(speaker):
             return None
         decision = self.addressing.detect(speaker.name, text, now, record=False)
         if len(decision.npcs) != 1 or self.is_muted(decision.npcs[0]):

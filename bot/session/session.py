@@ -34,6 +34,7 @@ from bot.session.speculation import normalize
 from bot.session.timing import TimedTts
 from bot.session.trace import TurnTrace
 from bot.session.turns import NpcTurn
+from bot.session.voice_commands import VoiceCommands
 from bot.speech import (
     Backchannel,
     BargeIn,
@@ -51,6 +52,7 @@ from campaigns.errors import GlyphoxaError
 from npcs.addressing import AddressDetector
 from npcs.campaign import Campaign, CampaignWatcher
 from npcs.context import SceneLine
+from npcs.dm_voice import DmCommandParser
 from npcs.engines import Engine
 from npcs.schema import NpcDefinition
 from npcs.tier_selector import TierSelector
@@ -65,7 +67,7 @@ EngineResolver = Callable[[NpcDefinition], Engine | None]
 _MAX_SCENE = 40
 
 
-class TableSession(Routing, DmControls):
+class TableSession(Routing, DmControls, VoiceCommands):
     """The whole table pipeline for one voice connection (Discord or rehearsal)."""
 
     def __init__(
@@ -102,9 +104,11 @@ class TableSession(Routing, DmControls):
         """Start answers on partials; a callable decides per NPC and tier."""
         self._may_speculate = speculate if callable(speculate) else None
         self.dm_speakers = set(dm_speakers)
+        self.dm_resolver: Callable[[str], bool] | None = None
         self.addressing = AddressDetector(
             campaign.npcs, continuation_window_s=config.tiers.continuation_window_s
         )
+        self.dm_commands = DmCommandParser(self.addressing.mentions)
         self.tiers = TierSelector(config.tiers)
         self.barge_in = BargeInController(
             self.mixer,

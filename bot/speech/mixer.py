@@ -35,6 +35,8 @@ class Mixer:
         self._current: SpeechHandle | None = None
         self._queue: deque[SpeechHandle] = deque()
         self._last_voice: np.ndarray | None = None
+        self._cue: np.ndarray | None = None
+        """A short sound over everything (a DM command's acknowledgement), mono int16."""
         self._listeners: list[Callable[[], None]] = []
         self.ambience = AmbiencePlayer(volume=config.ambience_volume, duck=config.ambience_duck)
         self.frames_rendered = 0
@@ -50,6 +52,11 @@ class Mixer:
                 self._queue.append(handle)
         log.debug("speak %s -> %s", npc, handle.state.value)
         return handle
+
+    def play_cue(self, samples: np.ndarray) -> None:
+        """Play a short mono 48 kHz int16 sound now, over any voice and without the floor."""
+        with self._lock:
+            self._cue = np.asarray(samples, dtype=np.int16).copy()
 
     def cancel_all(self) -> None:
         with self._lock:
@@ -115,14 +122,17 @@ class Mixer:
             voice = self._pull_voice()
             speaking = voice is not None
             self._last_voice = voice
+            cue = self._pull_cue()
         ambience = self.ambience.next_block(FRAME_SAMPLES, ducked=speaking)
-        if voice is None and ambience is None:
+        if voice is None and ambience is None and cue is None:
             return SILENCE_FRAME
         mixed = np.zeros((FRAME_SAMPLES, CHANNELS), dtype=np.int32)
         if voice is not None:
             mixed += voice[:, None]
         if ambience is not None:
             mixed += ambience
+        if cue is not None:
+            mixed += cue[:, None]
         frame = np.clip(mixed, -32768, 32767).astype("<i2").tobytes()
         assert len(frame) == FRAME_BYTES
         return frame
@@ -135,6 +145,16 @@ class Mixer:
             return None
         stereo = np.repeat(np.clip(voice, -32768, 32767).astype("<i2")[:, None], CHANNELS, axis=1)
         return stereo.tobytes()
+
+    def _pull_cue(self) -> np.ndarray | None:
+        cue = self._cue
+        if cue is None:
+            return None
+        block = np.zeros(FRAME_SAMPLES, dtype=np.int32)
+        taken = cue[:FRAME_SAMPLES]
+        block[: len(taken)] = taken
+        self._cue = cue[FRAME_SAMPLES:] if len(cue) > FRAME_SAMPLES else None
+        return block
 
     def _pull_voice(self) -> np.ndarray | None:
         holder = self._current

@@ -247,7 +247,7 @@ async def test_recap_reads_campaign_memory(harness: Harness) -> None:
 async def test_live_transcript_is_posted_to_the_channel(
     harness: Harness, table_session: Any
 ) -> None:
-    from bot.session.events import PlayerSpoke
+    from bot.session.events import DmAction, PlayerSpoke
 
     channel = harness.bot.get_channel(CHANNEL)
     runtime = TableRuntime(TableParts(table_session), channel)  # type: ignore[arg-type]
@@ -259,6 +259,13 @@ async def test_live_transcript_is_posted_to_the_channel(
             lambda c: c[1] == f"channels/{CHANNEL}/messages"
         )
         assert body["content"] == "**Aria:** Bartok, what's on tap?"
+        for listener in table_session.listeners:
+            listener(DmAction("tier", "deep for Greymantle for 300s", 0.0, "Dana: Grey, no rush"))
+        _, _, body = await harness.api.wait_for_call(
+            lambda c: c[1] == f"channels/{CHANNEL}/messages" and "by voice" in c[2]["content"]
+        )
+        heard = "(heard \u201cDana: Grey, no rush\u201d)"
+        assert body["content"] == f"*DM by voice: tier deep for Greymantle for 300s {heard}*"
     finally:
         table_session.listeners.remove(runtime._on_event)
         if runtime._poster is not None:

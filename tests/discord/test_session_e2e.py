@@ -184,6 +184,9 @@ async def test_session_start_hears_players_and_plays_the_mixer(
             local.udp.send(speaker.packet(speaker.encode(bytes(3840))))
         session = sessions[0]
         await _eventually(lambda: "Aria" in session.status()["speakers"])
+        # DM voice commands are read only from the lane of a member with the DM role.
+        assert session.dm_resolver(str(DM_USER)) and not session.dm_resolver(str(PLAYER))
+        assert not session.is_dm(next(iter(session.lanes)))
         assert vc.receiver.snapshot().dropped["dave_failed"] == 0
 
         # The receive path's counters reach the metrics registry (read at scrape time).

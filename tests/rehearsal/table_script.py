@@ -142,6 +142,8 @@ class TableDriver:
         self.queued: dict[str, list[bytes]] = {p: [] for p in players}
         self.events: list[SessionEvent] = []
         self.audible: list[str | None] = []
+        self.peaks: list[int] = []
+        """Loudest sample of each mixed frame (NPC voices, ambience and cues such as chimes)."""
         session.listeners.append(self.events.append)
 
     def say(self, player: str, text: str, seconds: float = 1.0, *, stable: bool = False) -> None:
@@ -152,7 +154,8 @@ class TableDriver:
             queue = self.queued[player]
             self.session.push_frame(number + 1, player, queue.pop(0) if queue else SILENCE_FRAME)
         holder = self.session.mixer.current
-        self.session.mixer.next_frame()
+        frame = np.frombuffer(self.session.mixer.next_frame(), dtype="<i2")
+        self.peaks.append(int(np.abs(frame.astype(np.int32)).max()))
         audible = holder is not None and holder.playback_started_at is not None
         self.audible.append(holder.npc if audible and not holder.done() else None)
         await asyncio.sleep(0.002)

@@ -1,0 +1,117 @@
+"""DM voice commands at the table: the DM's final transcript -> the same controls as ``/tier``,
+``/npc mute`` and a barge-in on every NPC, acknowledged with a chime or a one-word reply.
+
+A part of ``TableSession`` (as ``DmControls`` is). Who the DM is comes from the table: names in
+``dm_speakers`` (rehearsal, tests) or ``dm_resolver(speaker_id)`` (Discord: the DM role), never
+from what is said, so a player's identical words stay an ordinary turn.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from bot.speech import SAMPLE_RATE
+from campaigns.errors import GlyphoxaError
+from npcs.dm_voice import DmCommandParser, DmVoiceCommand
+
+if TYPE_CHECKING:
+    from bot.config import GlyphoxaConfig
+    from bot.session.npc_queue import NpcQueues
+    from bot.session.speakers import Speaker
+    from bot.session.trace import TurnTrace
+    from bot.speech import Mixer
+    from npcs.campaign import Campaign
+    from tools.tiers import Tier
+
+__all__ = ["VoiceCommands", "ack_tone"]
+
+log = logging.getLogger(__name__)
+
+
+def ack_tone(volume: float = 0.18) -> np.ndarray:
+    """A soft two-note chime (~0.2 s, mono int16 at 48 kHz): "heard you" without words."""
+    notes = []
+    for freq, seconds in ((880.0, 0.08), (1318.5, 0.12)):
+        t = np.arange(int(SAMPLE_RATE * seconds)) / SAMPLE_RATE
+        fade = np.minimum(1.0, np.minimum(t, t[-1] - t) / 0.01)  # 10 ms ramps: no clicks
+        notes.append(np.sin(2 * np.pi * freq * t) * fade)
+    return (np.concatenate(notes) * volume * 32767).astype(np.int16)
+
+
+class VoiceCommands:
+    """Applies DM voice commands; state and controls are provided by ``TableSession``."""
+
+    config: GlyphoxaConfig
+    campaign: Campaign
+    mixer: Mixer
+    turns: NpcQueues
+    dm_speakers: set[str]
+    dm_resolver: Callable[[str], bool] | None
+    """Speaker id -> is the DM (Discord: has the DM role); None: only ``dm_speakers``."""
+    dm_commands: DmCommandParser
+
+    if TYPE_CHECKING:  # provided by TableSession and DmControls
+
+        def set_tier_override(
+            self,
+            tier: Tier | str | None,
+            npc: str | None = None,
+            duration_s: float | None = None,
+            *,
+            heard: str | None = None,
+        ) -> None: ...
+        def mute(self, npc: str | None = None, *, heard: str | None = None) -> None: ...
+        def unmute(self, npc: str | None = None, *, heard: str | None = None) -> None: ...
+        def stop_speaking(self, npc: str | None = None, *, heard: str | None = None) -> None: ...
+        def _new_trace(
+            self, npc: str, speaker: str, text: str, tier: Tier, reason: str
+        ) -> TurnTrace: ...
+
+    def is_dm(self, speaker: Speaker) -> bool:
+        """Whether this voice lane is the DM's (by configured name or the table's resolver)."""
+        if speaker.name in self.dm_speakers:
+            return True
+        return self.dm_resolver is not None and self.dm_resolver(speaker.id)
+
+    def _voice_command(self, speaker: Speaker, text: str) -> DmVoiceCommand | None:
+        """Apply ``text`` if it is a DM voice command from the DM's lane; None otherwise."""
+        if not self.config.dm_voice.enabled or not self.is_dm(speaker):
+            return None
+        command = self.dm_commands.parse(text)
+        if command is None:
+            return None
+        heard = f"{speaker.name}: {command.heard}"
+        npc = command.npc
+        try:
+            if command.action == "tier":
+                minutes = self.config.dm_voice.override_minutes
+                duration = None if command.tier is None else minutes * 60.0
+                self.set_tier_override(command.tier, npc=npc, duration_s=duration, heard=heard)
+            elif command.action == "mute":
+                self.mute(npc, heard=heard)
+            elif command.action == "unmute":
+                self.unmute(npc, heard=heard)
+            else:
+                self.stop_speaking(npc, heard=heard)
+        except GlyphoxaError as error:  # e.g. the NPC was removed by a hot reload just now
+            log.warning("DM voice command %r not applied: %s", command.heard, error)
+            return None
+        log.info("DM voice command from %s: %s", speaker.name, command.describe())
+        self._acknowledge(command)
+        return command
+
+    def _acknowledge(self, command: DmVoiceCommand) -> None:
+        cfg = self.config.dm_voice
+        if cfg.ack == "none":
+            return
+        npc = self.campaign.npcs.get(command.npc) if command.npc else None
+        if cfg.ack == "word" and npc is not None and command.action != "stop":
+            trace = self._new_trace(npc.name, "DM", "", npc.budget_tier, "DM voice command")
+            trace.address_reason = "DM voice command acknowledgement"
+            self.turns.enqueue(npc.name, "DM", "", npc.budget_tier, trace, verbatim=cfg.ack_word)
+            return
+        self.mixer.play_cue(ack_tone())

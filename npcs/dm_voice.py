@@ -1,0 +1,157 @@
+"""DM voice commands: what the DM says out loud to steer the table, read from a final transcript.
+
+Only the DM's own voice lane is parsed (the session decides who the DM is); a player saying the
+same words is an ordinary turn. A command is the whole utterance: a target (an NPC's name as STT
+writes it, or "everyone") and one short instruction, in either order, with fillers around it::
+
+    Greymantle, take your time.        -> tier DEEP for Greymantle (for a few minutes)
+    Bartok, quick answers please       -> tier FAST for Bartok
+    Everyone, take your time           -> tier DEEP for all NPCs
+    everyone back to normal            -> clear the tier overrides (auto)
+    Bartok, be quiet / you may speak   -> mute / unmute
+    Everyone, stop!                    -> cut every NPC now (barge-in) and drop queued answers
+
+Anything longer ("Greymantle, take your time and tell me about the war") is not a command, so
+a DM who talks in character or to the players is never mistaken for steering.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from npcs.addressing import NameMention
+from npcs.name_index import ARTICLES, WORD
+from tools.tiers import Tier
+
+__all__ = ["DmCommandParser", "DmVoiceCommand"]
+
+Action = Literal["tier", "mute", "unmute", "stop"]
+
+_ANY_TIME = r"(?:your|all the|as much|the|some|more|plenty of)"
+#: instruction -> (action, tier for ``tier`` actions; None there means auto).
+_INSTRUCTIONS: tuple[tuple[Action, Tier | None, str], ...] = (
+    (
+        "tier",
+        Tier.DEEP,
+        rf"take {_ANY_TIME} time(?: you need| you like| you want)?|(?:there'?s )?no (?:rush|hurry)"
+        r"|think (?:carefully|hard|it through|it over)|slow (?:down|it down)|go deep"
+        r"|deep (?:mode|tier|answers|thinking)|take it slow",
+    ),
+    (
+        "tier",
+        Tier.FAST,
+        r"(?:(?:give me|give us|keep (?:it|them|your answers)) )?(?:quick|short|fast|brief|snappy)"
+        r"(?: (?:answers?|replies|responses|mode|tier|ones))?|be (?:quick|brief)|speed (?:it )?up"
+        r"|hurry (?:it )?up|quick answers only",
+    ),
+    (
+        "tier",
+        Tier.STANDARD,
+        r"standard (?:answers|mode|tier)",
+    ),
+    (
+        "tier",
+        None,
+        r"(?:go |get |come )?back to normal|(?:carry on |go on )?as (?:normal|usual)|as you were"
+        r"|normal (?:answers|mode|speed)|(?:back to )?auto(?: tier| mode)?|reset(?: tiers?)?",
+    ),
+    (
+        "mute",
+        None,
+        r"(?:be |stay |keep |please be )?(?:quiet|silent)|hush|shush|silence|shut up|zip it|mute"
+        r"|not (?:a|another) word|hold your tongues?|no more talking",
+    ),
+    (
+        "unmute",
+        None,
+        r"you (?:may|can|are free to|'re free to) (?:speak|talk|go on)(?: again| freely)?"
+        r"|speak freely|unmute|(?:you may )?speak again|talk again",
+    ),
+    (
+        "stop",
+        None,
+        r"stop(?: talking| speaking| it| there| that)?|hold (?:on|it)|enough|that'?s enough"
+        r"|cut it out|wait",
+    ),
+)
+_FILLER = r"(?:(?:ok(?:ay)?|alright|all right|right|hey|um+|uh+|so|now|and|well|please)[\s,.!]+)*"
+_TRAILER = (
+    r"(?:[\s,.!]+(?:please|now|for now|for (?:a|the) (?:bit|while|moment|minute|few minutes|"
+    r"next few minutes)|thanks|thank you|ok(?:ay)?|guys|folks|all of you|you lot))*"
+)
+_SEP = r"[\s,.!?;:]+"
+_BODY = "|".join(f"(?P<i{n}>{pattern})" for n, (_, _, pattern) in enumerate(_INSTRUCTIONS))
+# Target first ("Greymantle, take your time"), or the instruction first ("quiet, Bartok").
+_TARGET_FIRST = re.compile(rf"^\W*{_FILLER}(?P<target>.+?){_SEP}(?:{_BODY}){_TRAILER}\W*$")
+_BODY_FIRST = re.compile(rf"^\W*{_FILLER}(?:{_BODY}){_TRAILER}{_SEP}(?P<target>.+?)\W*$")
+_EVERYONE = re.compile(
+    r"(?:every ?one|every ?body|all of you|you all|y'?all|all npcs|all|folks|guys|people"
+    r"|every npc|all the npcs|everyone here)"
+)
+_TARGET_FILLERS = frozenset("ok okay alright right hey um uh so now and well please oh".split())
+
+
+@dataclass(frozen=True, slots=True)
+class DmVoiceCommand:
+    """One command heard from the DM. ``npc`` None means every NPC."""
+
+    action: Action
+    npc: str | None
+    tier: Tier | None = None
+    """For ``tier``: the override (None: back to auto)."""
+    heard: str = ""
+    """The DM's words as transcribed."""
+
+    def describe(self) -> str:
+        who = self.npc or "all NPCs"
+        if self.action == "tier":
+            return f"tier {self.tier.label if self.tier else 'auto'} for {who}"
+        return f"{self.action} {who}"
+
+
+class DmCommandParser:
+    """Reads DM voice commands; ``mentions`` finds NPC names (``AddressDetector.mentions``)."""
+
+    def __init__(self, mentions: Callable[[str], Sequence[NameMention]]) -> None:
+        self._mentions = mentions
+
+    def parse(self, text: str) -> DmVoiceCommand | None:
+        """The command ``text`` is, or None when it is anything else (an ordinary line)."""
+        lowered = " ".join(text.lower().replace("’", "'").split())
+        if not lowered or len(lowered) > 80:
+            return None  # commands are short; skip the regexes for long lines
+        for pattern in (_TARGET_FIRST, _BODY_FIRST):
+            match = pattern.match(lowered)
+            if match is None:
+                continue
+            action, tier = next(
+                _INSTRUCTIONS[n][:2] for n in range(len(_INSTRUCTIONS)) if match.group(f"i{n}")
+            )
+            found, npc = self._target(match.group("target"))
+            if found:
+                return DmVoiceCommand(action, npc, tier, text.strip())
+        return None
+
+    def _target(self, words_text: str) -> tuple[bool, str | None]:
+        """(is a target, NPC name or None for everyone)."""
+        words = WORD.findall(words_text.replace("'", ""))
+        while words and words[0] in _TARGET_FILLERS:
+            words = words[1:]
+        if not words:
+            return False, None
+        if _EVERYONE.fullmatch(" ".join(words)):
+            return True, None
+        said = [w for w in words if w not in ARTICLES] or words
+        # As spoken, then run together: "Grey Mantel" must name Greymantle as a whole, not
+        # match the alias "Grey" and leave a word over.
+        for candidate in (" ".join(words), "".join(said)):
+            mentions = self._mentions(candidate)
+            if len(mentions) != 1:
+                continue
+            named = [w for w in WORD.findall(mentions[0].matched) if w not in ARTICLES]
+            if named in (said, ["".join(said)]):
+                return True, mentions[0].npc
+        return False, None

@@ -1,0 +1,72 @@
+"""DM voice commands read from final transcripts, as Whisper writes them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from npcs.addressing import AddressDetector
+from npcs.campaign import load_campaign
+from npcs.dm_voice import DmCommandParser
+from tools.tiers import Tier
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "campaigns" / "example"
+PARSER = DmCommandParser(AddressDetector(load_campaign(EXAMPLE).npcs).mentions)
+
+
+@pytest.mark.parametrize(
+    ("text", "action", "npc", "tier"),
+    [
+        ("Greymantle, take your time.", "tier", "Greymantle", Tier.DEEP),
+        ("Grey Mantel, take your time", "tier", "Greymantle", Tier.DEEP),
+        ("gray mantle take all the time you need", "tier", "Greymantle", Tier.DEEP),
+        ("Okay, Greymantle, no rush.", "tier", "Greymantle", Tier.DEEP),
+        ("Bartok, quick answers please.", "tier", "Bartok", Tier.FAST),
+        ("Bartock, keep it short.", "tier", "Bartok", Tier.FAST),
+        ("Captain Vesa, quick answers", "tier", "Captain Vessa", Tier.FAST),
+        ("Greymantle, back to normal.", "tier", "Greymantle", None),
+        ("Everyone, take your time.", "tier", None, Tier.DEEP),
+        ("Every one, quick answers.", "tier", None, Tier.FAST),
+        ("everybody back to normal", "tier", None, None),
+        ("All right everyone, as you were.", "tier", None, None),
+        ("Bartok, be quiet.", "mute", "Bartok", None),
+        ("Quiet, Bartok!", "mute", "Bartok", None),
+        ("the barkeep, hush", "mute", "Bartok", None),
+        ("Bart, you may speak.", "unmute", "Bartok", None),
+        ("Bartok you can talk again", "unmute", "Bartok", None),
+        ("Everyone, you may speak now.", "unmute", None, None),
+        ("Everyone stop!", "stop", None, None),
+        ("Everyone. Stop.", "stop", None, None),
+        ("everybody stop talking", "stop", None, None),
+        ("Hey Whisper, that's enough.", "stop", "Whisper", None),
+    ],
+)
+def test_commands(text: str, action: str, npc: str | None, tier: Tier | None) -> None:
+    command = PARSER.parse(text)
+    assert command is not None
+    assert (command.action, command.npc, command.tier, command.heard) == (action, npc, tier, text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Greymantle, take your time and tell me about the war.",  # a question, not a command
+        "take your time",  # no one named
+        "Stop.",
+        "As Bartok, be quiet.",  # puppeting
+        "Bartok says be quiet.",
+        "Bartok and Greymantle, be quiet.",
+        "My friend, be quiet.",  # not an NPC
+        "Grey mantle and the others, stop",
+        "Greymantle, what happened at the old mill?",
+        "",
+    ],
+)
+def test_anything_else_is_not_a_command(text: str) -> None:
+    assert PARSER.parse(text) is None
+
+
+def test_describe() -> None:
+    assert PARSER.parse("Grey, take your time").describe() == "tier deep for Greymantle"  # type: ignore[union-attr]
+    assert PARSER.parse("everyone stop").describe() == "stop all NPCs"  # type: ignore[union-attr]
