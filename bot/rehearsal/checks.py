@@ -1,6 +1,7 @@
 """What a rehearsal must show before it may say PASS.
 
-Not only that the right NPC was addressed: every NPC turn answered with audio (a failed turn
+Not only that the right NPC was addressed (and, where a line says so, with the expected tier,
+or taken as the expected DM voice command): every NPC turn answered with audio (a failed turn
 that covered itself with a filler line still failed), each line's expected NPC answered it,
 the tools a line names ran, every line and DM command was played, and nothing was left
 queued when the scene ended. Pure functions of the run's records, so they are tested without
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.rehearsal.schedule import ScenePlan
+from bot.rehearsal.steering import tier_checks
 from bot.speech import FRAME_MS
 
 __all__ = ["Check", "scene_checks", "verdict"]
@@ -43,16 +45,21 @@ def scene_checks(
     by_turn = {turn["turn"]: turn for turn in turns}
     for index, start in sorted(plan.started.items(), key=lambda pair: pair[1]):
         line = plan.lines[index].line
-        if not line.expect_npc:
+        if not (line.expect_npc or line.expect_tier or line.expect_command):
             continue
         at = start * _TICK_S
-        where = f"{at:.1f}s {line.speaker} -> {line.expect_npc}"
         match = next(
             (r for r in routed if r["speaker"] == line.speaker and (r["t"] or 0) >= at), None
         )
+        heard = f" (heard \u201c{match['text']}\u201d)" if match else " (nothing heard)"
+        for kind, want, got, ok in tier_checks(line, match):
+            checks.append(Check(ok, f"{at:.1f}s {line.speaker} -> expected {kind} {want}, "
+                                    f"got {got}{heard}"))  # fmt: skip
+        if not line.expect_npc:
+            continue
+        where = f"{at:.1f}s {line.speaker} -> {line.expect_npc}"
         ok = match is not None and line.expect_npc in match["npcs"]
         got = ", ".join(match["npcs"]) if match and match["npcs"] else "nobody"
-        heard = f" (heard \u201c{match['text']}\u201d)" if match else " (nothing heard)"
         checks.append(Check(ok, f"{at:.1f}s {line.speaker} -> expected {line.expect_npc}, "
                                 f"got {got}{heard}"))  # fmt: skip
         answer = next(

@@ -108,6 +108,12 @@ def _fmt(stats: dict[str, float] | None) -> str:
     return f"p50 {stats['p50']:.0f} ms, p95 {stats['p95']:.0f} ms (n={stats['n']:.0f})"
 
 
+def _why(turn: dict[str, Any]) -> str:
+    """The tier decision's reason, e.g. " (DEEP phrase 'take your time')"."""
+    reason = turn.get("tier_reason")
+    return f" ({reason})" if reason else ""
+
+
 def write_report(
     path: Path,
     *,
@@ -158,7 +164,8 @@ def write_report(
         flag += f' (said "{turn["fallback"]}" instead)' if turn.get("fallback") else ""
         heard = f"{turn['speaker']}: \u201c{turn['heard']}\u201d -> " if turn["heard"] else ""
         lines.append(
-            f"- #{turn['turn']} {heard}**{turn['npc']}** [{turn['tier']}; {latency}; {tools}]"
+            f"- #{turn['turn']} {heard}**{turn['npc']}** [{turn['tier']}{_why(turn)}; {latency}; "
+            f"{tools}]"
             f"{flag}: {' '.join((turn['spoken'] or turn['reply'] or '(silent)').split())}"
         )
     if checks:

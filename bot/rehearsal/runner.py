@@ -26,6 +26,7 @@ from bot.rehearsal.players import synthesize_lines
 from bot.rehearsal.report import write_chart, write_latency_json, write_report
 from bot.rehearsal.scene import DmCommand, Scene
 from bot.rehearsal.schedule import ScenePlan
+from bot.rehearsal.steering import dm_notes
 from bot.session.build import open_table
 from bot.session.events import (
     BargedIn,
@@ -149,6 +150,7 @@ async def rehearse(
         metrics=metrics or Metrics(),
         title=scene.title,
         progress=say,
+        dm_speakers=[scene.dm_speaker] if scene.dm_speaker else (),
     ) as session:
         session.listeners.append(lambda event: events.append((time.monotonic(), event)))
         if session.warm_up is not None:  # a table would still be greeting; latency is measured
@@ -308,6 +310,7 @@ def _write_outputs(
         checks=[str(check) for check in checks],
         verdict=head,
         alerts=[r["message"] for r in records if r["type"] == "alert"],
+        notes=dm_notes(records),
     )
     return RehearsalResult(
         out_dir=out_dir,
@@ -357,6 +360,7 @@ def _transcript(
                 {"t": rel(trace.playback_start or at), "type": "npc", "npc": trace.npc,
                  "speaker": trace.speaker, "text": trace.spoken, "reply": trace.reply,
                  "interrupted": trace.interrupted, "tier": trace.tier,
+                 "tier_reason": trace.tier_reason,
                  "tools": [t.name for t in trace.tools], "turn": trace.turn_id,
                  "error": trace.error, "fallback": trace.fallback}
             )  # fmt: skip
@@ -367,8 +371,9 @@ def _transcript(
             )  # fmt: skip
         elif isinstance(event, DmAction):
             records.append(
-                {"t": rel(at), "type": "dm", "action": event.action, "detail": event.detail}
-            )
+                {"t": rel(at), "type": "dm", "action": event.action, "detail": event.detail,
+                 "heard": event.heard}
+            )  # fmt: skip
         elif isinstance(event, TableAlert):
             records.append({"t": rel(at), "type": "alert", "npc": event.npc,
                             "message": event.message})  # fmt: skip

@@ -8,11 +8,15 @@ Example::
 
     title: Evening at the Rusty Flagon
     campaign: .            # campaign folder, relative to this file (default: the config's)
+    dm_speaker: Dana       # Dana's lines come from the DM's voice lane (DM voice commands)
     players:
       Aria: {provider: piper, speed: 1.05}
       Bram: {provider: espeak, voice: en-us+m3}
     lines:
       - {at: 0.5, speaker: Aria, text: "Bartok, what's on tap tonight?"}
+      - {at: 5, speaker: Dana, text: "Greymantle, take your time.",
+         expect_command: tier deep for Greymantle}
+      - {at: 7, speaker: Aria, text: "Greymantle, hello!", expect_tier: deep}
       - {at: 9, speaker: Bram, wav: recordings/bram.wav}
     dm:
       - {at: 15, tier: deep, npc: Greymantle, duration_s: 60}
@@ -53,6 +57,11 @@ class PlayerLine(_Strict):
     """Optional: tools the answer must run successfully (checked; needs ``expect_npc``)."""
     interrupt: bool = False
     """Talk over an NPC: start at ``at`` or later, once an NPC is audible (barge-in)."""
+    expect_tier: Literal["fast", "standard", "deep"] | None = None
+    """Optional: the effective tier of the turn that answers this line (checked)."""
+    expect_command: str | None = None
+    """Optional, for the DM speaker's lines: the DM voice command it must be taken for, e.g.
+    ``tier deep for Greymantle``, ``mute Bartok``, ``stop all NPCs`` (checked)."""
 
     @model_validator(mode="after")
     def _text_or_wav(self) -> PlayerLine:
@@ -117,6 +126,10 @@ class Scene(_Strict):
     title: str = "Rehearsal"
     campaign: str | None = None
     """Campaign folder relative to the scene file; empty: the configured campaign."""
+    dm_speaker: str | None = Field(default=None, min_length=1, max_length=64)
+    """The speaker who is the DM: their lines come from the DM's voice lane, so spoken commands
+    ("Greymantle, take your time", "everyone stop") steer the table; anyone else saying the
+    same words is an ordinary player turn."""
     players: dict[str, VoiceSettings] = Field(default_factory=dict)
     """Voice per player; players not listed get distinct voices automatically."""
     lines: list[PlayerLine] = Field(min_length=1)
@@ -133,6 +146,12 @@ class Scene(_Strict):
     def _sorted(self) -> Scene:
         self.lines.sort(key=lambda line: line.at)
         self.dm.sort(key=lambda cmd: cmd.at)
+        for line in self.lines:
+            if line.expect_command and line.speaker != self.dm_speaker:
+                raise ValueError(
+                    f"line at {line.at:g}s: expect_command needs the speaker to be the "
+                    f"scene's dm_speaker ({self.dm_speaker or 'none set'}), not {line.speaker}"
+                )
         return self
 
     def speakers(self) -> list[str]:

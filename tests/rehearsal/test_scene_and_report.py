@@ -12,7 +12,8 @@ import pytest
 from bot.config import MetricsConfig
 from bot.metrics import Metrics, start_metrics_server
 from bot.rehearsal.report import latency_summary, write_chart, write_latency_json, write_report
-from bot.rehearsal.scene import load_scene, player_voice
+from bot.rehearsal.scene import PlayerLine, load_scene, player_voice
+from bot.rehearsal.steering import dm_notes, tier_checks
 from bot.session.trace import ToolUse, TurnTrace
 from bot.voice.receiver import DropReason, ReceiveCounters
 from campaigns.errors import GlyphoxaError
@@ -63,6 +64,11 @@ dm:
         ("lines:\n  - {at: 1, speaker: A, text: hi}\ndm:\n  - {at: 2, tier: slow}", "dm.0.tier"),
         ("lines:\n  - {at: 1, speaker: A, text: hi\n", "invalid YAML"),
         ("lines:\n  - {at: 1, speaker: A, txt: hi}", "txt"),
+        (
+            "dm_speaker: D\nlines:\n  - {at: 1, speaker: A, text: hi, expect_command: mute all}",
+            "expect_command needs the speaker to be the scene's dm_speaker (D), not A",
+        ),
+        ("lines:\n  - {at: 1, speaker: A, text: hi, expect_tier: slow}", "expect_tier"),
     ],
 )
 def test_bad_scene_gives_one_clear_error(tmp_path: Path, body: str, message: str) -> None:
@@ -235,3 +241,32 @@ async def test_players_without_espeak_fall_back_to_piper(tmp_path: Path) -> None
     (line,) = await synthesize_lines(scene, router, notes.append)
     assert line.frames > 20 and 0.3 < line.voiced_end_s < line.frames * 0.02
     assert any("using Piper" in note for note in notes)
+
+
+def test_tier_checks_and_dm_notes() -> None:
+    line = PlayerLine(at=1, speaker="Arin", text="Grey, hi", expect_tier="deep")
+    routed = {"tier": "deep", "tier_reason": "DM override deep for Greymantle, 290s left"}
+    assert tier_checks(line, routed) == [
+        ("tier", "deep", "deep (DM override deep for Greymantle, 290s left)", True)
+    ]
+    assert tier_checks(line, {"tier": None, "tier_reason": None}) == [
+        ("tier", "deep", "no turn", False)
+    ]
+    command = PlayerLine(at=2, speaker="Dana", text="x", expect_command="mute Bartok")
+    assert tier_checks(command, {"reason": "DM voice command: mute Bartok"})[0][3]
+    assert tier_checks(command, {"reason": "named Bartok"})[0][2:] == ("no command", False)
+    records = [
+        {
+            "t": 3.0,
+            "type": "dm",
+            "action": "mute",
+            "detail": "Bartok",
+            "heard": "Dana: Bartok, hush",
+        },
+        {"t": 4.0, "type": "dm", "action": "say", "detail": "Bartok: Hi", "heard": None},
+        {"t": 5.0, "type": "routed"},
+    ]
+    assert dm_notes(records) == [
+        "DM 3.0s: mute Bartok (by voice, heard \u201cDana: Bartok, hush\u201d)",
+        "DM 4.0s: say Bartok: Hi (scripted)",
+    ]

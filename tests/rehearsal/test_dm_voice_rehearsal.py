@@ -1,0 +1,112 @@
+"""A DM voice command end to end: ``glyphoxa rehearse campaigns/example/dm_voice.yaml``, the DM
+and a player synthesized by Piper, heard by real Whisper, through the real table (VAD, address
+detection, tier selector, tools, memory) with a scripted OpenAI-compatible LLM server.
+
+The override takes effect for the next turn, and the player's identical words do not override."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from bot.cli import main
+from bot.rehearsal.instant_llm import InstantLlm
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "campaigns" / "example"
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def llm() -> Iterator[InstantLlm]:
+    """The scripted server on its own loop thread (the CLI runs its own asyncio.run)."""
+    loop = asyncio.new_event_loop()
+    server = InstantLlm()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    asyncio.run_coroutine_threadsafe(server.__aenter__(), loop).result(10)
+    try:
+        yield server
+    finally:
+        asyncio.run_coroutine_threadsafe(server.__aexit__(), loop).result(10)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(5)
+        loop.close()
+
+
+def _greymantle_tools(llm: InstantLlm) -> list[set[str]]:
+    """The tools offered in each first request of a Greymantle turn (one per answer)."""
+    firsts = [
+        r
+        for r in llm.requests
+        if r.get("stream")
+        and "You are Greymantle" in r["messages"][0]["content"]
+        and not any(m["role"] in ("assistant", "tool") for m in r["messages"][1:])
+    ]
+    return [{t["function"]["name"] for t in r.get("tools", [])} for r in firsts]
+
+
+def test_dm_voice_command_in_a_rehearsal_scene(tmp_path: Path, llm: InstantLlm) -> None:
+    config = tmp_path / "glyphoxa.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "providers": {
+                    "llm": {
+                        "name": "openai",
+                        "base_url": llm.base_url,
+                        "model": "scripted",
+                        "api_key": "scripted",
+                        # one request per turn: no speculative or prefill requests to tell apart
+                        "options": {"speculate": False},
+                    }
+                },
+                "campaign": {"path": str(EXAMPLE), "hot_reload": False},
+                "tools": {
+                    "sandbox_dir": str(tmp_path / "files"),
+                    "calibration_path": str(tmp_path / "calibration.json"),
+                },
+            }
+        )
+    )
+    out = tmp_path / "out"
+    scene = EXAMPLE / "dm_voice.yaml"
+    code = main(["--config", str(config), "rehearse", str(scene), "--out", str(out),
+                 "--playout-speed", "8"])  # fmt: skip
+    report = (out / "report.md").read_text()
+    assert code == 0, report  # every expect_npc / expect_tier / expect_command check passed
+    records = [json.loads(line) for line in (out / "transcript.jsonl").read_text().splitlines()]
+    routed = [r for r in records if r["type"] == "routed"]
+    # Dana's lines were commands, answered by nobody; Arin's identical words were a turn.
+    dana = [r for r in routed if r["speaker"] == "Dana"]
+    assert [r["reason"] for r in dana] == [
+        "DM voice command: tier deep for Greymantle",
+        "DM voice command: tier auto for all NPCs",
+    ]
+    assert all(r["npcs"] == [] for r in dana)
+    arin = [r for r in routed if r["speaker"] == "Arin"]
+    assert [r["tier"] for r in arin] == ["standard", "deep", "fast", "deep", "fast"]
+    assert arin[1]["tier_reason"] == "DEEP phrase 'take your time'"
+    assert arin[3]["tier_reason"].startswith("DM override deep for Greymantle")
+    dm = [r for r in records if r["type"] == "dm"]
+    assert [(r["action"], r["detail"]) for r in dm] == [
+        ("tier", "deep for Greymantle for 300s"),
+        ("tier", "auto for all NPCs"),
+    ]
+    assert all(r["heard"].startswith("Dana: ") for r in dm)
+    # The engine saw it: DEEP tools (web search) only in the override turn and the player's
+    # own DEEP phrase turn, FAST tools after the DM's "back to normal".
+    tools = _greymantle_tools(llm)
+    assert len(tools) == 5
+    assert ["web_search" in offered for offered in tools] == [False, True, False, True, False]
+    # The report shows the decision and its reason per turn, the checks and the DM's actions.
+    assert "[deep (DM override deep for Greymantle" in report
+    assert "PASS" in report and "FAIL" not in report
+    assert "expected DM command tier deep for Greymantle, got tier deep for Greymantle" in report
+    assert "DM " in report and "by voice, heard \u201cDana: " in report
