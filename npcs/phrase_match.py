@@ -6,7 +6,7 @@ four or more letters also matches its inflections ("remember" -> "remembered", "
 ``word!`` is literal. Matching is case-insensitive and whole-word; a curly apostrophe matches a
 straight one.
 
-A match is *negated* when one of the few words before it in the same clause says so ("don't
+A match is *negated* when one of the four words before it in the same clause says so ("don't
 think too hard", "no need to take your time", "you don't have to explain everything"): the
 player asks for the opposite. "Why don't you ..." is a suggestion, not a negation. Phrases that
 carry their own negation ("don't rush", "no hurry") are written as phrases and are not undone.
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from campaigns.errors import GlyphoxaError
 
-__all__ = ["PhraseHit", "PhraseMatcher", "compile_phrases", "negated_by"]
+__all__ = ["PhraseHit", "PhraseMatcher", "TierPhrases", "compile_phrases", "negated_by"]
 
 _SUFFIXES = "(?:e|es|ed|d|s|ing|ings|ment|ments)?"
 _PHRASE_TOKEN = re.compile(r"\S+")
@@ -28,16 +28,16 @@ _NO_INFLECTION = frozenset(
     "what when where which with about after before does have tell told this that there "
     "your from into them they their then than".split()
 )
-
-#: Words that undo a phrase when they come shortly before it in the same clause.
-_NEGATION = re.compile(
-    r"\b(?:don['’]?t|do not|doesn['’]?t|does not|didn['’]?t|not|never|no|needn['’]?t|without"
-    r"|skip|forget|stop|never mind)\b",
-    re.IGNORECASE,
+#: Words that undo a phrase when they come shortly before it in the same clause (phrase syntax;
+#: compiled like the lists, since it runs on every match of every partial).
+_NEGATIONS = (
+    "don't|dont|doesn't|doesnt|didn't|didnt|not|no|never|needn't|neednt|without|skip|forget|stop!",
+    "do|does not!",
 )
-_SUGGESTION = re.compile(r"\bwhy (?:don['’]?t|do not|not)\b", re.IGNORECASE)
+_SUGGESTION = re.compile(r"\bwhy (?:don['’]?t|do not|not)\b")
 _CLAUSE_END = re.compile(r"[.,;:!?]")
-_NEGATION_WORDS = 4  # how far back a negation reaches, in words
+_NEGATION_REACH = 4  # how far back a negation reaches, in words
+_NEGATION_CHARS = 60
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,19 +49,25 @@ class PhraseHit:
     end: int
 
 
-def negated_by(text: str, start: int) -> str | None:
-    """The negation in the last few words before ``start`` (same clause), if any."""
-    before = text[max(0, start - 60) : start]
-    if _NEGATION.search(before) is None:
+def negation_at(lowered: str, start: int) -> str | None:
+    """The negation among the few words before ``start`` in the same clause of ``lowered``."""
+    low = max(0, start - _NEGATION_CHARS)
+    if _NEGATION.search(lowered, low, start) is None:
         return None  # the common case, decided by one scan
+    before = lowered[low:start]
     ends = [m.end() for m in _CLAUSE_END.finditer(before)]
     if ends:
         before = before[ends[-1] :]
-    window = " ".join(before.split()[-_NEGATION_WORDS:])
+    window = " ".join(before.split()[-_NEGATION_REACH:])
     if not window or _SUGGESTION.search(window):
         return None
-    found = _NEGATION.findall(window)
+    found = [m.group(0) for m in _NEGATION.finditer(window)]
     return found[-1] if found else None
+
+
+def negated_by(text: str, start: int) -> str | None:
+    """``negation_at`` for text as spoken (any case)."""
+    return negation_at(text.lower(), start)
 
 
 class PhraseMatcher:
@@ -71,38 +77,67 @@ class PhraseMatcher:
         self.phrases = tuple(p for p in phrases if p.strip())
         self.pattern = compile_phrases(self.phrases)
 
-    def find(self, text: str, lowered: str | None = None) -> PhraseHit | None:
-        """The first match that is not negated (runs on every STT partial: keep it lean).
-
-        ``lowered`` is ``text.lower()`` when the caller already has it.
-        """
-        if lowered is None:
-            lowered = text.lower()
-        match = self.pattern.search(lowered)
-        while match is not None:
-            start = match.start()
-            if negated_by(text, start) is None:
-                return PhraseHit(_original(text, lowered, match), start, match.end())
-            match = self.pattern.search(lowered, match.end())
+    def find(self, text: str) -> PhraseHit | None:
+        """The first match that is not negated."""
+        lowered = text.lower()
+        for match in self.pattern.finditer(lowered):
+            if negation_at(lowered, match.start()) is None:
+                return _hit(text, lowered, match)
         return None
 
     def all_hits(self, text: str) -> list[tuple[PhraseHit, str | None]]:
         """Every match with the negation that undoes it (None: it counts). For ``--explain``."""
         lowered = text.lower()
-        hits = []
-        for m in self.pattern.finditer(lowered):
-            hit = PhraseHit(_original(text, lowered, m), m.start(), m.end())
-            hits.append((hit, negated_by(text, m.start())))
-        return hits
+        return [
+            (_hit(text, lowered, m), negation_at(lowered, m.start()))
+            for m in self.pattern.finditer(lowered)
+        ]
 
     def sources(self, matched: str) -> list[str]:
         """The list entries that match exactly ``matched`` (which phrase decided)."""
         return [p for p in self.phrases if compile_phrases([p]).fullmatch(matched.lower())]
 
 
-def _original(text: str, lowered: str, match: re.Match[str]) -> str:
+class TierPhrases:
+    """The DEEP and STANDARD lists scanned together: one pass over a partial finds the first
+    DEEP phrase that counts, else the first STANDARD one (runs on every STT partial)."""
+
+    def __init__(self, deep: Iterable[str], standard: Iterable[str]) -> None:
+        self.deep = PhraseMatcher(deep)
+        self.standard = PhraseMatcher(standard)
+        self._any = compile_phrases([*self.deep.phrases, *self.standard.phrases])
+
+    def find(self, text: str) -> tuple[PhraseHit | None, PhraseHit | None]:
+        """(first DEEP hit that counts, or None; first STANDARD hit that counts, or None).
+
+        The STANDARD hit is only reported when no DEEP phrase counts.
+        """
+        lowered = text.lower()
+        deep_at = self.deep.pattern.match
+        standard_at = self.standard.pattern.match
+        standard = None
+        match = self._any.search(lowered)
+        while match is not None:
+            start = match.start()
+            negated = None
+            found = deep_at(lowered, start)
+            if found is not None:
+                negated = negation_at(lowered, start)
+                if negated is None:
+                    return _hit(text, lowered, found), None
+            if standard is None and negated is None:
+                found = standard_at(lowered, start)
+                if found is not None and negation_at(lowered, start) is None:
+                    standard = _hit(text, lowered, found)
+            match = self._any.search(lowered, match.end())
+        return None, standard
+
+
+def _hit(text: str, lowered: str, match: re.Match[str]) -> PhraseHit:
     """The matched words as spoken (lowering kept every position unless non-ASCII changed)."""
-    return text[match.start() : match.end()] if len(text) == len(lowered) else match.group(0)
+    start, end = match.span()
+    words = text[start:end] if len(text) == len(lowered) else match.group(0)
+    return PhraseHit(words, start, end)
 
 
 def _inflectable(option: str, literal: bool) -> bool:
@@ -187,3 +222,6 @@ def compile_phrases(phrases: Iterable[str]) -> re.Pattern[str]:
     if not entries:
         return re.compile(r"(?!x)x")
     return re.compile(_trie_pattern(entries, top=True) + r"\b")
+
+
+_NEGATION = compile_phrases(_NEGATIONS)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from campaigns.errors import GlyphoxaError
-from npcs.phrase_match import PhraseMatcher, compile_phrases
+from npcs.phrase_match import PhraseMatcher, TierPhrases, compile_phrases
 from npcs.schema import NpcDefinition
 from npcs.tier_phrases import DEFAULT_DEEP_PHRASES, DEFAULT_STANDARD_PHRASES
 from tools.tiers import Tier
@@ -107,8 +107,7 @@ class TierSelector:
         self.queue_threshold = int(getattr(cfg, "queue_threshold", 3))
         self.conversation_gap_s = float(getattr(cfg, "continuation_window_s", 30.0))
         self.default_tier = Tier.parse(getattr(cfg, "default_tier", "fast"))
-        self._deep = PhraseMatcher(deep)
-        self._standard = PhraseMatcher(standard)
+        self._phrases = TierPhrases(deep, standard)
         self._overrides: dict[str | None, _Override] = {}
         self._last_deep_at: float | None = None
         self._last_turn_at: dict[str, float] = {}
@@ -186,8 +185,7 @@ class TierSelector:
     def _select(
         self, text: str, npc: str | None, queue_depth: int, now: float, first_turn: bool | None
     ) -> tuple[Tier, str, str, str | None]:
-        lowered = text.lower()
-        hit = self._deep.find(text, lowered)
+        hit, standard = self._phrases.find(text)
         if hit is not None:
             phrase = hit.text.lower()
             last = self._last_deep_at
@@ -197,9 +195,8 @@ class TierSelector:
             return Tier.DEEP, f"DEEP phrase '{phrase}'", "deep_phrase", phrase
         if queue_depth >= self.queue_threshold:
             return Tier.FAST, f"queue depth {queue_depth}", "queue_depth", None
-        hit = self._standard.find(text, lowered)
-        if hit is not None:
-            phrase = hit.text.lower()
+        if standard is not None:
+            phrase = standard.text.lower()
             return Tier.STANDARD, f"STANDARD phrase '{phrase}'", "standard_phrase", phrase
         if first_turn is None:
             first_turn = self._first_turn(npc, now)
@@ -244,10 +241,10 @@ class TierSelector:
         recent = last is not None and now - last < self.deep_interval_s
         judged = {
             "dm_override": override[1] if override else "none",
-            "deep_phrase": self._hits(self._deep, text)
+            "deep_phrase": self._hits(self._phrases.deep, text)
             + (f"; a DEEP {now - (last or 0):.0f}s ago demotes it to STANDARD" if recent else ""),
             "queue_depth": f"{queue_depth} waiting (FAST from {self.queue_threshold})",
-            "standard_phrase": self._hits(self._standard, text),
+            "standard_phrase": self._hits(self._phrases.standard, text),
             "first_turn": "yes" if first_turn else "no (a conversation is going on)",
             "default": self.default_tier.label,
         }

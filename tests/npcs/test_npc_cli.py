@@ -65,7 +65,7 @@ def test_tier_explain_shows_the_deciding_rule_and_phrase(
     assert main(["--config", str(config_file), "tier", text, "--explain", "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert (result["selected"], result["rule"]) == ("standard", "standard_phrase")
-    assert "negated by 'Don't'" in result["explain"][1]
+    assert "negated by 'don't'" in result["explain"][1]
     assert result["explain"][3].endswith("<- decided")
 
 

@@ -37,6 +37,8 @@ def warmed(selector: TierSelector, npc: NpcDefinition, now: float = 0.0) -> Tier
         ("Draw me a sketch of the docks", Tier.DEEP, "draw me a sketch"),
         ("Can you generate an image of our ship?", Tier.DEEP, "generate an image"),
         ("Don’t rush, think it over.", Tier.DEEP, "don’t rush"),
+        ("Do you remember the war? Think carefully.", Tier.DEEP, "think carefully"),  # later
+        ("Who was the king, in detail", Tier.DEEP, "in detail"),
         # STANDARD: the past, rules and lore
         ("Do you remember the blacksmith?", Tier.STANDARD, "remember"),
         ("You remembered my name!", Tier.STANDARD, "remembered"),
@@ -189,7 +191,7 @@ def test_explain_names_the_rule_and_the_list_entry() -> None:
     )
     assert (decision.tier, decision.rule) == (Tier.STANDARD, "standard_phrase")
     assert lines[0] == "1. DM override: none"
-    assert "'think too hard'" in lines[1] and "negated by 'Don't'" in lines[1]
+    assert "'think too hard'" in lines[1] and "negated by 'don't'" in lines[1]
     assert "'think * carefully|hard|harder|deeply|properly|thoroughly'" in lines[1]
     assert lines[3].startswith("4. STANDARD phrase: 'tell me about' (list entry 'tell me|us")
     assert lines[3].endswith("<- decided")
