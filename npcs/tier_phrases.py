@@ -157,8 +157,10 @@ DEFAULT_STANDARD_PHRASES: tuple[str, ...] = (
     "mechanic|mechanics",
     # -- lore, people, quests ------------------------------------------------------------------
     "who is|was|are|were",
+    "who runs|leads|owns|rules|controls|commands",
     "who's",
     "tell me|us about",
+    "tell me|us * about",
     "what do you know",
     "do you know * about|of",
     "know anything about",
