@@ -53,6 +53,9 @@ def _silero_session(path: str):  # type: ignore[no-untyped-def]
     return session
 
 
+_FRESH_AFTER_ZERO_WINDOWS = 31  # 512-sample windows at 16 kHz: about one second
+
+
 class SileroVad:
     """Silero v6 speech probability per 512-sample window."""
 
@@ -68,8 +71,19 @@ class SileroVad:
         self._h = np.zeros((1, 1, 128), dtype=np.float32)
         self._c = np.zeros((1, 1, 128), dtype=np.float32)
         self._context = np.zeros(self._context_samples, dtype=np.float32)
+        self._zero_windows = 0
 
     def probability(self, window: np.ndarray) -> float:
+        # Digital silence (a rehearsal's idle player, padding) is no speech. Fed to the model
+        # for 20 s or more, it drifts the LSTM state so far that the next low voice is missed
+        # for about a second ("Greymantle, take your time" heard as "Take your time"); after
+        # a second of it, start from a fresh state as a new lane would.
+        if not window.any():
+            self._zero_windows += 1
+            if self._zero_windows == _FRESH_AFTER_ZERO_WINDOWS:
+                self.reset()
+            return 0.0
+        self._zero_windows = 0
         x = np.concatenate([self._context, window.astype(np.float32, copy=False)])[None, :]
         out, self._h, self._c = self._session.run(None, {"input": x, "h": self._h, "c": self._c})
         self._context = x[0, -self._context_samples :]
