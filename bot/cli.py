@@ -44,10 +44,13 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.WARNING,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    from bot.config import LoggingConfig
+    from bot.logging_setup import configure_logging
+
+    # Warnings only until a command has read the config's logging section (run, rehearse);
+    # like logging.basicConfig, nothing changes when the host (pytest) set logging up.
+    if not logging.getLogger().handlers:
+        configure_logging(LoggingConfig(level="WARNING"), verbose=args.verbose)
     handler = getattr(args, "func", None)
     if handler is None:
         parser.print_help()
