@@ -83,7 +83,8 @@ def probe_tools(spec: dict[str, Any], timeout_s: float = 120.0) -> Probe:
     cost; a child that dies or hangs fails the test with what it printed."""
     script = Path(__file__).with_name("tool_probe.py")
     done = subprocess.run(
-        [sys.executable, str(script), json.dumps(spec)],
+        [sys.executable, str(script)],
+        input=json.dumps(spec),
         capture_output=True,
         text=True,
         timeout=timeout_s,

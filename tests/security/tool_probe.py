@@ -1,7 +1,7 @@
 """Child process for the resource tests: runs built-in tool calls and reports, per call, how
 long it took and how it ended, then the process's peak resident memory above its baseline.
 
-Usage: ``python tests/security/tool_probe.py SPEC_JSON``. The address space is capped at the
+Usage: ``python tests/security/tool_probe.py < SPEC_JSON``. The address space is capped at the
 baseline plus 1.5 GiB, so a regression fails with MemoryError instead of taking the machine.
 """
 
@@ -77,4 +77,4 @@ async def main(spec: dict[str, Any]) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(json.loads(sys.argv[1])))
+    asyncio.run(main(json.loads(sys.stdin.read())))
