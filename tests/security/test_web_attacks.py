@@ -1,5 +1,6 @@
-"""fetch_page against hostile servers: compression bombs, pathological HTML, lying charsets and
-slow drips stay within the tool's declared 4 s and 256 MB; tunnelled private IPv6 is refused.
+"""fetch_page and web_search against hostile servers: compression bombs, pathological HTML and
+JSON, lying charsets and slow drips stay within the tools' declared 4 s and 256 MB; tunnelled
+private IPv6 is refused.
 
 Every call runs in a child process (``tool_probe.py``) that measures its time and peak memory.
 """
@@ -54,6 +55,11 @@ def _pages() -> dict[str, tuple[dict[str, str], bytes]]:
         "/many-tags": (html, b"<p>" * 700_000),
         "/cdata": (html, b"<![" * 20_000),  # an AssertionError inside html.parser
         "/unclosed-comment": (html, b"<p>text</p><!--" + b"x" * 2_000_000),
+        "/evil/search": (
+            {"Content-Type": "application/json", "Content-Encoding": "gzip, gzip"},
+            gzip.compress(inner, 9),
+        ),
+        "/deep/search": ({"Content-Type": "application/json"}, b"[" * 200_000),
         "/rot13": ({"Content-Type": "text/html; charset=rot13"}, b"<p>uryyb</p>"),
         "/base64": ({"Content-Type": "text/plain; charset=base64"}, b"aGVsbG8="),
     }
@@ -121,6 +127,22 @@ async def test_hostile_pages_stay_within_time_and_memory(
     for refused in ("/layers", "/brotli", "/corrupt", "/drip"):
         if refused in outcomes:
             assert outcomes[refused].outcome == "tool_error", outcomes[refused]
+
+
+@pytest.mark.slow
+async def test_a_hostile_search_backend_stays_within_limits(hostile_site: str) -> None:
+    calls = [
+        {"tool": "web_search", "label": "bomb", "args": {"query": "owlbear"}},
+    ]
+    for base in ("/evil", "/deep"):
+        spec = {
+            "server": "web",
+            "settings": {"web_search_url": hostile_site + base},
+            "calls": calls,
+        }
+        probe = await asyncio.to_thread(probe_tools, spec)
+        probe.assert_within_limits()
+        assert probe.calls[0].outcome == "tool_error", probe.calls[0]
 
 
 @pytest.mark.parametrize(

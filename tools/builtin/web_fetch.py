@@ -26,12 +26,14 @@ from tools.builtin.html_text import html_to_text
 from tools.spec import ToolError
 
 __all__ = [
+    "ACCEPT_ENCODING",
     "MAX_PAGE_BYTES",
     "MAX_TEXT_CHARS",
     "GuardedTransport",
     "check_url",
     "fetch_readable",
     "html_to_text",
+    "read_capped",
 ]
 
 log = logging.getLogger(__name__)
@@ -217,7 +219,7 @@ class _Deflate:
         return self._inner.decompress(data, room)  # type: ignore[no-any-return]
 
 
-async def _read_capped(response: httpx.Response) -> tuple[bytes, bool]:
+async def read_capped(response: httpx.Response) -> tuple[bytes, bool]:
     """The body, decoded within :data:`MAX_PAGE_BYTES` (raw and decoded), and whether it was
     cut short."""
     decoder = _BoundedDecoder(response.headers.get("content-encoding", ""), MAX_PAGE_BYTES)
@@ -279,7 +281,7 @@ async def fetch_readable(
                         or kind in ("application/json", "application/xhtml+xml")
                     ):
                         raise ToolError(f"{current} is not a text page (content type {kind})")
-                    body, cut = await _read_capped(response)
+                    body, cut = await read_capped(response)
                     encoding = _text_encoding(response)
                     break
             else:
