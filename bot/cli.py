@@ -44,10 +44,15 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.WARNING,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    from bot.config import LoggingConfig
+    from bot.logging_setup import configure_logging, reset_logging
+
+    root = logging.getLogger()
+    level_before = root.level
+    # Warnings only until a command has read the config's logging section (run, rehearse);
+    # like logging.basicConfig, nothing changes when the host (pytest) set logging up.
+    if not root.handlers:
+        configure_logging(LoggingConfig(level="WARNING"), verbose=args.verbose)
     handler = getattr(args, "func", None)
     if handler is None:
         parser.print_help()
@@ -62,6 +67,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    finally:
+        reset_logging()  # main may run in a host process (tests): leave logging as found
+        root.setLevel(level_before)
 
 
 if __name__ == "__main__":  # pragma: no cover

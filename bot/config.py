@@ -155,8 +155,15 @@ class MemoryConfig(_Strict):
 
 class LoggingConfig(_Strict):
     level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    """Least severe records kept (``glyphoxa -v`` means DEBUG)."""
     file: str | None = None
+    """Also write the log to this file, rotated by size; empty: console only."""
     json_format: bool = False
+    """One JSON object per line (time, level, logger, message, exception) instead of text."""
+    max_bytes: int = Field(default=10 * 1024 * 1024, ge=0)
+    """Rotate the file when it reaches this size; 0 never rotates."""
+    backup_count: int = Field(default=5, ge=0)
+    """Rotated files kept (``glyphoxa.log.1`` ...); older ones are deleted."""
 
 
 class MetricsConfig(_Strict):

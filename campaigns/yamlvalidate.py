@@ -2,7 +2,8 @@
 
 Every problem is reported at once, messages name the key (``voice.speed: ...``), misspelt keys
 and enum values get "did you mean ...?", and input values are never echoed (they may be
-secrets expanded from the environment). ``campaigns.yamlio`` re-exports everything public here.
+secrets expanded from the environment). ``campaigns.yamlio`` re-exports everything public here;
+this module imports only the layers below it (``yamldoc``, ``yamlparse``).
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from campaigns.yamlio import ContentError, Issue, YamlDocument, read_yaml
+from campaigns.yamldoc import ContentError, Issue, YamlDocument
+from campaigns.yamlparse import read_yaml
 
 __all__ = [
     "Loaded",

@@ -10,19 +10,27 @@ Layout of ``campaigns/<name>/``::
 
 :func:`scan_campaign` collects every problem of every file (plus cross-file ones such as a
 duplicate NPC name) without raising, for ``glyphoxa check``; :func:`load_campaign` raises one
-ContentError listing them all. Hot reload lives in :mod:`npcs.campaign_watch`.
+ContentError listing them all. Hot reload lives in :mod:`npcs.campaign_watch`; the records in
+:mod:`npcs.campaign_model`. Everything is re-exported here, so users need only this module.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from campaigns.content import CampaignMeta, EntitiesFile, RandomTable
 from campaigns.errors import GlyphoxaError
 from campaigns.yamlio import ContentError, Issue, YamlDocument, load_model
 from npcs.campaign_checks import content_issues
+from npcs.campaign_model import (
+    AUDIO_SUFFIXES,
+    YAML_SUFFIXES,
+    Campaign,
+    CampaignScan,
+    npc_files,
+)
+from npcs.campaign_watch import CampaignWatcher, NpcChange
 from npcs.schema import NpcDefinition
 
 __all__ = [
@@ -38,62 +46,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-YAML_SUFFIXES = (".yaml", ".yml")
-AUDIO_SUFFIXES = (".wav", ".ogg", ".mp3", ".flac", ".opus")
-
-
-@dataclass(slots=True)
-class Campaign:
-    """A loaded campaign folder. ``npcs`` and ``tables`` are keyed by name."""
-
-    path: Path
-    meta: CampaignMeta
-    npcs: dict[str, NpcDefinition] = field(default_factory=dict)
-    npc_files: dict[str, Path] = field(default_factory=dict)
-    """NPC name -> the file it was loaded from."""
-    entities: EntitiesFile = field(default_factory=EntitiesFile)
-    tables: dict[str, RandomTable] = field(default_factory=dict)
-    ambience: dict[str, list[Path]] = field(default_factory=dict)
-    """Mood name (sub-folder of ``ambience/``) -> its audio files, sorted."""
-
-    @property
-    def name(self) -> str:
-        return self.meta.name
-
-    def find_npc(self, name: str) -> NpcDefinition | None:
-        """The NPC called ``name`` or one of its aliases, case-insensitively."""
-        wanted = name.strip().casefold()
-        for npc in self.npcs.values():
-            if any(candidate.casefold() == wanted for candidate in npc.names()):
-                return npc
-        return None
-
-
-@dataclass(slots=True)
-class CampaignScan:
-    """Everything found in a campaign folder: the valid parts and every issue."""
-
-    campaign: Campaign
-    issues: list[Issue]
-    documents: dict[Path, YamlDocument] = field(default_factory=dict)
-    """Parsed documents by file, so later checks can point at lines."""
-
-    @property
-    def ok(self) -> bool:
-        return not self.issues
-
-
-def npc_files(folder: Path) -> list[Path]:
-    """The NPC files of a campaign folder, sorted; dotfiles and editor backups are ignored."""
-    npc_dir = folder / "npcs"
-    if not npc_dir.is_dir():
-        return []
-    return sorted(
-        p
-        for p in npc_dir.iterdir()
-        if p.suffix in YAML_SUFFIXES and not p.name.startswith((".", "_")) and p.is_file()
-    )
 
 
 def scan_campaign(path: str | Path) -> CampaignScan:
@@ -178,7 +130,3 @@ def load_campaign(path: str | Path) -> Campaign:
         raise ContentError(scan.issues)
     log.info("loaded campaign %r with %d NPCs", scan.campaign.name, len(scan.campaign.npcs))
     return scan.campaign
-
-
-# Re-exported so users need only ``npcs.campaign``; imported last to avoid an import cycle.
-from npcs.campaign_watch import CampaignWatcher, NpcChange  # noqa: E402

@@ -1,6 +1,8 @@
 """Cross-file checks of a campaign: things no single file's schema can see.
 
-- an NPC name or alias used twice (case-insensitive, also across NPCs),
+- an NPC name or alias used twice, or by two NPCs, compared as addressing compares them
+  (``npcs.name_index``: "Greymantle.", "Grey-mantle" and "Grey Mantle" are one name; so are
+  "the sage" on one NPC and "Sage" on another), and a name with no letters to be heard by,
 - an entity id defined twice, a relation to an entity that is not defined,
 - two random tables with the same name,
 - tool names in an NPC's whitelist that no tool provides (:func:`tool_issues`).
@@ -18,9 +20,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from campaigns.yamlio import Issue, YamlDocument, did_you_mean
+from npcs.campaign_model import Campaign
+from npcs.name_index import NameOwners, name_key
 
 if TYPE_CHECKING:
-    from npcs.campaign import Campaign
     from tools.config import McpServerConfig
 
 __all__ = [
@@ -91,7 +94,8 @@ def content_issues(campaign: Campaign, documents: Mapping[Path, YamlDocument]) -
 
 def _npc_name_issues(campaign: Campaign, documents: Mapping[Path, YamlDocument]) -> list[Issue]:
     issues: list[Issue] = []
-    owners: dict[str, tuple[str, Path]] = {}
+    owners = NameOwners()
+    files: dict[str, Path] = {}
     npc_dir = campaign.path / "npcs"
     for path, doc in documents.items():
         if path.parent != npc_dir or not isinstance(doc.data, dict):
@@ -104,25 +108,37 @@ def _npc_name_issues(campaign: Campaign, documents: Mapping[Path, YamlDocument])
         if isinstance(aliases, list):
             entries += [(("aliases", i), a) for i, a in enumerate(aliases) if isinstance(a, str)]
         mine: set[str] = set()
+        files.setdefault(name, path)
         for loc, word in entries:
-            key = " ".join(word.casefold().split())
+            key = name_key(word)
+            if not key:
+                issues.append(
+                    doc.issue(loc, f"'{word}' has no letters or digits; nobody could say it")
+                )
+                continue
             if key in mine:
                 issues.append(doc.issue(loc, f"'{word}' is listed twice for {name}"))
                 continue
             mine.add(key)
-            owner = owners.get(key)
-            if owner is not None:
-                other, other_path = owner
+            clash = owners.claim(name, word)
+            if clash is not None:
+                other, other_word = clash
+                where = files.get(other)
+                source = f" ({where.name})" if where is not None else ""
                 issues.append(
                     doc.issue(
                         loc,
-                        f"'{word}' is already a name or alias of {other} ({other_path.name}); "
+                        f"'{word}' {_clash_text(other, other_word)}{source}; "
                         "players could not tell them apart",
                     )
                 )
-            else:
-                owners[key] = (name, path)
     return issues
+
+
+def _clash_text(other: str, other_word: str) -> str:
+    if name_key(other_word) == name_key(other):
+        return f"is already a name or alias of {other}"
+    return f"is already a name or alias of {other} (as '{other_word}')"
 
 
 def _entity_issues(campaign: Campaign, documents: Mapping[Path, YamlDocument]) -> list[Issue]:

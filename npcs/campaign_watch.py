@@ -15,13 +15,12 @@ import logging
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from campaigns.yamlio import Issue, Loaded, load_model
+from npcs.campaign_model import Campaign, npc_files
+from npcs.name_index import NameOwners
 from npcs.schema import NpcDefinition
-
-if TYPE_CHECKING:
-    from npcs.campaign import Campaign
 
 __all__ = ["CampaignWatcher", "NpcChange"]
 
@@ -61,8 +60,6 @@ class CampaignWatcher:
     """
 
     def __init__(self, campaign: Campaign, *, interval_s: float = 0.25) -> None:
-        from npcs.campaign import npc_files
-
         self.campaign = campaign
         self.interval_s = interval_s
         self._pending: deque[NpcChange] = deque()
@@ -103,8 +100,6 @@ class CampaignWatcher:
 
     def _read_changes(self) -> list[tuple[Path, Loaded[NpcDefinition] | None]]:
         """Runs in a worker thread: stat every file, re-read the settled changed ones."""
-        from npcs.campaign import npc_files
-
         current = {p: s for p in npc_files(self.campaign.path) if (s := _signature(p))}
         results: list[tuple[Path, Loaded[NpcDefinition] | None]] = []
         for path in sorted(set(self._seen) - set(current)):
@@ -172,19 +167,20 @@ def _clash_issues(
     *,
     ignore: str | None,
 ) -> list[Issue]:
-    taken: dict[str, str] = {}
+    """The edited NPC's names that another NPC already owns (the rule ``check`` applies)."""
+    owners = NameOwners()
     for other in npcs.values():
         if other.name == ignore:
             continue
         for word in other.names():
-            taken[" ".join(word.casefold().split())] = other.name
+            owners.claim(other.name, word)
     issues = []
     for index, word in enumerate(npc.names()):
-        owner = taken.get(" ".join(word.casefold().split()))
-        if owner is None:
+        clash = owners.claim(npc.name, word)
+        if clash is None:
             continue
         loc: tuple[str | int, ...] = ("name",) if index == 0 else ("aliases", index - 1)
-        message = f"'{word}' is already a name or alias of {owner}"
+        message = f"'{word}' is already a name or alias of {clash[0]}"
         if result.document is not None:
             issues.append(result.document.issue(loc, message))
         else:

@@ -3,11 +3,20 @@
 Every name and alias form of every NPC goes into three indexes: exact, a phonetic skeleton
 ("Greymantle", "gray mantle" and "Grey Mantel" share "krmntl") and one-edit deletions (SymSpell
 style), so a lookup costs a few dictionary probes whatever the number of NPCs.
+
+One normalisation (:func:`normalize_text`, :func:`name_forms`) serves both addressing and
+``glyphoxa check``'s duplicate-name test: Unicode compatibility forms folded (NFKC), case
+folded, accents, zero-width and other invisible characters dropped, punctuation splitting
+words. So "Greymantle.", "Grey-mantle" and "Greymantle" plus a zero-width space are one name
+to both, and an alias on another NPC cannot take a name over depending on file order. A key
+that two NPCs would share in the approximate indexes is dropped from them: an ambiguous
+misspelling answers nobody rather than whoever was loaded first.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -17,13 +26,20 @@ __all__ = [
     "ARTICLES",
     "WORD",
     "NameForm",
+    "NameOwners",
     "NpcNameIndex",
     "join_sounds",
+    "name_forms",
+    "name_key",
+    "normalize_text",
     "phonetic_key",
     "sound_parts",
 ]
 
-WORD = re.compile(r"[a-z0-9]+")
+#: A word of a name or an utterance after :func:`normalize_text`: letters and digits.
+WORD = re.compile(r"[^\W_]+")
+_INVISIBLE = frozenset({"Cf", "Mn", "Me"})
+"""Format characters (zero-width space/joiners, bidi marks, soft hyphen) and combining marks."""
 #: Words that may stand before a name and are not part of it ("the old Bartok").
 ARTICLES = frozenset({"the", "a", "an", "old", "good", "master", "mister", "miss", "lady", "sir"})
 _POSSESSIVE = re.compile(r"['’]s\b")
@@ -62,6 +78,51 @@ _PHONETIC_RULES = (
 _VOWELS = str.maketrans("", "", "aeiouyhw")
 
 
+def normalize_text(text: str) -> str:
+    """Text as names are compared: NFKC, case-folded, invisible characters and accents removed.
+
+    ASCII text (every STT final) takes a fast path that is only ``lower()``.
+    """
+    if text.isascii():
+        return text.lower()
+    decomposed = unicodedata.normalize("NFKD", text)
+    visible = "".join(c for c in decomposed if unicodedata.category(c) not in _INVISIBLE)
+    return unicodedata.normalize("NFKC", visible).casefold()
+
+
+def name_forms(name: str) -> list[str]:
+    """Every key a name is matched by, full form first: its words joined ("greymantle"), then
+    without leading articles ("the old sage" -> "oldsage", "sage"). Empty without letters."""
+    return [joined for words in _name_variants(name) if (joined := "".join(words))]
+
+
+def name_key(name: str) -> str:
+    """The one key two names must not share: ``name_forms(name)[0]``, or ``""``."""
+    forms = name_forms(name)
+    return forms[0] if forms else ""
+
+
+class NameOwners:
+    """Which NPC owns each name form; the duplicate-name rule of ``check`` and hot reload."""
+
+    __slots__ = ("_owners",)
+
+    def __init__(self) -> None:
+        self._owners: dict[str, tuple[str, str]] = {}
+
+    def claim(self, npc: str, name: str) -> tuple[str, str] | None:
+        """Record ``name`` for ``npc``; return ``(other NPC, its name)`` when another NPC
+        already owns one of its forms (then nothing is recorded)."""
+        forms = name_forms(name)
+        for form in forms:
+            owner = self._owners.get(form)
+            if owner is not None and owner[0] != npc:
+                return owner
+        for form in forms:
+            self._owners.setdefault(form, (npc, name))
+        return None
+
+
 def sound_parts(word: str) -> tuple[str, str]:
     """(head, tail) of one word's sound skeleton; see ``phonetic_key``."""
     text = word
@@ -95,7 +156,7 @@ def phonetic_key(word: str) -> str:
     "Greymantle", "gray mantle" and "Grey Mantel" all give "krmntl"; "Bartok" and "Bartock"
     give "prtk".
     """
-    words = WORD.findall(word.lower())
+    words = WORD.findall(normalize_text(word))
     if not words:
         return ""
     return join_sounds([sound_parts(w) for w in words])
@@ -114,37 +175,61 @@ class NameForm:
     words: int
 
 
+class _Claims:
+    """Builds one lookup table: the nearest form per key; a tie between two NPCs drops it."""
+
+    __slots__ = ("best",)
+
+    def __init__(self) -> None:
+        self.best: dict[str, tuple[int, NameForm | None]] = {}
+
+    def put(self, key: str, form: NameForm, rank: int = 0) -> None:
+        held = self.best.get(key)
+        if held is None or rank < held[0]:
+            self.best[key] = (rank, form)
+        elif rank == held[0] and held[1] is not None and held[1].npc != form.npc:
+            self.best[key] = (rank, None)
+
+    def table(self) -> dict[str, NameForm]:
+        return {key: form for key, (_, form) in self.best.items() if form is not None}
+
+
 class NpcNameIndex:
-    """Every name/alias form of every NPC, indexed three ways for O(1) lookups per word."""
+    """Every name/alias form of every NPC, indexed three ways for O(1) lookups per word.
+
+    A key two NPCs would share is dropped (a nearer match wins first: an exact form over a
+    one-letter deletion), so the answer never depends on the order the NPCs were loaded in.
+    """
 
     __slots__ = ("common", "exact", "first_chars", "fuzzy", "lengths", "name_words", "phonetic")
 
     def __init__(self, npcs: Iterable[NpcDefinition]) -> None:
-        self.exact: dict[str, NameForm] = {}
-        self.phonetic: dict[str, NameForm] = {}
-        self.fuzzy: dict[str, NameForm] = {}
         self.first_chars: set[str] = set()
         self.name_words: set[str] = set()
         self.lengths: set[int] = set()
+        exact, phonetic, fuzzy = _Claims(), _Claims(), _Claims()
         for npc in npcs:
             for name in npc.names():
                 for words in _name_variants(name):
                     self.name_words.update(words)
-                    self._add(NameForm(npc.name, "".join(words), len(words)))
+                    form = NameForm(npc.name, "".join(words), len(words))
+                    if form.joined:
+                        self._add(form, exact, phonetic, fuzzy)
+        self.exact: dict[str, NameForm] = exact.table()
+        self.phonetic: dict[str, NameForm] = phonetic.table()
+        self.fuzzy: dict[str, NameForm] = fuzzy.table()
         self.common = _COMMON_WORDS.difference(self.name_words)
 
-    def _add(self, form: NameForm) -> None:
-        if not form.joined:
-            return
-        self.exact.setdefault(form.joined, form)
+    def _add(self, form: NameForm, exact: _Claims, phonetic: _Claims, fuzzy: _Claims) -> None:
+        exact.put(form.joined, form)
         if len(form.joined) < _FUZZY_MIN_LEN:
             return
         key = phonetic_key(form.joined)
         if len(key) >= 4:
-            self.phonetic.setdefault(key, form)
-        self.fuzzy.setdefault(form.joined, form)
+            phonetic.put(key, form)
+        fuzzy.put(form.joined, form)
         for variant in _deletions(form.joined):
-            self.fuzzy.setdefault(variant, form)
+            fuzzy.put(variant, form, rank=1)
         self.first_chars.add(form.joined[0])
         for delta in (-1, 0, 1):
             self.lengths.add(len(form.joined) + delta)
@@ -178,7 +263,7 @@ class NpcNameIndex:
 
 
 def _name_variants(name: str) -> list[list[str]]:
-    words = WORD.findall(_POSSESSIVE.sub("", name.lower()))
+    words = WORD.findall(_POSSESSIVE.sub("", normalize_text(name)))
     variants = [words]
     trimmed = list(words)
     while len(trimmed) > 1 and trimmed[0] in ARTICLES:

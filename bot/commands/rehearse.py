@@ -56,7 +56,12 @@ async def _run(args: argparse.Namespace) -> int:
     def progress(message: str) -> None:
         print(f"[{time.monotonic() - started:6.1f}s] {message}", file=sys.stderr, flush=True)
 
+    from bot.logging_setup import configure_logging
+
     config = load_config(args.config)
+    configure_logging(
+        config.logging, verbose=getattr(args, "verbose", False), console_level="WARNING"
+    )
     scene = load_scene(args.scene)
     out = Path(args.out)
     result = await rehearse(

@@ -31,9 +31,11 @@ async def _run(args: argparse.Namespace) -> int:
     from bot.config_loader import load_config, require_discord_token
     from bot.discord_bot import GlyphoxaBot
     from bot.discord_bot.tables import configured_tables
+    from bot.logging_setup import configure_logging
     from bot.voice.opus_decode import ensure_opus_loaded
 
     config = load_config(args.config)
+    configure_logging(config.logging, verbose=getattr(args, "verbose", False))
     token = require_discord_token(config)
     library = ensure_opus_loaded()  # fail now, not when the first player speaks
     log.info("libopus: %s", library)

@@ -35,8 +35,12 @@ def register(sub: Any) -> None:
 
 async def _run(args: argparse.Namespace) -> int:
     from bot.config_loader import load_config
+    from bot.logging_setup import configure_logging
 
     config = load_config(args.config)
+    configure_logging(
+        config.logging, verbose=getattr(args, "verbose", False), console_level="WARNING"
+    )
     ctx = build_tool_context(
         config.tools, campaign_dir=config.campaign.path, memory_url=config.memory.url
     )

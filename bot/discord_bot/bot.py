@@ -26,6 +26,9 @@ class GlyphoxaBot(commands.Bot):
         intents = discord.Intents.default()
         intents.voice_states = True
         intents.members = False
+        # Nothing the bot posts (player names, transcribed speech, NPC lines) may ping anyone:
+        # a player named "@everyone" or an LLM line quoting it stays text.
+        options.setdefault("allowed_mentions", discord.AllowedMentions.none())
         super().__init__(
             command_prefix=commands.when_mentioned, intents=intents, help_command=None, **options
         )

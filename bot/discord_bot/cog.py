@@ -14,7 +14,13 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot.discord_bot.permissions import NotDungeonMaster, dm_only, dm_voice_resolver
+from bot.discord_bot.messages import MESSAGE_LIMIT, fit_message
+from bot.discord_bot.permissions import (
+    NotDungeonMaster,
+    dm_only,
+    dm_voice_resolver,
+    is_dungeon_master,
+)
 from bot.discord_bot.runtime import TableRuntime
 from campaigns.errors import GlyphoxaError
 from tools.builtin.dice_engine import roll_expression
@@ -209,6 +215,11 @@ class TableCog(commands.Cog):
     async def _npc_names(
         self, interaction: discord.Interaction, current: str
     ) -> list[app_commands.Choice[str]]:
+        """NPC names for the DM's commands; players (who cannot run them) learn nothing."""
+        config = getattr(self.bot, "config", None)
+        dm_role = config.discord.dm_role if config is not None else None
+        if not is_dungeon_master(interaction, dm_role):
+            return []
         table = self.tables.get(interaction.guild_id or 0)
         try:
             campaign = table.session.campaign if table else await self.bot.default_campaign()
@@ -258,15 +269,23 @@ class TableCog(commands.Cog):
             text = await memory.recap(sessions)
         else:
             text = await self.bot.recap(sessions)
-        await interaction.followup.send((text or "Nothing recorded yet.")[:1900], ephemeral=True)
+        content, attachment = fit_message(text or "Nothing recorded yet.", filename="recap.txt")
+        extra: dict[str, Any] = {"file": attachment} if attachment is not None else {}
+        await interaction.followup.send(content, ephemeral=True, **extra)
 
     @app_commands.command(name="roll")
     @app_commands.describe(expr="dice expression, e.g. 2d20kh1+5")
     async def roll(self, interaction: discord.Interaction, expr: str) -> None:
         """Roll dice for everyone to see."""
         result = roll_expression(expr)
+        who = discord.utils.escape_markdown(interaction.user.display_name)
+        text = f"{who} rolls `{result.expression}`: {result.breakdown}"
+        extra: dict[str, Any] = {}
+        if len(text) > MESSAGE_LIMIT:  # many dice: the total up front, every die in a file
+            extra["file"] = fit_message(text, filename="roll.txt")[1]
+            text = f"{who} rolls `{result.expression}`: **{result.total}** (every die attached)"
         await interaction.response.send_message(
-            f"{interaction.user.display_name} rolls `{result.expression}`: {result.breakdown}"
+            text, allowed_mentions=discord.AllowedMentions.none(), **extra
         )
 
     # -- errors ------------------------------------------------------------------------------------
@@ -290,7 +309,11 @@ class TableCog(commands.Cog):
 
 
 async def _reply(interaction: discord.Interaction, text: str, **kwargs: Any) -> None:
-    """Private answer whether or not the interaction was already deferred."""
+    """Private answer whether or not the interaction was already deferred; a text over
+    Discord's limit is shortened and attached whole."""
+    text, attachment = fit_message(text)
+    if attachment is not None:
+        kwargs["file"] = attachment
     if interaction.response.is_done():
         await interaction.followup.send(text, ephemeral=True, **kwargs)
     else:

@@ -13,6 +13,8 @@ async def test_quick_bench_reports_every_figure() -> None:
         "rules index build",
         "dice roll p50",
         "files read+atomic write p50",
+        "fetch_page text extraction p50",
+        "fetch_page text extraction, worst page",
     }
     assert results["rules search p50"].goal == "<= 5 ms"
     assert all(r.value > 0 for r in results.values())

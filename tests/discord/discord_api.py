@@ -89,12 +89,14 @@ class FakeDiscordApi:
                 await self._called.wait()
 
     def responses(self) -> list[dict[str, Any]]:
-        """Interaction callbacks and follow-ups, in order: ``{"type", "content", "flags"}``."""
+        """Interaction callbacks and follow-ups, in order: ``{"type", "content", "flags"}``
+        (plus ``_files``, name -> bytes, when files were attached)."""
         out = []
         for method, path, body in self.calls:
             if path.startswith("interactions/") and path.endswith("/callback"):
                 data = body.get("data") or {}
-                out.append({"type": body["type"], **data})
+                files = {"_files": body["_files"]} if "_files" in body else {}
+                out.append({"type": body["type"], **data, **files})
             elif path.startswith(f"webhooks/{APP_ID}/") and method == "POST":
                 out.append({"type": "followup", **body})
         return out
@@ -105,13 +107,28 @@ class FakeDiscordApi:
         if request.can_read_body:
             if request.content_type == "application/json":
                 body = await request.json()
-            else:  # multipart: discord.py sends JSON in the payload_json part
+            else:  # multipart: discord.py sends JSON in the payload_json part, files after it
                 reader = await request.multipart()
+                files: dict[str, bytes] = {}
                 async for part in reader:
                     if part.name == "payload_json":  # type: ignore[union-attr]
                         body = await part.json()  # type: ignore[union-attr]
+                    elif part.filename:  # type: ignore[union-attr]
+                        files[part.filename] = await part.read()  # type: ignore[union-attr]
+                if files and isinstance(body, dict):
+                    body["_files"] = files
         self.calls.append((request.method, path, body))
         self._called.set()
+        content = ((body or {}).get("data") or body or {}) if isinstance(body, dict) else {}
+        if len(str(content.get("content") or "")) > 2000:  # as discord.com: the message is lost
+            return _json(
+                {
+                    "message": "Invalid Form Body",
+                    "code": 50035,
+                    "errors": {"content": {"_errors": [{"code": "BASE_TYPE_MAX_LENGTH"}]}},
+                },
+                status=400,
+            )
         if path == "users/@me" and self.reject_token:
             return _json({"message": "401: Unauthorized", "code": 0}, status=401)
         if path == "users/@me":

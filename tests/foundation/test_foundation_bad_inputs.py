@@ -40,7 +40,7 @@ CASES: dict[str, tuple[str, int, str]] = {
     ),
     "npc_binary.yaml": ("npcs/mira.yaml", 2, "binary data (NUL byte)"),
     "npc_alias_bomb.yaml": ("npcs/mira.yaml", 3, "refusing a possible alias bomb"),
-    "npc_recursive_alias.yaml": ("npcs/mira.yaml", 3, "nesting deeper than"),
+    "npc_recursive_alias.yaml": ("npcs/mira.yaml", 3, "contains it (a cycle)"),
     "npc_top_level_list.yaml": ("npcs/mira.yaml", 1, "found a list at top level"),
     "npc_python_tag.yaml": ("npcs/mira.yaml", 2, "unsupported tag"),
     "npc_unquoted_colon.yaml": ("npcs/mira.yaml", 5, "put the text in quotes"),

@@ -16,6 +16,7 @@ from pathlib import Path
 from campaigns.bench_result import BenchResult, percentile
 from tools.builtin.dice_engine import roll_expression
 from tools.builtin.files import Sandbox
+from tools.builtin.html_text import html_to_text
 from tools.builtin.rules import build_index
 
 __all__ = ["run_bench"]
@@ -113,9 +114,47 @@ def _bench_files(quick: bool) -> list[BenchResult]:
     ]
 
 
+_ARTICLE = (
+    '<p class="body">The <a href="/wiki/Owlbear" title="Owlbear">owlbear</a> is a '
+    "<b>fierce</b> beast &amp; hunts at night.</p>\n"
+)
+
+
+def _bench_html(quick: bool) -> list[BenchResult]:
+    """fetch_page's text extraction: a 180 KiB article, and 2 MiB (quick: 200 KiB) of the worst
+    markup (one tag per 3 bytes) that a page may be."""
+    article = "<html><head><title>Owlbear</title></head><body>" + _ARTICLE * 1500 + "</body>"
+    tags = 70_000 if quick else 700_000
+    worst = "<a>" * tags
+    rounds = 3 if quick else 15
+    samples = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        html_to_text(article)
+        samples.append((time.perf_counter() - t0) * 1000)
+    t0 = time.perf_counter()
+    html_to_text(worst)
+    worst_ms = (time.perf_counter() - t0) * 1000
+    return [
+        BenchResult(
+            "fetch_page text extraction p50",
+            percentile(samples, 50),
+            "ms",
+            f"{rounds} runs over a {len(article) // 1024} KiB article",
+        ),
+        BenchResult(
+            "fetch_page text extraction, worst page",
+            worst_ms,
+            "ms",
+            f"one run over {tags:,} tags, {len(worst) // 1024} KiB (bounded by fetch_timeout_s)",
+        ),
+    ]
+
+
 async def run_bench(quick: bool = False) -> list[BenchResult]:
-    """Rules search over the full SRD, dice rolling and sandboxed file I/O."""
+    """Rules search over the full SRD, dice rolling, sandboxed file I/O, page text extraction."""
     results = await asyncio.to_thread(_bench_rules, quick)
     results += await asyncio.to_thread(_bench_dice, quick)
     results += await asyncio.to_thread(_bench_files, quick)
+    results += await asyncio.to_thread(_bench_html, quick)
     return results

@@ -1,23 +1,27 @@
 """The ``files`` server: ``read_file``, ``write_file``, ``list_files`` inside a sandbox folder.
 
-Paths are relative to the sandbox. Refused: absolute paths, ``..``, NUL bytes, anything whose
-real path (symlinks resolved) leaves the sandbox, and special files (FIFOs, devices, sockets).
-Reads and writes are capped at 1 MiB; a write goes to a temp file that replaces the target in one
-rename, so a failed write never leaves half a file.
+Paths are relative to the sandbox. Refused: absolute paths, ``..``, NUL bytes, anything a
+symlink leads out of the sandbox, files with more than one hard link (for reading), and special
+files (FIFOs, devices, sockets). Paths are resolved one open folder at a time, so swapping a
+folder for a symlink while a call runs cannot escape either. Reads and writes are capped at
+1 MiB; a write goes to a temp file that replaces the target in one rename, so a failed write
+never leaves half a file. Every failure is a ``ToolError`` the LLM can read.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import logging
 import os
+import secrets
 import stat
-import tempfile
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from tools.builtin._common import define_tool, fast, object_schema
+from tools.builtin.sandbox_walk import oserror_text, walk
 from tools.spec import BuiltinServer, ToolContext, ToolError
 
 __all__ = ["MAX_FILE_BYTES", "MAX_LIST_ENTRIES", "Sandbox", "create_server"]
@@ -29,23 +33,24 @@ MAX_LIST_ENTRIES = 500
 
 
 class Sandbox:
-    """Path checks and file operations confined to one folder (created on first use)."""
+    """File operations confined to one folder (created on first use).
+
+    Every operation walks the path one open folder at a time (``tools.builtin.sandbox_walk``),
+    so a folder swapped for a symlink mid-operation cannot lead out; a file with more than one
+    hard link is not read (the other link may live outside). Every failure is a ``ToolError``.
+    """
 
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
 
-    def _real_root(self) -> str:
-        self.root.mkdir(parents=True, exist_ok=True)
-        return os.path.realpath(self.root)
-
-    def resolve(self, relative: str, *, allow_root: bool = False) -> str:
-        """The real path of ``relative`` inside the sandbox, or a ``ToolError`` saying why not."""
+    def parts(self, relative: str, *, allow_root: bool = False) -> list[str]:
+        """The components of ``relative``, or a ``ToolError`` saying why it is refused."""
         if "\x00" in relative:
             raise ToolError("path contains a NUL byte")
         text = relative.replace("\\", "/").strip()
         if text in ("", "."):
             if allow_root:
-                return self._real_root()
+                return []
             raise ToolError("give a file path relative to the sandbox, e.g. notes/loot.md")
         if (
             text.startswith("/")
@@ -53,38 +58,45 @@ class Sandbox:
             or (len(text) > 1 and text[1] == ":")
         ):
             raise ToolError(f"{relative!r}: absolute paths are not allowed; use a relative path")
-        parts = PurePosixPath(text).parts
+        parts = list(PurePosixPath(text).parts)
         if ".." in parts:
             raise ToolError(f"{relative!r}: '..' is not allowed; stay inside the sandbox")
         if text.startswith("~"):
             raise ToolError(f"{relative!r}: '~' is not allowed; use a path inside the sandbox")
-        root = self._real_root()
-        real = os.path.realpath(os.path.join(root, *parts))
-        if real != root and not real.startswith(root + os.sep):
-            raise ToolError(f"{relative!r} leads outside the sandbox (through a symlink)")
-        return real
+        return parts
 
     def read(self, relative: str) -> dict[str, Any]:
-        real = self.resolve(relative)
-        try:
-            fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-        except FileNotFoundError:
-            raise ToolError(f"no file {relative!r} in the sandbox") from None
-        except OSError as error:
-            raise ToolError(f"cannot open {relative!r}: {error.strerror}") from None
-        try:
-            info = os.fstat(fd)
+        parts = self.parts(relative)
+        with walk(self.root, relative, parts, make_dirs=False, last_is_dir=False) as found:
+            if found.info is None or found.name is None:
+                raise ToolError(f"no file {relative!r} in the sandbox")
+            if stat.S_ISDIR(found.info.st_mode):
+                raise ToolError(f"{relative!r} is a folder; use list_files")
+            try:
+                fd = os.open(found.name, _READ_FLAGS, dir_fd=found.folder)
+            except FileNotFoundError:
+                raise ToolError(f"no file {relative!r} in the sandbox") from None
+            except OSError as error:
+                if error.errno == errno.ELOOP:
+                    raise ToolError(f"{relative!r} changed while being opened; try again") from None
+                raise ToolError(oserror_text(relative, error)) from None
+        with os.fdopen(fd, "rb") as handle:
+            info = os.fstat(handle.fileno())
             if stat.S_ISDIR(info.st_mode):
                 raise ToolError(f"{relative!r} is a folder; use list_files")
             if not stat.S_ISREG(info.st_mode):
                 raise ToolError(f"{relative!r} is not a regular file")
+            if info.st_nlink > 1:
+                raise ToolError(
+                    f"{relative!r} has {info.st_nlink} hard links; refusing to read it (another "
+                    "link may be outside the sandbox)"
+                )
             if info.st_size > MAX_FILE_BYTES:
                 raise ToolError(f"{relative!r} is larger than {MAX_FILE_BYTES} bytes")
-        except BaseException:
-            os.close(fd)
-            raise
-        with os.fdopen(fd, "rb") as handle:
-            data = handle.read(MAX_FILE_BYTES + 1)
+            try:
+                data = handle.read(MAX_FILE_BYTES + 1)
+            except OSError as error:
+                raise ToolError(oserror_text(relative, error)) from None
         if len(data) > MAX_FILE_BYTES:
             raise ToolError(f"{relative!r} is larger than {MAX_FILE_BYTES} bytes")
         try:
@@ -97,64 +109,83 @@ class Sandbox:
         data = content.encode("utf-8")
         if len(data) > MAX_FILE_BYTES:
             raise ToolError(f"content is larger than {MAX_FILE_BYTES} bytes; nothing was written")
-        real = self.resolve(relative)
-        folder = os.path.dirname(real)
-        if os.path.lexists(real):
-            info = os.lstat(real)
-            if not stat.S_ISREG(info.st_mode):
+        parts = self.parts(relative)
+        with walk(self.root, relative, parts, make_dirs=True, last_is_dir=False) as found:
+            assert found.name is not None  # a walk to a file always ends on a name
+            if found.info is not None and stat.S_ISDIR(found.info.st_mode):
+                raise ToolError(f"{relative!r} is a folder; nothing was written")
+            if found.info is not None and not stat.S_ISREG(found.info.st_mode):
                 raise ToolError(f"{relative!r} exists and is not a regular file")
-        if os.path.exists(folder) and not os.path.isdir(folder):
-            raise ToolError(f"cannot write {relative!r}: its parent is not a folder")
-        os.makedirs(folder, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".glyphoxa-", suffix=".tmp", dir=folder)
+            _replace_atomically(found.folder, found.name, data, relative)
+        return {"path": relative, "bytes_written": len(data)}
+
+    def list(self, relative: str) -> dict[str, Any]:
+        parts = self.parts(relative, allow_root=True)
+        entries: list[dict[str, Any]] = []
+        truncated = False
+        with walk(self.root, relative, parts, make_dirs=False, last_is_dir=True) as found:
+            try:
+                with os.scandir(found.folder) as scan:
+                    listed = sorted(scan, key=lambda e: e.name)
+                for entry in listed:
+                    if entry.name.startswith(_TEMP_PREFIX):
+                        continue  # an in-flight atomic write
+                    if len(entries) >= MAX_LIST_ENTRIES:
+                        truncated = True
+                        break
+                    entries.append(_entry(entry))
+            except OSError as error:
+                raise ToolError(oserror_text(relative, error)) from None
+        result: dict[str, Any] = {"path": relative or ".", "entries": entries}
+        if truncated:
+            result["truncated"] = True
+        return result
+
+
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_TEMP_PREFIX = ".glyphoxa-"
+
+
+def _entry(entry: os.DirEntry[str]) -> dict[str, Any]:
+    try:
+        info = entry.stat(follow_symlinks=False)
+    except FileNotFoundError:
+        return {"name": entry.name, "type": "other"}  # removed while listing
+    if stat.S_ISLNK(info.st_mode):
+        kind = "link"
+    elif stat.S_ISDIR(info.st_mode):
+        kind = "dir"
+    elif stat.S_ISREG(info.st_mode):
+        kind = "file"
+    else:
+        kind = "other"
+    item: dict[str, Any] = {"name": entry.name, "type": kind}
+    if kind == "file":
+        item["size"] = info.st_size
+    return item
+
+
+def _replace_atomically(folder: int, name: str, data: bytes, relative: str) -> None:
+    """Write a temp file beside ``name`` and rename it over ``name`` in one step."""
+    temp = f"{_TEMP_PREFIX}{secrets.token_hex(8)}.tmp"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(temp, flags, 0o600, dir_fd=folder)
         try:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)
                 handle.flush()
                 os.fsync(handle.fileno())
-            os.replace(tmp, real)
-        except OSError as error:
-            Path(tmp).unlink(missing_ok=True)
-            if error.errno == errno.ENOSPC:
-                raise ToolError("the disk is full; nothing was written") from None
-            raise ToolError(f"cannot write {relative!r}: {error.strerror}") from None
+            os.replace(temp, name, src_dir_fd=folder, dst_dir_fd=folder)
         except BaseException:
-            Path(tmp).unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                os.unlink(temp, dir_fd=folder)
             raise
-        return {"path": relative, "bytes_written": len(data)}
-
-    def list(self, relative: str) -> dict[str, Any]:
-        real = self.resolve(relative, allow_root=True)
-        if not os.path.isdir(real):
-            if os.path.exists(real):
-                raise ToolError(f"{relative!r} is a file, not a folder")
-            raise ToolError(f"no folder {relative!r} in the sandbox")
-        entries: list[dict[str, Any]] = []
-        truncated = False
-        with os.scandir(real) as scan:
-            for entry in sorted(scan, key=lambda e: e.name):
-                if entry.name.startswith(".glyphoxa-"):
-                    continue  # an in-flight atomic write
-                if len(entries) >= MAX_LIST_ENTRIES:
-                    truncated = True
-                    break
-                info = entry.stat(follow_symlinks=False)
-                if entry.is_symlink():
-                    kind = "link"
-                elif stat.S_ISDIR(info.st_mode):
-                    kind = "dir"
-                elif stat.S_ISREG(info.st_mode):
-                    kind = "file"
-                else:
-                    kind = "other"
-                item: dict[str, Any] = {"name": entry.name, "type": kind}
-                if kind == "file":
-                    item["size"] = info.st_size
-                entries.append(item)
-        result: dict[str, Any] = {"path": relative or ".", "entries": entries}
-        if truncated:
-            result["truncated"] = True
-        return result
+    except OSError as error:
+        message = oserror_text(relative, error)
+        if error.errno == errno.EISDIR:
+            message = f"{relative!r} is a folder; nothing was written"
+        raise ToolError(message) from None
 
 
 def create_server(ctx: ToolContext) -> BuiltinServer:

@@ -7,13 +7,14 @@ Fetching is guarded against SSRF (see ``web_fetch``). Both leave the machine, so
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
 import httpx
 
 from tools.builtin._common import deep, define_tool, object_schema
-from tools.builtin.web_fetch import GuardedTransport, fetch_readable
+from tools.builtin.web_fetch import ACCEPT_ENCODING, GuardedTransport, fetch_readable, read_capped
 from tools.spec import BuiltinServer, ToolContext, ToolError
 
 __all__ = ["BRAVE_DEFAULT_URL", "create_server"]
@@ -79,39 +80,49 @@ def create_server(ctx: ToolContext) -> BuiltinServer:
             if current is not None:
                 await current.aclose()
 
+    async def search_json(url: str, params: dict[str, Any], headers: dict[str, str]) -> Any:
+        """GET a search API's JSON, read within the same byte caps as fetched pages."""
+        try:
+            async with client().stream(
+                "GET", url, params=params, headers={**headers, "Accept-Encoding": ACCEPT_ENCODING}
+            ) as response:
+                if response.status_code in (401, 403):
+                    raise ToolError(
+                        f"web search refused the request (HTTP {response.status_code}); "
+                        "check the API key"
+                    )
+                if response.status_code >= 400:
+                    raise ToolError(f"web search failed with HTTP {response.status_code}")
+                body, cut = await read_capped(response)
+        except httpx.HTTPError as error:
+            raise ToolError(f"web search failed: {type(error).__name__}") from None
+        if cut:
+            raise ToolError("web search answered with more than 2 MiB; refusing it")
+        try:
+            return json.loads(body)
+        except (ValueError, RecursionError):
+            raise ToolError("web search answered with something that is not JSON") from None
+
     async def web_search(query: str, limit: int = 5) -> dict[str, Any]:
         backend = str(ctx.settings.get("web_search_backend") or "searxng")
         base = ctx.settings.get("web_search_url")
         key = ctx.settings.get("web_search_api_key")
-        try:
-            if backend == "searxng":
-                if not base:
-                    raise ToolError("web search is not configured (tools.web_search_url)")
-                response = await client().get(
-                    f"{str(base).rstrip('/')}/search", params={"q": query, "format": "json"}
-                )
-            elif backend == "brave":
-                if not key:
-                    raise ToolError("Brave search needs tools.web_search_api_key")
-                response = await client().get(
-                    f"{str(base or BRAVE_DEFAULT_URL).rstrip('/')}/res/v1/web/search",
-                    params={"q": query, "count": limit},
-                    headers={"X-Subscription-Token": str(key), "Accept": "application/json"},
-                )
-            else:
-                raise ToolError(f"unknown web search backend {backend!r}; use searxng or brave")
-        except httpx.HTTPError as error:
-            raise ToolError(f"web search failed: {type(error).__name__}") from None
-        if response.status_code in (401, 403):
-            raise ToolError(
-                f"web search refused the request (HTTP {response.status_code}); check the API key"
+        if backend == "searxng":
+            if not base:
+                raise ToolError("web search is not configured (tools.web_search_url)")
+            data = await search_json(
+                f"{str(base).rstrip('/')}/search", {"q": query, "format": "json"}, {}
             )
-        if response.status_code >= 400:
-            raise ToolError(f"web search failed with HTTP {response.status_code}")
-        try:
-            data = response.json()
-        except ValueError:
-            raise ToolError("web search answered with something that is not JSON") from None
+        elif backend == "brave":
+            if not key:
+                raise ToolError("Brave search needs tools.web_search_api_key")
+            data = await search_json(
+                f"{str(base or BRAVE_DEFAULT_URL).rstrip('/')}/res/v1/web/search",
+                {"q": query, "count": limit},
+                {"X-Subscription-Token": str(key), "Accept": "application/json"},
+            )
+        else:
+            raise ToolError(f"unknown web search backend {backend!r}; use searxng or brave")
         results = (_results_searxng if backend == "searxng" else _results_brave)(data)
         return {"query": query, "backend": backend, "results": results[:limit]}
 

@@ -12,87 +12,58 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import logging
-import re
 import socket
+import time
+import zlib
 from collections.abc import Iterable
-from html.parser import HTMLParser
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 import httpcore
 import httpx
 
+from tools.builtin.html_text import html_to_text
 from tools.spec import ToolError
 
 __all__ = [
+    "ACCEPT_ENCODING",
     "MAX_PAGE_BYTES",
     "MAX_TEXT_CHARS",
     "GuardedTransport",
     "check_url",
     "fetch_readable",
     "html_to_text",
+    "read_capped",
 ]
 
 log = logging.getLogger(__name__)
 
 MAX_PAGE_BYTES = 2 * 1024 * 1024
+"""Most bytes read from the wire, and most bytes a page may decompress to."""
 MAX_TEXT_CHARS = 20_000
 MAX_REDIRECTS = 5
+MAX_ENCODINGS = 2
+"""Stacked ``Content-Encoding`` layers accepted (``gzip, gzip`` is legal, ten are an attack)."""
+ACCEPT_ENCODING = "gzip, deflate"
+"""What we can decode with a bounded output; anything else sent anyway is refused."""
 
-_SKIP = frozenset({"script", "style", "noscript", "template", "svg", "iframe", "head", "canvas"})
-_BLOCK = frozenset(
-    """p div br li h1 h2 h3 h4 h5 h6 tr section article header footer pre blockquote ul ol
-    table nav aside main dt dd hr figure figcaption form""".split()
+#: Networks that reach private space through another address family or a relay: 6to4 and
+#: Teredo embed an IPv4 address, NAT64 translates to one, site-local is deprecated private.
+_TUNNELS = tuple(
+    ipaddress.ip_network(n) for n in ("2002::/16", "2001::/32", "64:ff9b::/96", "64:ff9b:1::/48")
 )
-
-
-class _TextExtractor(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.parts: list[str] = []
-        self.title = ""
-        self._skip = 0
-        self._in_title = False
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag == "title":
-            self._in_title = True
-        elif tag in _SKIP:
-            self._skip += 1
-        elif tag in _BLOCK:
-            self.parts.append("\n- " if tag == "li" else "\n")
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag == "title":
-            self._in_title = False
-        elif tag in _SKIP:
-            self._skip = max(0, self._skip - 1)
-        elif tag in _BLOCK:
-            self.parts.append("\n")
-
-    def handle_data(self, data: str) -> None:
-        if self._in_title:
-            self.title += data
-        elif not self._skip:
-            self.parts.append(data)
-
-
-def html_to_text(html: str) -> tuple[str, str]:
-    """(title, readable text) of an HTML document, scripts and styles removed."""
-    parser = _TextExtractor()
-    parser.feed(html)
-    parser.close()
-    lines = (
-        re.sub(r"[ \t\r\f\v]+", " ", line).strip() for line in "".join(parser.parts).split("\n")
-    )
-    text = "\n".join(line for line in lines if line and line != "-")
-    return re.sub(r"\s+", " ", parser.title).strip(), text
+_SITE_LOCAL = ipaddress.ip_network("fec0::/10")
+_CONTROL = dict.fromkeys([*range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0x7F])
+"""Control characters (NUL and friends) a page may carry but no reader needs."""
 
 
 def _blocked(address: str) -> bool:
     ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            ip = ip.ipv4_mapped
+        elif ip in _SITE_LOCAL or any(ip in net for net in _TUNNELS):
+            return True
     return (
         ip.is_private
         or ip.is_loopback
@@ -185,53 +156,146 @@ async def check_url(url: str, allow_hosts: Iterable[str]) -> None:
     await _public_addresses(host, port)
 
 
-async def _read_capped(response: httpx.Response) -> tuple[bytes, bool]:
+class _BoundedDecoder:
+    """Undoes a ``Content-Encoding`` chain as bytes arrive, never producing more than ``limit``
+    bytes from any layer: a 2 KB gzip bomb stops at the cap instead of filling memory."""
+
+    def __init__(self, header: str, limit: int) -> None:
+        codings = [c.strip().lower() for c in header.split(",") if c.strip()]
+        codings = [c for c in codings if c != "identity"]
+        if len(codings) > MAX_ENCODINGS:
+            raise ToolError(f"the page is encoded {len(codings)} times over; refusing it")
+        self._layers: list[Any] = []
+        for coding in reversed(codings):  # the last encoding applied is undone first
+            if coding in ("gzip", "x-gzip"):
+                self._layers.append(zlib.decompressobj(16 + zlib.MAX_WBITS))
+            elif coding == "deflate":
+                self._layers.append(_Deflate())
+            else:
+                raise ToolError(f"the page uses content encoding {coding!r}, which is not read")
+        self._limit = limit
+        self._made = [0] * len(self._layers)
+        self.cut = False
+
+    def feed(self, data: bytes) -> bytes:
+        """Decode one chunk; sets ``cut`` once any layer reached the limit."""
+        try:
+            for index, layer in enumerate(self._layers):
+                room = self._limit + 1 - self._made[index]
+                data = layer.decompress(data, room)
+                self._made[index] += len(data)
+                if self._made[index] > self._limit:
+                    self.cut = True
+                    return data[: len(data) - (self._made[index] - self._limit)]
+        except zlib.error:
+            raise ToolError("the page's compressed body is corrupt") from None
+        return data
+
+    def finish(self) -> None:
+        """At the end of the body: every layer must have seen its stream's end."""
+        if not all(layer.eof for layer in self._layers):
+            raise ToolError("the page's compressed body is incomplete or corrupt")
+
+
+class _Deflate:
+    """``deflate`` as servers send it: zlib-wrapped, or (wrongly but often) raw."""
+
+    def __init__(self) -> None:
+        self._inner: Any = None
+        self._first = b""
+
+    @property
+    def eof(self) -> bool:
+        return self._inner is not None and bool(self._inner.eof)
+
+    def decompress(self, data: bytes, room: int) -> bytes:
+        if self._inner is None:
+            self._first += data
+            if len(self._first) < 2:
+                return b""
+            wrapped = (self._first[0] & 0x0F) == 8 and int.from_bytes(self._first[:2]) % 31 == 0
+            self._inner = zlib.decompressobj(zlib.MAX_WBITS if wrapped else -zlib.MAX_WBITS)
+            data, self._first = self._first, b""
+        return self._inner.decompress(data, room)  # type: ignore[no-any-return]
+
+
+async def read_capped(response: httpx.Response) -> tuple[bytes, bool]:
+    """The body, decoded within :data:`MAX_PAGE_BYTES` (raw and decoded), and whether it was
+    cut short."""
+    decoder = _BoundedDecoder(response.headers.get("content-encoding", ""), MAX_PAGE_BYTES)
     chunks: list[bytes] = []
-    size = 0
-    async for chunk in response.aiter_bytes():
-        chunks.append(chunk)
-        size += len(chunk)
-        if size > MAX_PAGE_BYTES:
+    raw = size = 0
+    async for chunk in response.aiter_raw():
+        raw += len(chunk)
+        if raw > MAX_PAGE_BYTES:
+            chunk = chunk[: len(chunk) - (raw - MAX_PAGE_BYTES)]
+        piece = decoder.feed(chunk)
+        chunks.append(piece)
+        size += len(piece)
+        if decoder.cut or raw >= MAX_PAGE_BYTES or size >= MAX_PAGE_BYTES:
             return b"".join(chunks)[:MAX_PAGE_BYTES], True
+    decoder.finish()
     return b"".join(chunks), False
+
+
+def _text_encoding(response: httpx.Response) -> str:
+    """The page's declared charset if it is a text codec, else UTF-8 (never ``rot13``)."""
+    name = response.charset_encoding or "utf-8"
+    try:
+        b"-".decode(name, "replace")  # LookupError for unknown and bytes-to-bytes codecs
+    except LookupError:
+        return "utf-8"
+    return name
 
 
 async def fetch_readable(
     client: httpx.AsyncClient, url: str, allow_hosts: Iterable[str], timeout_s: float
 ) -> dict[str, Any]:
-    """Fetch ``url`` (following checked redirects) and return its title and readable text."""
+    """Fetch ``url`` (following checked redirects) and return its title and readable text.
+
+    Everything (connecting, reading, decompressing, extracting text in a worker thread) happens
+    within ``timeout_s``; the extraction also watches the clock itself, so the thread stops
+    when the call gives up.
+    """
     allow = list(allow_hosts)
+    deadline = time.monotonic() + timeout_s
     try:
         async with asyncio.timeout(timeout_s):
             current = url
             for _ in range(MAX_REDIRECTS + 1):
                 await check_url(current, allow)
-                async with client.stream("GET", current, follow_redirects=False) as response:
+                async with client.stream(
+                    "GET",
+                    current,
+                    follow_redirects=False,
+                    headers={"Accept-Encoding": ACCEPT_ENCODING},
+                ) as response:
                     if response.is_redirect and "location" in response.headers:
                         current = urljoin(current, response.headers["location"])
                         continue
                     if response.status_code >= 400:
                         raise ToolError(f"{current} answered HTTP {response.status_code}")
-                    body, cut = await _read_capped(response)
                     kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
-                    encoding = response.encoding or "utf-8"
+                    if kind and not (
+                        kind.startswith("text/")
+                        or kind in ("application/json", "application/xhtml+xml")
+                    ):
+                        raise ToolError(f"{current} is not a text page (content type {kind})")
+                    body, cut = await read_capped(response)
+                    encoding = _text_encoding(response)
                     break
             else:
                 raise ToolError(f"too many redirects fetching {url}")
+            text = body.decode(encoding, errors="replace").translate(_CONTROL)
+            title = ""
+            if kind in ("text/html", "application/xhtml+xml") or (
+                not kind and "<html" in text[:500].lower()
+            ):
+                title, text = await asyncio.to_thread(html_to_text, text, deadline=deadline)
     except TimeoutError:
         raise ToolError(f"fetching {url} took longer than {timeout_s:g} s") from None
     except httpx.HTTPError as error:
         raise ToolError(f"cannot fetch {url}: {type(error).__name__}") from None
-    if kind and not (
-        kind.startswith("text/") or kind in ("application/json", "application/xhtml+xml")
-    ):
-        raise ToolError(f"{current} is not a text page (content type {kind})")
-    text = body.decode(encoding, errors="replace")
-    title = ""
-    if kind in ("text/html", "application/xhtml+xml") or (
-        not kind and "<html" in text[:500].lower()
-    ):
-        title, text = html_to_text(text)
     truncated = cut or len(text) > MAX_TEXT_CHARS
     result: dict[str, Any] = {"url": current, "title": title, "text": text[:MAX_TEXT_CHARS]}
     if truncated:
