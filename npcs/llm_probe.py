@@ -86,7 +86,7 @@ def _child(model: str | None) -> int:
     """Inside the child: import, load, generate. Any crash ends only this process."""
     import llama_cpp
 
-    from npcs.llm_server import find_smollm2_gguf
+    from npcs.llm_model import find_smollm2_gguf
 
     path = Path(model) if model else find_smollm2_gguf()
     llm = llama_cpp.Llama(model_path=str(path), n_ctx=256, n_threads=1, verbose=False)

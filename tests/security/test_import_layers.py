@@ -1,7 +1,7 @@
 """The modules that read outside input import one another in one direction only: the YAML
 loader (yamldoc <- yamlsafe <- yamlparse <- yamlvalidate <- yamlio) and the campaign modules
 (campaign_model <- campaign_checks, campaign_watch <- campaign) used to form circles, which
-hid which layer guarded what. Every import counts, including ``TYPE_CHECKING`` ones."""
+hid which layer guarded what; so did llm_probe and llm_server (llm_model now holds what both need). Every import counts, including ``TYPE_CHECKING`` ones."""
 
 from __future__ import annotations
 
@@ -75,7 +75,7 @@ def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
     return circles
 
 
-@pytest.mark.parametrize("prefix", ["campaigns.", "npcs.campaign", "npcs.name_index", "tools."])
+@pytest.mark.parametrize("prefix", ["campaigns.", "npcs.", "tools."])
 def test_no_import_circles(prefix: str) -> None:
     circles = _circles(_graph(["campaigns", "npcs", "tools"]))
     assert [c for c in circles if any(m.startswith(prefix) for m in c)] == []
