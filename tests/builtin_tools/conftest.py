@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import base64
+import os
 import struct
 import sys
 import wave
@@ -20,7 +21,11 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 REPO = Path(__file__).resolve().parents[2]
-SRD_PATH = (REPO / ".." / "shared" / "data" / "srd5.1").resolve()
+#: The SRD 5.1 dataset (CC-BY-4.0) is never copied into the repository: it is read from the
+#: workplace's shared folder beside the checkout, or from GLYPHOXA_SRD_DATA.
+SRD_PATH = Path(
+    os.environ.get("GLYPHOXA_SRD_DATA") or (REPO / ".." / "shared" / "data" / "srd5.1")
+).resolve()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

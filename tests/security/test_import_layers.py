@@ -1,7 +1,8 @@
 """The modules that read outside input import one another in one direction only: the YAML
 loader (yamldoc <- yamlsafe <- yamlparse <- yamlvalidate <- yamlio) and the campaign modules
 (campaign_model <- campaign_checks, campaign_watch <- campaign) used to form circles, which
-hid which layer guarded what; so did llm_probe and llm_server (llm_model now holds what both need). Every import counts, including ``TYPE_CHECKING`` ones."""
+hid which layer guarded what; so did llm_probe and llm_server (llm_model now holds what both
+need). Every import counts, including ``TYPE_CHECKING`` ones."""
 
 from __future__ import annotations
 
