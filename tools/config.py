@@ -54,7 +54,11 @@ class McpServerConfig(_Strict):
     call_timeout_s: float = Field(default=4.0, gt=0)
     """Hard timeout for a tool that declares no ``max_duration_ms``."""
     expose_as: dict[str, str] = Field(default_factory=dict)
-    """Rename a server's tool for the LLM: ``{original_name: exposed_name}``."""
+    """Rename a server's tool for the LLM: ``{original_name: exposed_name}``. Names are fixed
+    for the session; list a tool here to fix its name from the very first session too."""
+    cacheable_seconds: dict[str, float] = Field(default_factory=dict)
+    """Cache results of this server's idempotent, read-only tools (``idempotentHint`` and
+    ``readOnlyHint``) for so many seconds: ``{tool_name: seconds}``, ``"*"`` for all."""
     probe: bool = False
     """Run synthetic calibration probes at connect time (only idempotent/read-only tools)."""
 

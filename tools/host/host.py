@@ -17,9 +17,11 @@ from prometheus_client import CollectorRegistry
 
 from campaigns.errors import GlyphoxaError
 from tools.config import McpConfig, McpServerConfig
+from tools.host.approval import ApprovalGate
 from tools.host.calibration import Calibration
 from tools.host.connections import McpConnection, RestartPolicy, ServerState, describe_error
 from tools.host.executor import DEFAULT_MAX_RESULT_CHARS, Executor
+from tools.host.known_tools import KnownTools
 from tools.host.metrics import InvocationCallback, ToolMetrics
 from tools.host.registry import NameCollision, Registry, ServerTools, ToolSpecLite
 from tools.host.types import ToolCall, ToolInfo, ToolResult, TurnToolReport
@@ -60,8 +62,18 @@ class ToolHost:
         self.calibration = Calibration(calibration_path, environment)
         self.metrics = ToolMetrics(metrics_registry, on_invocation)
         self.registry = Registry(self.calibration, {**DEFAULT_CEILINGS_MS, **(ceilings_ms or {})})
+        self.known_tools = KnownTools(
+            calibration_path.with_name("known_tools.json") if calibration_path else None
+        )
+        self.approvals = ApprovalGate()
+        """DM approval policy; the session configures it (``ApprovalGate.configure``)."""
         self._executor = Executor(
-            self.registry, self.metrics, on_retier=self._retiered, max_result_chars=max_result_chars
+            self.registry,
+            self.metrics,
+            on_retier=self._retiered,
+            approvals=self.approvals,
+            unknown_hint=self._unknown_hint,
+            max_result_chars=max_result_chars,
         )
         self._connections: dict[str, McpConnection] = {}
         self._started_builtins: list[BuiltinServer] = []
@@ -240,6 +252,8 @@ class ToolHost:
     def _server_changed(self, connection: McpConnection) -> None:
         if self._connections.get(connection.name) is not connection:
             return
+        if connection.state is ServerState.UP:
+            self.known_tools.remember(connection.name, connection.tools)
         self._rebuild()
         came_up = connection.state is ServerState.UP and self._last_state.get(connection.name) != (
             ServerState.UP
@@ -299,6 +313,15 @@ class ToolHost:
         """``visible_tools`` in the Chat Completions ``tools=`` format."""
         return list(self.registry.view(whitelist, tier, openai=True))
 
+    def needs_approval(self, npc: str, names: Iterable[str]) -> bool:
+        """Whether any of these calls by ``npc`` will wait for the DM (an engine then says a
+        filler line first)."""
+        for name in names:
+            entry = self.registry.entries.get(name)
+            if entry is not None and self.approvals.needed(npc, name, entry.latency.read_only):
+                return True
+        return False
+
     # -- execution -------------------------------------------------------------------------
 
     async def call(
@@ -351,7 +374,10 @@ class ToolHost:
             connection = self._connections.get(config.name)
             if connection is None:
                 continue
-            specs = [ToolSpecLite.from_mcp(tool, config.name) for tool in connection.tools]
+            # A server that is down takes part with what it offered last time (names stay put).
+            listing = connection.tools or self.known_tools.get(config.name)
+            cache = config.cacheable_seconds
+            specs = [ToolSpecLite.from_mcp(tool, config.name, cache) for tool in listing]
             servers.append(
                 ServerTools(
                     config.name,
@@ -361,10 +387,20 @@ class ToolHost:
                     expose_as=config.expose_as,
                     default_timeout_s=config.call_timeout_s,
                     connection=connection,
+                    tasks=connection.tasks,
                 )
             )
         self.registry.rebuild(servers)
         self._notify_change()
+
+    def _unknown_hint(self, name: str) -> str | None:
+        """For a name no tool has: the servers that are down and have never listed tools."""
+        unseen = [
+            f"MCP server {c.name!r} is {c.describe_down()}"
+            for c in self._connections.values()
+            if c.state is not ServerState.UP and not c.tools and not self.known_tools.get(c.name)
+        ]
+        return "; ".join(unseen) + " (it may offer it); try later" if unseen else None
 
     def _notify_change(self) -> None:
         """Wake ``wait_for`` callers: the registry, a tier or the measurements changed."""
