@@ -183,3 +183,11 @@ async def everything_host(
     async with host:
         assert await host.wait_for(lambda h: h.get_tool("simulate-research-query") is not None, 30)
         yield host
+
+
+@pytest.fixture(scope="session")
+def legacy_command(everything_command: list[str]) -> list[str]:
+    """Our handshake-era test server on the TypeScript SDK (``servers/legacy_server.mjs``)."""
+    from tests.toolhost.third_party import legacy_server_command
+
+    return legacy_server_command()

@@ -14,7 +14,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-__all__ = ["EVERYTHING_VERSION", "everything_command"]
+__all__ = ["EVERYTHING_VERSION", "everything_command", "legacy_server_command"]
 
 EVERYTHING_PACKAGE = "@modelcontextprotocol/server-everything"
 EVERYTHING_VERSION = "2026.8.31"
@@ -58,3 +58,12 @@ def everything_command() -> list[str]:
             if done.returncode != 0 or not entry.is_file():
                 raise RuntimeError(f"npm install {EVERYTHING_PACKAGE} failed: {done.stderr[-800:]}")
     return [node, str(entry), "stdio"]
+
+
+def legacy_server_command() -> list[str]:
+    """Our handshake-era test server (``servers/legacy_server.mjs``) on the TypeScript SDK that
+    came with the everything server."""
+    node, entry = everything_command()[:2]
+    sdk = Path(entry).parents[2] / "sdk" / "dist" / "esm"
+    script = Path(__file__).parent / "servers" / "legacy_server.mjs"
+    return ["env", f"MCP_SDK={sdk}", node, str(script)]

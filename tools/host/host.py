@@ -83,6 +83,8 @@ class ToolHost:
         self._autosave_s = autosave_s
         self._autosave: asyncio.Task[None] | None = None
         self._started = False
+        self._starting = False
+        self._named = asyncio.Event()
         self._change = asyncio.Event()
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -115,11 +117,19 @@ class ToolHost:
             self._started_builtins.append(builtin)
         self._rebuild()
         servers = [s for s in self._mcp_config.servers if s.enabled]
-        for server in servers:
-            self._open(server)
-        await asyncio.gather(
-            *(self._connections[s.name].wait_attempted(s.connect_timeout_s) for s in servers)
-        )
+        # Names are handed out once every server had its first chance to come up, so the one
+        # that answers first does not take a shared name from one listed before it.
+        self._starting = True
+        try:
+            for server in servers:
+                self._open(server)
+            await asyncio.gather(
+                *(self._connections[s.name].wait_attempted(s.connect_timeout_s) for s in servers)
+            )
+        finally:
+            self._starting = False
+        self._rebuild()
+        self._named.set()
         if self.calibration.path is not None and self._autosave_s > 0:
             baseline = self._executor.recorded
             loop = self._autosave_loop(baseline)
@@ -148,6 +158,7 @@ class ToolHost:
         await self.metrics.drain()
         self.save_calibration()
         self._started = False
+        self._named.clear()
 
     def save_calibration(self) -> None:
         self.calibration.save()
@@ -254,17 +265,22 @@ class ToolHost:
             return
         if connection.state is ServerState.UP:
             self.known_tools.remember(connection.name, connection.tools)
-        self._rebuild()
+        if not self._starting:  # start() names everything once the first attempts are done
+            self._rebuild()
         came_up = connection.state is ServerState.UP and self._last_state.get(connection.name) != (
             ServerState.UP
         )
         self._last_state[connection.name] = connection.state
         if connection.config.probe and came_up:
             task = asyncio.create_task(
-                self.calibrate(servers=[connection.name]), name=f"probe:{connection.name}"
+                self._probe_server(connection.name), name=f"probe:{connection.name}"
             )
             self._probes.add(task)
             task.add_done_callback(self._probes.discard)
+
+    async def _probe_server(self, name: str) -> None:
+        await self._named.wait()
+        await self.calibrate(servers=[name])
 
     async def calibrate(
         self, *, rounds: int = 5, servers: Collection[str] | None = None

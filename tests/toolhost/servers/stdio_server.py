@@ -7,7 +7,7 @@ idempotent, cacheable), ``slow`` (sleeps as asked; declares a 300 ms hard limit)
 process has served, to prove caching), ``add_tool`` (adds ``late`` at runtime and publishes a
 ``subscriptions/listen`` tools event: the host speaks 2026-07-28 with this server), ``roll``
 and ``weird.name/with spaces`` (naming tests), ``sound`` (audio) and ``scroll`` (a long
-embedded resource).
+embedded resource). With ``GATE_FILE`` set, it exits at once while that file is missing.
 """
 
 from __future__ import annotations
@@ -142,6 +142,10 @@ async def add_tool(ctx: Context) -> str:
 
 
 if __name__ == "__main__":
+    gate = os.environ.get("GATE_FILE")
+    if gate and not os.path.exists(gate):  # lets a test keep this server "down" for a while
+        sys.stderr.write(f"gate {gate} closed\n")
+        sys.exit(1)
     sys.stderr.write("misbehaving server starting\n")
     sys.stderr.flush()
     server.run("stdio")
