@@ -30,7 +30,11 @@ class OAuthClientCredentials(_Strict):
     """OAuth 2.1 client-credentials grant: the host fetches and refreshes the access token."""
 
     type: Literal["oauth_client_credentials"]
-    token_url: str
+    token_url: str | None = None
+    """Token endpoint; empty: discovered from the server's OAuth metadata (protected-resource
+    metadata, then the authorization server's ``.well-known`` metadata)."""
+    issuer: str | None = None
+    """The authorization server the credentials belong to; discovery accepts no other."""
     client_id: str
     client_secret: SecretStr
     scope: str | None = None
