@@ -29,14 +29,11 @@ from tools.host.content import ShapedResult, from_mcp_result, from_value
 from tools.host.registry import ToolEntry
 from tools.host.tasks import TaskFailed
 from tools.host.types import ResultStatus
-from tools.spec import ToolError
+from tools.spec import FAILURE_META_KEY, ToolError
 
-__all__ = ["FAILURE_META_KEY", "Outcome", "run_entry"]
+__all__ = ["Outcome", "run_entry"]
 
 log = logging.getLogger(__name__)
-
-#: ``_meta`` key a Glyphoxa server sets on a result that reports a crash, not bad input.
-FAILURE_META_KEY = "io.glyphoxa/failure"
 
 Health = Literal["ok", "failure", "skip"]
 
