@@ -77,7 +77,10 @@ async def test_ask_mode_remembers_an_approval_for_the_session(host: ToolHost, sa
     )
     assert host.needs_approval("Greymantle", ["open_vault"])  # side effects: ask
     assert not host.needs_approval("Greymantle", ["roll_die"])  # read-only: never by default
-    script = [Step(tool_calls=[("open_vault", {})]), Step(content="The vault door swings open for you.")]
+    script = [
+        Step(tool_calls=[("open_vault", {})]),
+        Step(content="The vault door swings open for you."),
+    ]
     _, _, _ = await run_turn(host, sage, dm, ApprovalDecision("approved", by="Dana"), script)
     assert tool_log.calls == ["open_vault"]
     assert not host.needs_approval("Greymantle", ["open_vault"])  # remembered ("ask")
