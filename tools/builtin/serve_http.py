@@ -133,10 +133,12 @@ async def serve_http(
             log.info("serving %s at %s", server.name, url)
             if on_ready is not None:
                 on_ready(url)
-        await serving
+        # Shielded: a cancelled uvicorn skips its shutdown and leaves the listening socket
+        # registered with the event loop; it must always be told to exit and then awaited.
+        await asyncio.shield(serving)
     finally:
         if not serving.done():
-            serving.cancel()
+            runner.should_exit = runner.force_exit = True  # do not wait for open SSE streams
             await asyncio.gather(serving, return_exceptions=True)
         sock.close()
         if server.shutdown is not None:

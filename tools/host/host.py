@@ -1,8 +1,8 @@
 """``ToolHost``: the one object NPC engines talk to for tools (contract in contracts.md).
 
-It owns the built-in servers, one connection task per MCP server, the registry, calibration
-and metrics. ``visible_tools`` is what an NPC's LLM may see this turn; ``call`` re-checks the
-very same rule before running anything.
+It owns the built-in servers, the MCP servers (``tools.host.servers``), the registry,
+calibration, metrics and the DM approval gate. ``visible_tools`` is what an NPC's LLM may see
+this turn; ``call`` re-checks the very same rule before running anything.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from tools.host.executor import DEFAULT_MAX_RESULT_CHARS, Executor
 from tools.host.known_tools import KnownTools
 from tools.host.metrics import InvocationCallback, ToolMetrics
 from tools.host.registry import NameCollision, Registry, ServerTools, ToolSpecLite
+from tools.host.servers import McpServers
 from tools.host.types import ToolCall, ToolInfo, ToolResult, TurnToolReport
 from tools.spec import BuiltinServer
 from tools.tiers import DEFAULT_CEILINGS_MS, Tier
@@ -55,15 +56,18 @@ class ToolHost:
         environment: str | None = None,
         autosave_s: float = 60.0,
     ) -> None:
-        self._mcp_config = mcp_config or McpConfig()
         self._builtins = list(builtins)
         self._builtin_timeout_s = builtin_timeout_s
-        self._policy = restart_policy or RestartPolicy()
         self.calibration = Calibration(calibration_path, environment)
         self.metrics = ToolMetrics(metrics_registry, on_invocation)
         self.registry = Registry(self.calibration, {**DEFAULT_CEILINGS_MS, **(ceilings_ms or {})})
-        self.known_tools = KnownTools(
-            calibration_path.with_name("known_tools.json") if calibration_path else None
+        self.servers = McpServers(
+            mcp_config or McpConfig(),
+            policy=restart_policy or RestartPolicy(),
+            known_tools=KnownTools(
+                calibration_path.with_name("known_tools.json") if calibration_path else None
+            ),
+            on_change=self._server_changed,
         )
         self.approvals = ApprovalGate()
         """DM approval policy; the session configures it (``ApprovalGate.configure``)."""
@@ -72,10 +76,9 @@ class ToolHost:
             self.metrics,
             on_retier=self._retiered,
             approvals=self.approvals,
-            unknown_hint=self._unknown_hint,
+            unknown_hint=self.servers.unknown_hint,
             max_result_chars=max_result_chars,
         )
-        self._connections: dict[str, McpConnection] = {}
         self._started_builtins: list[BuiltinServer] = []
         self._builtin_errors: dict[str, str] = {}
         self._probes: set[asyncio.Task[Any]] = set()
@@ -116,16 +119,11 @@ class ToolHost:
                     continue
             self._started_builtins.append(builtin)
         self._rebuild()
-        servers = [s for s in self._mcp_config.servers if s.enabled]
         # Names are handed out once every server had its first chance to come up, so the one
         # that answers first does not take a shared name from one listed before it.
         self._starting = True
         try:
-            for server in servers:
-                self._open(server)
-            await asyncio.gather(
-                *(self._connections[s.name].wait_attempted(s.connect_timeout_s) for s in servers)
-            )
+            await self.servers.start()
         finally:
             self._starting = False
         self._rebuild()
@@ -145,8 +143,7 @@ class ToolHost:
             probe.cancel()
         await asyncio.gather(*self._probes, return_exceptions=True)
         await self._executor.drain()
-        connections = list(self._connections.values())
-        await asyncio.gather(*(c.stop() for c in connections), return_exceptions=True)
+        await self.servers.stop()
         for builtin in reversed(self._started_builtins):
             if builtin.shutdown is not None:
                 try:
@@ -187,10 +184,7 @@ class ToolHost:
         Raises GlyphoxaError if ``wait`` and its first connect attempt fails (the connection
         keeps retrying in the background).
         """
-        if config.name in self._connections or config.name in {b.name for b in self._builtins}:
-            raise GlyphoxaError(f"a tool server named {config.name!r} already exists")
-        self._mcp_config = McpConfig(servers=[*self._mcp_config.servers, config])
-        connection = self._open(config)
+        connection = await self.servers.add(config, {b.name for b in self._builtins})
         if not wait:
             return []
         await connection.wait_attempted(config.connect_timeout_s)
@@ -202,29 +196,17 @@ class ToolHost:
         return [t for t in self.list_tools() if t.server == config.name]
 
     async def remove_server(self, name: str) -> None:
-        connection = self._connections.pop(name, None)
-        if connection is None:
-            raise GlyphoxaError(f"no MCP server named {name!r}")
-        await connection.stop()
-        kept = [s for s in self._mcp_config.servers if s.name != name]
-        self._mcp_config = McpConfig(servers=kept)
+        await self.servers.remove(name)
         self._rebuild()
 
     async def restart_server(self, name: str) -> None:
         """Reconnect an MCP server now, e.g. one that gave up after its restart limit."""
-        connection = self._connections.get(name)
-        if connection is None:
-            raise GlyphoxaError(f"no MCP server named {name!r}")
-        await connection.stop()
-        self._open(connection.config)
+        await self.servers.restart(name)
         self._rebuild()
 
     async def wait_for_server(self, name: str, timeout_s: float = 10.0) -> bool:
         """True once the MCP server ``name`` is up (e.g. after a restart)."""
-        connection = self._connections.get(name)
-        if connection is None:
-            raise GlyphoxaError(f"no MCP server named {name!r}")
-        return await connection.wait_up(timeout_s)
+        return await self.servers.get(name).wait_up(timeout_s)
 
     async def wait_for(
         self, predicate: Callable[[ToolHost], bool], timeout_s: float = 10.0
@@ -246,25 +228,10 @@ class ToolHost:
             else {"state": "up", "restarts": 0, "last_error": None}
             for b in self._builtins
         }
-        for name, c in self._connections.items():
-            states[name] = {
-                "state": c.state.value,
-                "restarts": c.restarts,
-                "last_error": c.last_error,
-            }
+        states.update(self.servers.states())
         return states
 
-    def _open(self, config: McpServerConfig) -> McpConnection:
-        connection = McpConnection(config, on_change=self._server_changed, policy=self._policy)
-        self._connections[config.name] = connection
-        connection.start()
-        return connection
-
     def _server_changed(self, connection: McpConnection) -> None:
-        if self._connections.get(connection.name) is not connection:
-            return
-        if connection.state is ServerState.UP:
-            self.known_tools.remember(connection.name, connection.tools)
         if not self._starting:  # start() names everything once the first attempts are done
             self._rebuild()
         came_up = connection.state is ServerState.UP and self._last_state.get(connection.name) != (
@@ -386,37 +353,9 @@ class ToolHost:
             specs = [ToolSpecLite.from_builtin(tool) for tool in builtin.tools]
             timeout_s = self._builtin_timeout_s
             servers.append(ServerTools(builtin.name, "builtin", specs, default_timeout_s=timeout_s))
-        for config in self._mcp_config.servers:
-            connection = self._connections.get(config.name)
-            if connection is None:
-                continue
-            # A server that is down takes part with what it offered last time (names stay put).
-            listing = connection.tools or self.known_tools.get(config.name)
-            cache = config.cacheable_seconds
-            specs = [ToolSpecLite.from_mcp(tool, config.name, cache) for tool in listing]
-            servers.append(
-                ServerTools(
-                    config.name,
-                    "mcp",
-                    specs,
-                    healthy=connection.state is ServerState.UP,
-                    expose_as=config.expose_as,
-                    default_timeout_s=config.call_timeout_s,
-                    connection=connection,
-                    tasks=connection.tasks,
-                )
-            )
+        servers.extend(self.servers.offers())
         self.registry.rebuild(servers)
         self._notify_change()
-
-    def _unknown_hint(self, name: str) -> str | None:
-        """For a name no tool has: the servers that are down and have never listed tools."""
-        unseen = [
-            f"MCP server {c.name!r} is {c.describe_down()}"
-            for c in self._connections.values()
-            if c.state is not ServerState.UP and not c.tools and not self.known_tools.get(c.name)
-        ]
-        return "; ".join(unseen) + " (it may offer it); try later" if unseen else None
 
     def _notify_change(self) -> None:
         """Wake ``wait_for`` callers: the registry, a tier or the measurements changed."""
