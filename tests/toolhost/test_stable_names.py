@@ -18,6 +18,8 @@ import yaml
 from tools.host import ToolHost
 from tools.tiers import Tier
 
+pytestmark = pytest.mark.slow  # several Python MCP servers start per test
+
 ALL = ["*"]
 STDIO_SERVER = Path(__file__).parent / "servers" / "stdio_server.py"
 

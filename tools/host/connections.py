@@ -119,6 +119,11 @@ class McpConnection:
         await asyncio.gather(*self._owned, return_exceptions=True)
         self._set_state(ServerState.STOPPED)
 
+    @property
+    def session_protocol(self) -> str | None:
+        """The negotiated protocol version while connected."""
+        return self.session.protocol_version if self.session is not None else None
+
     def describe_down(self) -> str:
         """``down (ping failed: ...)``, ``connecting``: for messages to the model and the DM."""
         state = self.state.value if self.state is not ServerState.UP else "not answering"

@@ -133,11 +133,6 @@ class ToolEntry:
     info: ToolInfo | None = None
 
     @property
-    def offerable(self) -> bool:
-        """Healthy, within some tier, and callable by this host."""
-        return self.healthy and self.within_budget and not self.needs_tasks
-
-    @property
     def key(self) -> str:
         """Calibration key; stable across renames."""
         return f"{self.server}/{self.original}"
@@ -254,7 +249,13 @@ class Registry:
         for entry in self.ordered:
             if not (everything or entry.name in wanted):
                 continue
-            if entry.offerable and entry.tier <= tier:
+            # Inlined ``offerable``: this loop runs over every tool after each registry change.
+            if (
+                entry.healthy
+                and entry.within_budget
+                and entry.tier <= tier
+                and not entry.needs_tasks
+            ):
                 view.append(entry.info.as_openai() if openai else entry.info)  # type: ignore[union-attr]
         if len(self._views) >= _VIEW_CACHE_LIMIT:
             self._views.clear()
