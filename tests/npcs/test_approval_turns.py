@@ -100,3 +100,44 @@ def test_most_specific_setting_wins():
     assert resolve_mode(npc, enabled, "roll_die", read_only=True) == "never"
     assert resolve_mode(npc, enabled, "lookup", read_only=True) == "always_ask"
     assert resolve_mode(None, CampaignApproval(), "open_vault", read_only=False) == "never"
+
+
+async def test_realtime_turn_says_a_filler_and_sends_the_refusal(host: ToolHost, tool_log):
+    """Speech-to-speech: the filler comes before the DM decides; the Realtime bridge gets the
+    refusal as the function call's output."""
+    from npcs.engines.realtime import RealtimeEngine
+
+    from .npcs_fake_realtime import FakeRealtime, Reply
+    from .test_realtime import ORACLE, function_outputs
+
+    oracle = ORACLE.model_copy(update={"tools": ["open_vault"], "approval": "always_ask"})
+    dm = Dm()
+    host.approvals.configure(rules_for=lambda name: oracle.approval, approver=dm)
+
+    def script(received: list[dict]) -> Reply:
+        if function_outputs(received):
+            return Reply(transcript="The vault stays shut.", audio_chunks=2)
+        return Reply(function_call=("open_vault", {}))
+
+    seen: list[object] = []
+    async with FakeRealtime(script) as server:
+        client = AsyncOpenAI(base_url=server.base_url, api_key="test-key", max_retries=0)
+        engine = RealtimeEngine(client, model="gpt-realtime", host=host)
+        try:
+
+            async def consume() -> None:
+                request = TurnRequest(oracle, "Alice", "Open the vault.", Tier.FAST)
+                async with contextlib.aclosing(engine.respond(request)) as events:
+                    async for event in events:
+                        seen.append(event)
+
+            turn = asyncio.create_task(consume())
+            await asyncio.wait_for(dm.asked.get(), 10)
+            assert isinstance(seen[-1], Filler) and seen[-1].text
+            dm.answer.put_nowait(ApprovalDecision("timeout", detail="no answer in 45 s"))
+            await asyncio.wait_for(turn, 10)
+        finally:
+            await engine.aclose()
+    (output,) = function_outputs(server.received)
+    assert "the DM did not answer in time" in output["output"]
+    assert tool_log.calls == []
