@@ -81,7 +81,9 @@ class TableCog(commands.Cog):
             dm_role = self.bot.config.discord.dm_role
             parts.session.dm_resolver = dm_voice_resolver(interaction.guild, dm_role)
         if parts.tools is not None:  # tool calls that need approval ask this DM in private
-            parts.tools.approvals.configure(approver=DiscordApprover(interaction.user))
+            approver = DiscordApprover(interaction.user)
+            parts.tools.approvals.configure(approver=approver)
+            parts.closers.append(approver.aclose)
         here = interaction.channel
         table = TableRuntime(
             parts,
