@@ -13,12 +13,15 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = [
     "ENTITY_TYPES",
+    "ApprovalMode",
+    "CampaignApproval",
     "CampaignMeta",
     "EntitiesFile",
     "EntitySeed",
     "RandomTable",
     "RelationSeed",
     "TableEntry",
+    "ToolApproval",
     "slugify",
 ]
 
@@ -35,11 +38,38 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
 
+ApprovalMode = Literal["never", "ask", "always_ask"]
+"""When a tool call waits for the DM: ``never``; ``ask`` (the first call of a tool by an NPC in
+a session; an approval is remembered for the session); ``always_ask`` (every call)."""
+
+
+class ToolApproval(_Strict):
+    """An NPC's approval settings: a default and per-tool modes."""
+
+    default: ApprovalMode | None = None
+    """Mode for this NPC's tools not listed under ``tools``; empty: the campaign's default."""
+    tools: dict[str, ApprovalMode] = Field(default_factory=dict)
+    """Mode per tool name (as exposed to the NPC)."""
+
+
+class CampaignApproval(_Strict):
+    """DM approval of tool calls (``approval:`` in campaign.yaml)."""
+
+    enabled: bool = False
+    """Ask the DM before tools with side effects run (anything not read-only): their default
+    mode becomes ``ask``. NPCs and tools may still set their own mode either way."""
+    timeout_s: float = Field(default=45.0, gt=0, le=600)
+    """How long a call waits for the DM; then it is refused."""
+    tools: dict[str, ApprovalMode] = Field(default_factory=dict)
+    """Mode per tool name for every NPC of the campaign."""
+
+
 class CampaignMeta(_Strict):
     name: str = Field(min_length=1)
     system: str = "dnd5e"
     """Game system, e.g. ``dnd5e``; rules lookup uses it."""
     description: str = ""
+    approval: CampaignApproval = Field(default_factory=CampaignApproval)
 
 
 class EntitySeed(_Strict):

@@ -10,6 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from campaigns.content import ApprovalMode, ToolApproval
 from tools.tiers import TierName
 
 __all__ = ["CascadeSettings", "EngineKind", "LlmOverrides", "NpcDefinition", "VoiceSettings"]
@@ -80,6 +81,10 @@ class NpcDefinition(_Strict):
     """Answer only when named, never by continuation or as the sole NPC in the scene."""
     llm: LlmOverrides = Field(default_factory=LlmOverrides)
     cascade: CascadeSettings = Field(default_factory=CascadeSettings)
+    approval: ApprovalMode | ToolApproval | None = None
+    """When this NPC's tool calls wait for the DM's OK: ``never``, ``ask`` (once per tool per
+    session) or ``always_ask``, or ``{default: ..., tools: {write_file: always_ask}}``. Empty:
+    the campaign's ``approval`` settings decide."""
 
     def names(self) -> list[str]:
         """Name first, then aliases: everything address detection matches."""

@@ -172,7 +172,8 @@ async def _bench_stdio_ratio(rounds: int, iterations: int) -> BenchResult:
         value=ratio,
         unit="x",
         method=f"{rounds} rounds (fresh processes) x {iterations} interleaved pairs of echo "
-        "calls, order alternating, host vs. bare mcp ClientSession on identical servers; "
+        "calls, order alternating, host vs. bare mcp ClientSession (same protocol version) on "
+        "identical servers; "
         "median of per-pair ratios; perf_counter",
         goal="<= 1.10",
         passed=ratio <= 1.10,
@@ -188,6 +189,7 @@ async def _stdio_round(
     script: Path, iterations: int, host_ms: list[float], bare_ms: list[float]
 ) -> None:
     from mcp import ClientSession, StdioServerParameters, stdio_client
+    from mcp.shared.exceptions import MCPError
 
     config = McpServerConfig(
         name="bench", transport="stdio", command=[sys.executable, str(script)], connect_timeout_s=30
@@ -197,7 +199,13 @@ async def _stdio_round(
         if not await host.wait_for_server("bench", 30):
             raise RuntimeError("bench MCP server did not start")
         async with stdio_client(params) as (read, write), ClientSession(read, write) as bare:
-            await bare.initialize()
+            # The same protocol as the host: the SDK's own default (Client(mode="auto")) probes
+            # server/discover first, so both sides speak 2026-07-28 to this server.
+            try:
+                await bare.discover()
+            except MCPError:
+                await bare.initialize()
+            assert bare.protocol_version == host.servers.get("bench").session_protocol
             for i in range(iterations + 10):
                 # Alternate who goes first so neither side gains from the order.
                 if i % 2:

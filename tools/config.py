@@ -30,7 +30,11 @@ class OAuthClientCredentials(_Strict):
     """OAuth 2.1 client-credentials grant: the host fetches and refreshes the access token."""
 
     type: Literal["oauth_client_credentials"]
-    token_url: str
+    token_url: str | None = None
+    """Token endpoint; empty: discovered from the server's OAuth metadata (protected-resource
+    metadata, then the authorization server's ``.well-known`` metadata)."""
+    issuer: str | None = None
+    """The authorization server the credentials belong to; discovery accepts no other."""
     client_id: str
     client_secret: SecretStr
     scope: str | None = None
@@ -54,7 +58,11 @@ class McpServerConfig(_Strict):
     call_timeout_s: float = Field(default=4.0, gt=0)
     """Hard timeout for a tool that declares no ``max_duration_ms``."""
     expose_as: dict[str, str] = Field(default_factory=dict)
-    """Rename a server's tool for the LLM: ``{original_name: exposed_name}``."""
+    """Rename a server's tool for the LLM: ``{original_name: exposed_name}``. Names are fixed
+    for the session; list a tool here to fix its name from the very first session too."""
+    cacheable_seconds: dict[str, float] = Field(default_factory=dict)
+    """Cache results of this server's idempotent, read-only tools (``idempotentHint`` and
+    ``readOnlyHint``) for so many seconds: ``{tool_name: seconds}``, ``"*"`` for all."""
     probe: bool = False
     """Run synthetic calibration probes at connect time (only idempotent/read-only tools)."""
 

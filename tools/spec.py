@@ -16,6 +16,7 @@ from typing import Any
 from campaigns.errors import GlyphoxaError
 
 __all__ = [
+    "FAILURE_META_KEY",
     "LATENCY_META_KEY",
     "BuiltinServer",
     "LatencyMeta",
@@ -27,6 +28,9 @@ __all__ = [
 
 #: Key under an MCP tool's ``_meta`` where Glyphoxa latency metadata lives.
 LATENCY_META_KEY = "io.glyphoxa/latency"
+#: ``_meta`` key a Glyphoxa server sets on an ``isError`` result that reports a crash (which
+#: counts against the tool's health), as opposed to a clear refusal of bad input.
+FAILURE_META_KEY = "io.glyphoxa/failure"
 
 
 class ToolError(GlyphoxaError):

@@ -1,14 +1,19 @@
-"""``glyphoxa serve-tool NAME``: run one built-in tool server over MCP stdio.
+"""``glyphoxa serve-tool NAME [--http HOST:PORT [--bearer-token-env VAR]]``: one built-in tool
+server over MCP stdio or streamable HTTP.
 
-Lets any MCP host (another bot, an IDE, the MCP inspector) use Glyphoxa's dice, rules, memory and
-other tools; the context (campaign folder, sandbox, memory database, SRD) comes from glyphoxa.yaml.
+Lets any MCP host (another bot, an IDE, the MCP inspector, or a Glyphoxa on another machine) use
+Glyphoxa's dice, rules, memory and other tools; the context (campaign folder, sandbox, memory
+database, SRD) comes from glyphoxa.yaml.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from typing import Any
 
+from campaigns.errors import GlyphoxaError
 from tools.builtin import SERVER_NAMES, build_tool_context, create_server
 from tools.builtin.serve import serve_stdio
 from tools.builtin.standalone import build_context
@@ -19,8 +24,9 @@ __all__ = ["register"]
 def register(sub: Any) -> None:
     parser = sub.add_parser(
         "serve-tool",
-        help="serve a built-in tool server (dice, rules, ...) over MCP stdio",
-        description="Serve one built-in tool server over MCP stdio.",
+        help="serve a built-in tool server (dice, rules, ...) over MCP stdio or HTTP",
+        description="Serve one built-in tool server over MCP stdio, or streamable HTTP with "
+        "--http (the endpoint is http://HOST:PORT/mcp).",
     )
     parser.add_argument("name", choices=SERVER_NAMES, metavar="NAME", help=", ".join(SERVER_NAMES))
     parser.add_argument(
@@ -29,6 +35,17 @@ def register(sub: Any) -> None:
         default=[],
         metavar="KEY=VALUE",
         help="override a tool setting, e.g. rules_db=/tmp/rules.db",
+    )
+    parser.add_argument(
+        "--http",
+        metavar="HOST:PORT",
+        help="serve over MCP streamable HTTP instead of stdio, e.g. 127.0.0.1:8765 (port 0: any)",
+    )
+    parser.add_argument(
+        "--bearer-token-env",
+        metavar="VAR",
+        help="require 'Authorization: Bearer <token>' with the token read from this environment "
+        "variable (needed to listen on a non-loopback address)",
     )
     parser.set_defaults(func=_run)
 
@@ -46,5 +63,22 @@ async def _run(args: argparse.Namespace) -> int:
     )
     overrides = build_context(None, None, args.set)
     ctx.settings.update(overrides.settings)
-    await serve_stdio(create_server(args.name, ctx))
+    if args.http is None:
+        if args.bearer_token_env:
+            raise GlyphoxaError("--bearer-token-env only applies with --http")
+        await serve_stdio(create_server(args.name, ctx))
+        return 0
+    from tools.builtin.serve_http import parse_listen_address, serve_http
+
+    host, port = parse_listen_address(args.http)
+    token = None
+    if args.bearer_token_env:
+        token = os.environ.get(args.bearer_token_env, "")
+        if not token:
+            raise GlyphoxaError(f"environment variable {args.bearer_token_env} is empty or unset")
+
+    def ready(url: str) -> None:
+        print(f"serving {args.name} over MCP streamable HTTP at {url}", file=sys.stderr, flush=True)
+
+    await serve_http(create_server(args.name, ctx), host, port, bearer_token=token, on_ready=ready)
     return 0

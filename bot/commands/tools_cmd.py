@@ -128,7 +128,7 @@ def _row(info: ToolInfo) -> list[str]:
         f"{_fmt_ms(info.latency.estimated_duration_ms)}/{_fmt_ms(info.latency.max_duration_ms)}",
         f"{_fmt_ms(info.measured_p50_ms)}/{_fmt_ms(info.measured_p99_ms)}",
         rate,
-        "up" if info.healthy else "DOWN",
+        "needs tasks" if info.needs_tasks else "up" if info.healthy else "DOWN",
     ]
 
 
@@ -168,8 +168,7 @@ async def _list(args: argparse.Namespace) -> int:
     for name, state in servers.items():
         if state["state"] != "up":
             print(f"server {name}: {state['state']} ({state['last_error']})", file=sys.stderr)
-    for collision in collisions:
-        print(f"name collision: {collision}", file=sys.stderr)
+    # Name collisions are reported once, by the host's own warning as they happen.
     return 0
 
 

@@ -14,6 +14,7 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
+from bot.discord_bot.approval import DiscordApprover
 from bot.discord_bot.messages import MESSAGE_LIMIT, fit_message
 from bot.discord_bot.permissions import (
     NotDungeonMaster,
@@ -79,6 +80,10 @@ class TableCog(commands.Cog):
         if interaction.guild is not None:  # DM voice commands: the DM role's own voice lane
             dm_role = self.bot.config.discord.dm_role
             parts.session.dm_resolver = dm_voice_resolver(interaction.guild, dm_role)
+        if parts.tools is not None:  # tool calls that need approval ask this DM in private
+            approver = DiscordApprover(interaction.user)
+            parts.tools.approvals.configure(approver=approver)
+            parts.closers.append(approver.aclose)
         here = interaction.channel
         table = TableRuntime(
             parts,

@@ -21,6 +21,7 @@ from typing import Any
 
 from bot.config import GlyphoxaConfig
 from bot.metrics import Metrics
+from bot.rehearsal.approvals import ScriptedApprover
 from bot.rehearsal.checks import Check, scene_checks, verdict
 from bot.rehearsal.players import synthesize_lines
 from bot.rehearsal.report import write_chart, write_latency_json, write_report
@@ -153,6 +154,10 @@ async def rehearse(
         dm_speakers=[scene.dm_speaker] if scene.dm_speaker else (),
     ) as session:
         session.listeners.append(lambda event: events.append((time.monotonic(), event)))
+        if session.tools is not None:  # the scene's scripted DM answers approval questions
+            session.tools.approvals.configure(
+                approver=ScriptedApprover(scene.approvals, speed=speed)
+            )
         if session.warm_up is not None:  # a table would still be greeting; latency is measured
             say("warming up the LLM's prompt cache (each NPC's persona and tools)")
             await asyncio.wait([session.warm_up])

@@ -32,6 +32,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from bot.rehearsal.approvals import ScriptedApproval
 from campaigns.errors import GlyphoxaError
 from npcs.schema import VoiceSettings
 from tools.tiers import Tier
@@ -134,6 +135,8 @@ class Scene(_Strict):
     """Voice per player; players not listed get distinct voices automatically."""
     lines: list[PlayerLine] = Field(min_length=1)
     dm: list[DmCommand] = Field(default_factory=list)
+    approvals: list[ScriptedApproval] = Field(default_factory=list)
+    """The DM's answers when a tool call asks for approval (``bot.rehearsal.approvals``)."""
     tail_s: float = Field(default=60.0, ge=0)
     """After the last line, wait at most this long for NPCs to finish."""
     wait_for_answers: bool = True

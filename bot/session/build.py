@@ -147,6 +147,13 @@ async def open_table(
             on_invocation=on_invocation,
         )
         stack.callback(metrics.attach(host.metrics.registry))
+        # DM approval: the campaign's settings and each NPC's current ``approval`` (hot reload
+        # replaces the NPC objects); who answers is set by the front end (Discord, rehearsal).
+        npcs = campaign.npcs
+        host.approvals.configure(
+            campaign=campaign.meta.approval,
+            rules_for=lambda name: npc.approval if (npc := npcs.get(name)) else None,
+        )
         await stack.enter_async_context(host)
         engines, warm_up = await _engines(
             config, host, llm_base_url, stack, say, campaign.npcs.values(), session_ref

@@ -105,6 +105,7 @@ class InvocationRow(_Row):
     status: str
     duration_ms: float
     created_at: float
+    approval: str | None = None
 
 
 class CalibrationRow(_Row):

@@ -164,6 +164,8 @@ class ToolInvocation(Base):
     status: Mapped[str] = mapped_column(String(20))
     duration_ms: Mapped[float] = mapped_column(Float)
     created_at: Mapped[float] = mapped_column(Float)
+    approval: Mapped[str | None] = mapped_column(String(200))
+    """The DM's decision on a call that needed approval (``approved by Dana``, ``timeout``)."""
 
 
 class ToolCalibration(Base):

@@ -248,7 +248,9 @@ class RecordsMixin:
         status: str,
         duration_ms: float,
         session_id: str | None = None,
+        approval: str | None = None,
     ) -> None:
+        """One tool call; ``approval`` is the DM's decision when the call needed one."""
         async with self._write() as conn:
             await conn.execute(
                 insert(INVOCATIONS).values(
@@ -258,6 +260,7 @@ class RecordsMixin:
                     status=status,
                     duration_ms=float(duration_ms),
                     session_id=session_id,
+                    approval=approval[:200] if approval else None,
                     created_at=time.time(),
                 )
             )

@@ -349,7 +349,11 @@ class CascadedEngine:
                 break
             if not filler_spoken:
                 cost = expected_cost_ms(self.host, calls, whitelist)
-                if cost > self.filler_after_ms:
+                # A call that waits for the DM's approval takes as long as the DM does.
+                waits = self.host is not None and self.host.needs_approval(
+                    npc.name, (c.name for c in calls)
+                )
+                if cost > self.filler_after_ms or waits:
                     filler_spoken = True
                     yield Filler(self.fillers.pick(npc.name, npc.filler_lines))
             report = await run_tool_calls(self.host, calls, request)

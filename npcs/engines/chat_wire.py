@@ -70,12 +70,15 @@ async def await_confirmation(
     host: ToolHost | None, calls: Sequence[ToolCall], request: TurnRequest
 ) -> None:
     """A speculative turn waits here until it is adopted before a tool with side effects runs
-    (one the host knows that is not read-only); a dropped guess is cancelled while waiting."""
+    (one the host knows that is not read-only) or one that would ask the DM for approval (a
+    guess must never bother the DM); a dropped guess is cancelled while waiting."""
     if request.confirmed is None or host is None:
         return
     for call in calls:
         info = host.get_tool(call.name)
-        if info is not None and not info.latency.read_only:
+        if info is None:
+            continue
+        if not info.latency.read_only or host.needs_approval(request.npc.name, [call.name]):
             await request.confirmed()
             return
 

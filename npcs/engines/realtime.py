@@ -28,13 +28,14 @@ from websockets.exceptions import ConnectionClosed
 from campaigns.errors import GlyphoxaError
 from npcs.context import build_system_prompt, render_scene
 from npcs.engines import realtime_wire as wire
-from npcs.engines.cascaded import offered_tools
+from npcs.engines.cascaded import DEFAULT_FILLERS, offered_tools
 from npcs.engines.chat_wire import await_confirmation
 from npcs.engines.events import (
     AudioChunk,
     Caption,
     Engine,
     EngineEvent,
+    Filler,
     FirstToken,
     Sentence,
     ToolsUsed,
@@ -316,6 +317,10 @@ class RealtimeEngine:
                 status = getattr(event.response, "status", "completed")
                 if calls and status == "completed" and depth < self.max_depth:
                     depth += 1
+                    if self.host is not None and self.host.needs_approval(
+                        request.npc.name, (c.name for c in calls)
+                    ):  # the DM decides first: say something while they do
+                        yield Filler(self._filler_line(request.npc))
                     yield await self._run_tools(session, request, calls)
                     calls = []
                     waiting_for_created = True
@@ -326,6 +331,11 @@ class RealtimeEngine:
                     yield Sentence(rest)
                 yield TurnDone("".join(transcript).strip(), engine=self.name)
                 return
+
+    @staticmethod
+    def _filler_line(npc: Any) -> str:
+        lines = list(npc.filler_lines) or list(DEFAULT_FILLERS)
+        return lines[0]
 
     async def _run_tools(
         self, session: _Session, request: TurnRequest, calls: list[ToolCall]

@@ -148,6 +148,11 @@ class FakeDiscordApi:
                     "summary": "",
                 }
             )
+        if path == "users/@me/channels":  # open a DM channel with a user
+            recipient = (body or {}).get("recipient_id", "0")
+            return _json(
+                {"id": f"88{recipient}", "type": 1, "recipients": [user(int(recipient), "dm")]}
+            )
         if path.startswith(f"applications/{APP_ID}/") and path.endswith("/commands"):
             return _json([])
         if path.endswith("/callback"):

@@ -152,3 +152,42 @@ async def stdio_host(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[
     async with host:
         assert await host.wait_for_server("mis", 20)
         yield host
+
+
+@pytest.fixture(scope="session")
+def everything_command() -> list[str]:
+    """The reference "everything" MCP server from npm (installed on first use)."""
+    from tests.toolhost.third_party import everything_command
+
+    return everything_command()
+
+
+def everything_config(command: list[str], name: str = "ev", **extra: Any) -> McpServerConfig:
+    extra.setdefault("call_timeout_s", 10)
+    return McpServerConfig(
+        name=name, transport="stdio", command=command, connect_timeout_s=30, **extra
+    )
+
+
+@pytest.fixture(scope="module")
+async def everything_host(
+    everything_command: list[str], tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[ToolHost]:
+    """A host with the everything server, once its conditional tools arrived (list_changed)."""
+    path = tmp_path_factory.mktemp("ev") / "cal.json"
+    host = ToolHost(
+        McpConfig(servers=[everything_config(everything_command)]),
+        calibration_path=path,
+        restart_policy=FAST_RESTART,
+    )
+    async with host:
+        assert await host.wait_for(lambda h: h.get_tool("simulate-research-query") is not None, 30)
+        yield host
+
+
+@pytest.fixture(scope="session")
+def legacy_command(everything_command: list[str]) -> list[str]:
+    """Our handshake-era test server on the TypeScript SDK (``servers/legacy_server.mjs``)."""
+    from tests.toolhost.third_party import legacy_server_command
+
+    return legacy_server_command()

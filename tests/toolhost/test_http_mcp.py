@@ -185,3 +185,56 @@ async def test_restart_server_after_giving_up(
         assert await host.wait_for_server("gives-up", 5)
     finally:
         bearer_server.token = old
+
+
+async def test_oauth_discovery_finds_the_token_endpoint(make_host: Callable[..., ToolHost]):
+    """No token_url: the host follows the server's 401 to its protected-resource metadata, then
+    to the authorization server's RFC 8414 metadata, and asks for a token for this resource."""
+    from http_server import AuthorizationServer, ProtectedMcpServer
+
+    authority = AuthorizationServer("glyphoxa-test", CLIENT_SECRET)
+    authority.start()
+    server = ProtectedMcpServer(authority)
+    server.start()
+    try:
+        auth = {
+            "type": "oauth_client_credentials",
+            "client_id": "glyphoxa-test",
+            "client_secret": CLIENT_SECRET,
+            "issuer": authority.issuer,
+        }
+        host = make_host(http_config("guarded", server.url, auth))
+        await host.start()
+        assert host.server_states()["guarded"]["state"] == "up", host.server_states()
+        result = await host.call("lookup", {"key": "x"}, whitelist=ALL, tier=Tier.FAST, npc="n")
+        assert result.status == "ok" and result.structured == {"result": "lore about x"}
+        assert authority.metadata_requests >= 1 and authority.token_requests == 1
+        assert set(authority.issued.values()) == {server.url}  # RFC 8707 resource indicator
+    finally:
+        server.stop()
+        authority.stop()
+
+
+async def test_oauth_discovery_refuses_another_issuer(make_host: Callable[..., ToolHost]):
+    from http_server import AuthorizationServer, ProtectedMcpServer
+
+    authority = AuthorizationServer("glyphoxa-test", CLIENT_SECRET)
+    authority.start()
+    server = ProtectedMcpServer(authority)
+    server.start()
+    try:
+        auth = {
+            "type": "oauth_client_credentials",
+            "client_id": "glyphoxa-test",
+            "client_secret": CLIENT_SECRET,
+            "issuer": "http://127.0.0.1:9/elsewhere",
+        }
+        host = make_host()
+        await host.start()
+        with pytest.raises(GlyphoxaError, match="not the configured issuer") as error:
+            await host.add_server(http_config("guarded", server.url, auth))
+        assert CLIENT_SECRET not in str(error.value)
+        assert authority.token_requests == 0  # the secret was never sent anywhere
+    finally:
+        server.stop()
+        authority.stop()

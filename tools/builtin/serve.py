@@ -2,7 +2,9 @@
 
 Uses the mcp SDK's low-level ``Server`` so each tool's ``inputSchema`` and the Glyphoxa latency
 metadata under ``_meta`` are published exactly as declared in its ``ToolDef``. A ``ToolError`` (or
-bad arguments) comes back as an ``isError`` result the LLM can read, never as a protocol error.
+bad arguments) comes back as an ``isError`` result the LLM can read, never as a protocol error;
+an unexpected failure is marked as a crash (``FAILURE_META_KEY``) so a Glyphoxa host counts it
+against the tool's health. ``tools.builtin.serve_http`` serves the same over streamable HTTP.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import mcp_types as types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
-from tools.spec import BuiltinServer, ToolDef, ToolError
+from tools.spec import FAILURE_META_KEY, BuiltinServer, ToolDef, ToolError
 
 __all__ = ["build_mcp_server", "call_tool_result", "serve_stdio", "tool_listing"]
 
@@ -60,6 +62,7 @@ async def call_tool_result(tool: ToolDef, arguments: dict[str, Any] | None) -> t
                 )
             ],
             is_error=True,
+            _meta={FAILURE_META_KEY: "crash"},
         )
     structured = result if isinstance(result, dict) else None
     return types.CallToolResult(

@@ -1,8 +1,10 @@
 """HTTP auth for remote MCP servers: a static bearer token or OAuth 2.1 client credentials.
 
 The mcp SDK's HTTP transport runs on ``httpx2``, so both are ``httpx2`` pieces: static headers,
-or an ``httpx2.Auth`` that fetches an access token from ``token_url``, reuses it until shortly
-before it expires, and fetches a fresh one when the server answers 401.
+or an ``httpx2.Auth`` that fetches an access token from the token endpoint, reuses it until
+shortly before it expires, and fetches a fresh one when the server answers 401. Without a
+configured ``token_url`` the endpoint is discovered from the server's OAuth metadata
+(``tools.host.oauth_discovery``).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import httpx2
 
 from campaigns.errors import GlyphoxaError
 from tools.config import BearerAuth, McpServerConfig, OAuthClientCredentials
+from tools.host.oauth_discovery import TokenEndpoint, discover_token_endpoint
 
 __all__ = ["ClientCredentialsAuth", "build_http_client"]
 
@@ -28,16 +31,28 @@ _EXPIRY_MARGIN_S = 10.0
 class ClientCredentialsAuth(httpx2.Auth):
     """OAuth 2.1 client-credentials grant (client_secret_basic) with refresh on expiry or 401."""
 
-    def __init__(self, config: OAuthClientCredentials, *, timeout_s: float = 10.0) -> None:
+    def __init__(
+        self, config: OAuthClientCredentials, *, server_url: str = "", timeout_s: float = 10.0
+    ) -> None:
         self._config = config
+        self._server_url = server_url
         self._timeout_s = timeout_s
+        self._endpoint: TokenEndpoint | None = None
+        if config.token_url:
+            self._endpoint = TokenEndpoint(config.token_url, config.issuer or "")
         self._token: str | None = None
         self._expires_at = 0.0
         self._lock = asyncio.Lock()
         self.fetches = 0
 
     def __repr__(self) -> str:  # never show the secret or the token
-        return f"ClientCredentialsAuth(token_url={self._config.token_url!r})"
+        url = self._endpoint.url if self._endpoint is not None else None
+        return f"ClientCredentialsAuth(token_url={url!r})"
+
+    @property
+    def token_url(self) -> str | None:
+        """The configured or discovered token endpoint (None until discovered)."""
+        return self._endpoint.url if self._endpoint is not None else None
 
     async def _current_token(self, *, force: bool) -> str:
         async with self._lock:
@@ -53,27 +68,34 @@ class ClientCredentialsAuth(httpx2.Auth):
         if config.scope:
             form["scope"] = config.scope
         auth = (config.client_id, config.client_secret.get_secret_value())
-        try:
-            async with httpx2.AsyncClient(timeout=self._timeout_s) as client:
-                response = await client.post(config.token_url, data=form, auth=auth)
-        except httpx2.HTTPError as error:
-            raise GlyphoxaError(f"token endpoint {config.token_url} unreachable: {error}") from None
+        async with httpx2.AsyncClient(timeout=self._timeout_s) as client:
+            if self._endpoint is None:
+                self._endpoint = await discover_token_endpoint(
+                    client, self._server_url, issuer=config.issuer
+                )
+            url = self._endpoint.url
+            if self._endpoint.resource:
+                form["resource"] = self._endpoint.resource  # RFC 8707, as MCP asks
+            try:
+                response = await client.post(url, data=form, auth=auth)
+            except httpx2.HTTPError as error:
+                raise GlyphoxaError(f"token endpoint {url} unreachable: {error}") from None
         if response.status_code != 200:
             raise GlyphoxaError(
-                f"token endpoint {config.token_url} refused client {config.client_id!r}: "
+                f"token endpoint {url} refused client {config.client_id!r}: "
                 f"HTTP {response.status_code}"
             )
         try:
             body = response.json()
             token = body["access_token"]
         except (ValueError, KeyError, TypeError):
-            raise GlyphoxaError(f"token endpoint {config.token_url} sent no access_token") from None
+            raise GlyphoxaError(f"token endpoint {url} sent no access_token") from None
         expires_in = body.get("expires_in")
         lifetime = float(expires_in) if isinstance(expires_in, int | float) else 3600.0
         self._token = str(token)
         self._expires_at = time.monotonic() + max(0.0, lifetime - _EXPIRY_MARGIN_S)
         self.fetches += 1
-        log.debug("fetched an access token from %s (expires in %.0f s)", config.token_url, lifetime)
+        log.debug("fetched an access token from %s (expires in %.0f s)", url, lifetime)
 
     async def async_auth_flow(
         self, request: httpx2.Request
@@ -97,6 +119,9 @@ def build_http_client(config: McpServerConfig) -> httpx2.AsyncClient:
         return httpx2.AsyncClient(headers=headers, timeout=timeout)
     if isinstance(auth, OAuthClientCredentials):
         return httpx2.AsyncClient(
-            auth=ClientCredentialsAuth(auth, timeout_s=config.connect_timeout_s), timeout=timeout
+            auth=ClientCredentialsAuth(
+                auth, server_url=config.url or "", timeout_s=config.connect_timeout_s
+            ),
+            timeout=timeout,
         )
     return httpx2.AsyncClient(timeout=timeout)

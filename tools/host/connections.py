@@ -3,6 +3,11 @@
 anyio cancel scopes must be exited by the task that entered them, so everything a connection
 opens (subprocess or HTTP client, transport, ``ClientSession``) is entered and closed inside
 the connection's task. Other tasks only send requests through the live session.
+
+The protocol version is negotiated as the SDK's ``Client`` does (``server/discover``, else the
+``initialize`` handshake). Tool list changes arrive as ``notifications/tools/list_changed`` on
+a handshake-era connection and as ``subscriptions/listen`` events on a 2026-07-28 one; either
+way the tools are listed again and the host's registry rebuilt.
 """
 
 from __future__ import annotations
@@ -11,10 +16,9 @@ import asyncio
 import contextlib
 import enum
 import logging
-import os
 import shlex
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from typing import Any
@@ -22,10 +26,15 @@ from typing import Any
 import mcp.types as mt
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost, listen
+from mcp.shared.exceptions import MCPError
+from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
 
 from campaigns.errors import GlyphoxaError
 from tools.config import McpServerConfig
 from tools.host.auth import build_http_client
+from tools.host.stream_watch import StderrPump, WatchedStream
+from tools.host.tasks import call_as_task
 
 __all__ = ["McpConnection", "RestartPolicy", "ServerDown", "ServerState", "describe_error"]
 
@@ -60,89 +69,6 @@ class RestartPolicy:
         return min(self.max_backoff_s, self.initial_backoff_s * (2 ** max(0, attempt - 1)))
 
 
-class _WatchedStream:
-    """Read stream that tells the connection when the server's side ended (EOF = crash).
-
-    The session's reader leaves ``async with stream`` at EOF before it fails the pending
-    calls, so ``on_close`` runs first; iteration goes straight to the inner stream, so the
-    wrapper costs nothing per message.
-    """
-
-    def __init__(self, inner: Any, on_close: Callable[[], None]) -> None:
-        self._inner = inner
-        self._on_close = on_close
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-    async def __aenter__(self) -> _WatchedStream:
-        await self._inner.__aenter__()
-        return self
-
-    async def __aexit__(self, *exc: Any) -> bool | None:
-        self._on_close()
-        return await self._inner.__aexit__(*exc)
-
-    def __aiter__(self) -> Any:
-        return self._inner.__aiter__()
-
-    async def receive(self) -> Any:
-        return await self._inner.receive()
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-
-class _StderrPump:
-    """Forwards a stdio server's stderr to our log, at most ``burst`` lines per ``window_s``."""
-
-    def __init__(self, server: str, burst: int = 20, window_s: float = 10.0) -> None:
-        self._log = logging.getLogger(f"glyphoxa.mcp.{server}")
-        self._burst, self._window_s = burst, window_s
-        read_fd, write_fd = os.pipe()
-        self.write_end = os.fdopen(write_fd, "w")
-        self._read_fd = read_fd
-        self._task: asyncio.Task[None] | None = None
-
-    def start(self) -> None:
-        # The child holds its own copy now; closing ours lets EOF arrive when it exits.
-        self.write_end.close()
-        self._task = asyncio.create_task(self._pump(), name="mcp-stderr")
-
-    async def _pump(self) -> None:
-        loop = asyncio.get_running_loop()
-        reader = asyncio.StreamReader()
-        transport, _ = await loop.connect_read_pipe(
-            lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(self._read_fd, "rb")
-        )
-        window_start, sent, dropped = time.monotonic(), 0, 0
-        try:
-            while line := await reader.readline():
-                now = time.monotonic()
-                if now - window_start >= self._window_s:
-                    if dropped:
-                        self._log.warning("(%d stderr lines suppressed)", dropped)
-                    window_start, sent, dropped = now, 0, 0
-                if sent < self._burst:
-                    sent += 1
-                    self._log.info("%s", line.decode("utf-8", "replace").rstrip())
-                else:
-                    dropped += 1
-        finally:
-            if dropped:
-                self._log.warning("(%d stderr lines suppressed)", dropped)
-            transport.close()
-
-    async def stop(self) -> None:
-        if not self.write_end.closed:
-            self.write_end.close()
-            os.close(self._read_fd)
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-
-
 class McpConnection:
     """Keeps one MCP server connected and its tool list current.
 
@@ -166,6 +92,10 @@ class McpConnection:
         self.last_error: str | None = None
         self.restarts = 0
         self.session: ClientSession | None = None
+        self.tasks = False
+        """The server accepts task-augmented ``tools/call`` (2025-11-25 tasks capability)."""
+        self._dispatcher: JSONRPCDispatcher[Any] | None = None
+        self._owned: set[asyncio.Task[Any]] = set()
         self._on_change = on_change
         self._task: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
@@ -184,7 +114,26 @@ class McpConnection:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
+        for task in list(self._owned):
+            task.cancel()
+        await asyncio.gather(*self._owned, return_exceptions=True)
         self._set_state(ServerState.STOPPED)
+
+    @property
+    def session_protocol(self) -> str | None:
+        """The negotiated protocol version while connected."""
+        return self.session.protocol_version if self.session is not None else None
+
+    def describe_down(self) -> str:
+        """``down (ping failed: ...)``, ``connecting``: for messages to the model and the DM."""
+        state = self.state.value if self.state is not ServerState.UP else "not answering"
+        return f"{state} ({self.last_error})" if self.last_error else state
+
+    def spawn(self, work: Coroutine[Any, Any, Any]) -> None:
+        """Run ``work`` in a task this connection owns (cancelled by ``stop``)."""
+        task = asyncio.create_task(work, name=f"mcp-aside:{self.name}")
+        self._owned.add(task)
+        task.add_done_callback(self._owned.discard)
 
     async def wait_attempted(self, timeout_s: float) -> None:
         """Wait until the first connect attempt finished, successful or not."""
@@ -200,10 +149,15 @@ class McpConnection:
         except TimeoutError:
             return False
 
-    async def call_tool(self, name: str, arguments: dict[str, Any]) -> mt.CallToolResult:
-        session = self.session
-        if session is None or self.state is not ServerState.UP:
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], *, as_task: bool = False
+    ) -> mt.CallToolResult:
+        """One ``tools/call``; ``as_task`` runs it as a task and polls it (``tools.host.tasks``)."""
+        session, dispatcher = self.session, self._dispatcher
+        if session is None or dispatcher is None or self.state is not ServerState.UP:
             raise ServerDown(f"MCP server {self.name!r} is {self.state.value}")
+        if as_task:
+            return await call_as_task(dispatcher, name, arguments, spawn=self.spawn)
         return await session.call_tool(name, arguments)
 
     def _set_state(self, state: ServerState) -> None:
@@ -247,9 +201,19 @@ class McpConnection:
                         tools = await _list_all_tools(session)
                     connected_at = time.monotonic()
                     self.session, self.tools, self.last_error = session, tools, None
-                    log.info("MCP server %s up with %d tools", self.name, len(tools))
+                    log.info(
+                        "MCP server %s up with %d tools (protocol %s)",
+                        self.name,
+                        len(tools),
+                        session.protocol_version,
+                    )
                     self._set_state(ServerState.UP)  # also publishes the new tools
                     self._attempted.set()
+                    if _modern(session):
+                        listener = asyncio.create_task(
+                            self._listen(session), name=f"mcp-listen:{self.name}"
+                        )
+                        stack.push_async_callback(_cancel_and_wait, listener)  # before the session
                     await self._serve(session)
                     self.last_error = self.last_error or "connection closed (server exited?)"
             except TimeoutError:
@@ -257,7 +221,7 @@ class McpConnection:
             except Exception as error:  # any failure of a server is reported, then retried
                 self.last_error = describe_error(error)
             finally:
-                self.session = None
+                self.session, self._dispatcher = None, None
             log.warning("MCP server %s down: %s", self.name, self.last_error)
             self._attempted.set()
             lived = time.monotonic() - connected_at if connected_at is not None else 0.0
@@ -293,13 +257,32 @@ class McpConnection:
                 log.info("MCP server %s tool list changed: %d tools", self.name, len(self.tools))
                 self._on_change(self)
 
+    async def _listen(self, session: ClientSession) -> None:
+        """2026-07-28: tool list changes come as ``subscriptions/listen`` events."""
+        while self.session is session:
+            try:
+                async with listen(session, tools_list_changed=True) as subscription:
+                    async for _event in subscription:
+                        self._refresh_pending = True
+                        self._wake.set()
+                return  # the server closed the stream gracefully: it is going away
+            except ListenNotSupportedError:
+                return
+            except MCPError as error:
+                log.info("MCP server %s does not accept subscriptions/listen: %s", self.name, error)
+                return
+            except SubscriptionLost:  # no replay: listen again and list the tools again
+                self._refresh_pending = True
+                self._wake.set()
+                await asyncio.sleep(self.policy.initial_backoff_s)
+
     async def _connect(self, stack: AsyncExitStack) -> ClientSession:
         self._dead, self._refresh_pending, self._check_pending = False, False, False
         self._wake.clear()
         config = self.config
         if config.transport == "stdio":
             params = _stdio_parameters(config)
-            pump = _StderrPump(config.name)
+            pump = StderrPump(config.name)
             stack.push_async_callback(pump.stop)
             transport = stdio_client(params, errlog=pump.write_end)
             read, write = await stack.enter_async_context(transport)
@@ -311,14 +294,21 @@ class McpConnection:
             read, write = await stack.enter_async_context(
                 streamable_http_client(config.url, http_client=client)
             )
+        dispatcher: JSONRPCDispatcher[Any] = JSONRPCDispatcher(
+            WatchedStream(read, self._mark_dead), write
+        )
         session = ClientSession(
-            _WatchedStream(read, self._mark_dead),
-            write,
+            dispatcher=dispatcher,
             message_handler=self._message_handler,
             client_info=mt.Implementation(name="glyphoxa", version="0.1.0"),
         )
         await stack.enter_async_context(session)
-        await session.initialize()
+        try:
+            await session.discover()  # 2026-07-28 and later
+        except MCPError:
+            await session.initialize()  # a handshake-era server
+        self._dispatcher = dispatcher
+        self.tasks = _accepts_tool_tasks(session.server_capabilities)
         return session
 
 
@@ -339,6 +329,23 @@ def _stdio_parameters(config: McpServerConfig) -> StdioServerParameters:
     return StdioServerParameters(
         command=parts[0], args=parts[1:], env=dict(config.env) or None, cwd=config.cwd
     )
+
+
+async def _cancel_and_wait(task: asyncio.Task[Any]) -> None:
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+
+
+def _modern(session: ClientSession) -> bool:
+    return session.discover_result is not None
+
+
+def _accepts_tool_tasks(capabilities: mt.ServerCapabilities | None) -> bool:
+    tasks = capabilities.tasks if capabilities is not None else None
+    requests = tasks.requests if tasks is not None else None
+    tools = requests.tools if requests is not None else None
+    return tools is not None and tools.call is not None
 
 
 async def _list_all_tools(session: ClientSession) -> list[mt.Tool]:

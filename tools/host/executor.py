@@ -1,8 +1,9 @@
-"""Runs tool calls: permission re-check, schema validation, hard timeout, result shaping.
+"""Runs tool calls: permission re-check, schema validation, cache, DM approval, result shaping.
 
-Nothing a tool does escapes as an exception: timeouts, crashes, server failures and refusals
-all come back as ``ToolResult(is_error=True)`` the LLM can read. Only the caller's own
-cancellation (barge-in) propagates, as it must.
+Nothing a tool does escapes as an exception: timeouts, crashes, server failures, refusals and
+the DM's "no" all come back as ``ToolResult(is_error=True)`` the LLM can read. Only the
+caller's own cancellation (barge-in) propagates, as it must. Running a call on its server and
+judging its outcome is ``tools.host.dispatch``.
 """
 
 from __future__ import annotations
@@ -15,13 +16,13 @@ import time
 from collections.abc import Callable, Collection
 from typing import Any
 
-import mcp.types as mt
-
+from tools.host.approval import ApprovalDecision, ApprovalGate, ApprovalRequest
+from tools.host.content import ShapedResult
+from tools.host.dispatch import run_entry
 from tools.host.metrics import ToolMetrics
 from tools.host.registry import Registry, ToolEntry
 from tools.host.types import Invocation, ResultStatus, ToolResult
 from tools.host.validation import compile_validator
-from tools.spec import ToolError
 from tools.tiers import Tier
 
 __all__ = ["DEFAULT_MAX_RESULT_CHARS", "Executor", "security_log"]
@@ -34,6 +35,9 @@ security_log = logging.getLogger("glyphoxa.security")
 DEFAULT_MAX_RESULT_CHARS = 8000
 _CACHE_LIMIT = 512
 
+#: Says why a name is unknown (e.g. "MCP server 'lore' is down, it may offer it").
+UnknownHint = Callable[[str], str | None]
+
 
 class Executor:
     """Executes one call against the registry's current entries."""
@@ -44,16 +48,20 @@ class Executor:
         metrics: ToolMetrics,
         *,
         on_retier: Callable[[], None],
+        approvals: ApprovalGate | None = None,
+        unknown_hint: UnknownHint | None = None,
         max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
     ) -> None:
         self._registry = registry
         self._metrics = metrics
         self._on_retier = on_retier
+        self.approvals = approvals or ApprovalGate()
+        self._unknown_hint = unknown_hint or (lambda _name: None)
         self.max_result_chars = max_result_chars
         self._cache: dict[tuple[str, str], tuple[float, ToolResult]] = {}
         self.recorded = 0
-        self._abandoned: set[asyncio.Task[Any]] = set()
         """Calls recorded into calibration so far (autosave watches it)."""
+        self._abandoned: set[asyncio.Task[Any]] = set()
 
     async def call(
         self,
@@ -69,35 +77,47 @@ class Executor:
         entry = self._registry.entries.get(name)
         if entry is None or not ("*" in whitelist or name in whitelist):
             reason = "unknown tool" if entry is None else "not in the NPC's whitelist"
-            return self._refuse(name, entry, npc, tier, call_id, reason, started)
+            hint = self._unknown_hint(name) if entry is None else None
+            return self._refuse(name, entry, npc, tier, call_id, reason, started, hint)
         if not entry.within_budget or entry.tier > tier:
             reason = f"tool tier {entry.tier.label} is over the turn's {tier.label} budget"
             return self._refuse(name, entry, npc, tier, call_id, reason, started)
         if not entry.healthy:
-            text = f"tool {name} is temporarily unavailable (its server is down); try later"
-            return self._finish(entry, npc, tier, call_id, "error", text, None, started)
+            down = entry.connection.describe_down() if entry.connection is not None else "down"
+            text = f"tool {name} is unavailable: MCP server {entry.server!r} is {down}; try later"
+            return self._finish(entry, npc, tier, call_id, "error", ShapedResult(text), started)
+        if entry.needs_tasks:
+            text = f"tool {name} needs MCP tasks, which server {entry.server!r} does not offer"
+            return self._finish(entry, npc, tier, call_id, "error", ShapedResult(text), started)
         if isinstance(arguments, str):
             try:
                 arguments = json.loads(arguments) if arguments.strip() else {}
             except ValueError as error:
                 text = f"arguments for {name} are not valid JSON: {error}"
-                return self._finish(entry, npc, tier, call_id, "invalid", text, None, started)
+                return self._invalid(entry, npc, tier, call_id, text, started)
         if arguments is None:  # "null" from a model that meant "no arguments"
             arguments = {}
         if not isinstance(arguments, dict):
             text = f"arguments for {name} must be a JSON object"
-            return self._finish(entry, npc, tier, call_id, "invalid", text, None, started)
+            return self._invalid(entry, npc, tier, call_id, text, started)
         problem = self._validate(entry, arguments)
         if problem is not None:
             text = f"invalid arguments for {name}: {problem}"
-            return self._finish(entry, npc, tier, call_id, "invalid", text, None, started)
+            return self._invalid(entry, npc, tier, call_id, text, started)
         cache_key: tuple[str, str] | None = None
         if entry.latency.idempotent and entry.latency.cacheable_seconds > 0:
             cache_key = (name, json.dumps(arguments, sort_keys=True, default=str))
             hit = self._cache.get(cache_key)
             if hit is not None and hit[0] > time.monotonic():
                 return self._cached(entry, hit[1], npc, tier, call_id, started)
-        result = await self._dispatch(entry, arguments, npc, tier, call_id, started)
+        approval: str | None = None
+        if self.approvals.needed(npc, name, entry.latency.read_only):
+            decision = await self._ask(entry, arguments, npc, call_id)
+            approval = decision.label()
+            if not decision.approved:
+                return self._denied(entry, npc, tier, call_id, decision, started)
+            started = time.perf_counter()  # the DM's thinking time is not the tool's latency
+        result = await self._dispatch(entry, arguments, npc, tier, call_id, started, approval)
         if cache_key is not None and result.status == "ok":
             if len(self._cache) >= _CACHE_LIMIT:
                 self._evict()
@@ -109,22 +129,37 @@ class Executor:
         return self._validate(entry, {}) is None
 
     async def probe(self, entry: ToolEntry) -> ToolResult:
-        """One calibration call with no arguments, past permissions and the cache.
+        """One calibration call with no arguments, past permissions, approval and the cache.
 
         Only a successful probe is recorded: a synthetic call may lack what the live bot
         provides (a session, a voice channel), and that must not demote the tool.
         """
         started = time.perf_counter()
-        result = await self._dispatch(entry, {}, "probe", Tier.DEEP, "probe", started, False)
-        if result.status == "ok":
+        outcome = await run_entry(entry, {}, self._abandon)
+        if outcome.status == "ok":
             self._record(entry, (time.perf_counter() - started) * 1000.0, True)
-        return result
+        status, shaped = outcome.status, outcome.shaped
+        return self._finish(entry, "probe", Tier.DEEP, "probe", status, shaped, started)
 
     def _validate(self, entry: ToolEntry, arguments: dict[str, Any]) -> str | None:
         validator = entry.validator
         if validator is None:
             validator = entry.validator = compile_validator(entry.input_schema, tool=entry.name)
         return validator(arguments)  # type: ignore[no-any-return]
+
+    async def _ask(
+        self, entry: ToolEntry, arguments: dict[str, Any], npc: str, call_id: str
+    ) -> ApprovalDecision:
+        request = ApprovalRequest(
+            npc=npc,
+            tool=entry.name,
+            server=entry.server,
+            arguments=arguments,
+            call_id=call_id,
+            read_only=entry.latency.read_only,
+            timeout_s=self.approvals.campaign.timeout_s,
+        )
+        return await self.approvals.decide(request)
 
     async def _dispatch(
         self,
@@ -134,63 +169,15 @@ class Executor:
         tier: Tier,
         call_id: str,
         started: float,
-        record: bool = True,
+        approval: str | None,
     ) -> ToolResult:
-        status: ResultStatus = "ok"
-        structured: Any = None
-        # A ToolError is the tool answering correctly that its input was bad ("no table named
-        # 'loot'"): the LLM reads it as an error, but it says nothing against the tool's health.
-        healthy = False
-        try:
-            if entry.handler is not None:
-                async with asyncio.timeout(entry.timeout_s):
-                    value = await entry.handler(**arguments)
-                text, structured = _from_value(value)
-            else:
-                raw = await self._mcp_call(entry, arguments)  # enforces the timeout itself
-                text, structured = _from_mcp(raw)
-                if raw.is_error:
-                    status = "error"
-        except TimeoutError:
-            status, structured = "timeout", None
-            text = f"tool {entry.name} timed out after {entry.timeout_s * 1000:.0f} ms"
-        except ToolError as error:
-            status, text, healthy = "error", str(error), True
-        except Exception as error:  # a crash of the tool or its server is the LLM's to read
-            status = "error"
-            if entry.handler is not None:
-                log.exception("built-in tool %s crashed", entry.name)
-                text = f"tool {entry.name} crashed: {type(error).__name__}: {error}"
-            else:
-                log.warning("MCP tool %s failed: %s: %s", entry.name, type(error).__name__, error)
-                entry.connection.report_failure(error)
-                text = f"tool {entry.name} failed: {error or type(error).__name__}"
-        if record:
-            ok = healthy or status == "ok"
-            self._record(entry, (time.perf_counter() - started) * 1000.0, ok)
-        return self._finish(entry, npc, tier, call_id, status, text, structured, started)
-
-    async def _mcp_call(self, entry: ToolEntry, arguments: dict[str, Any]) -> mt.CallToolResult:
-        """Over HTTP the request runs in its own task, so the hard timeout never waits for the
-        SDK's courtesy cancel (a POST, shielded for up to 5 s) to reach a hung server; the
-        abandoned task finishes that in the background. Over stdio that cancel is one line into
-        a pipe, so the call stays in the caller's task and saves the task hop."""
-        connection = entry.connection
-        if not connection.detach_calls:
-            async with asyncio.timeout(entry.timeout_s):
-                return await connection.call_tool(entry.original, arguments)  # type: ignore[no-any-return]
-        task = asyncio.create_task(
-            entry.connection.call_tool(entry.original, arguments), name=f"mcp-call:{entry.name}"
+        outcome = await run_entry(entry, arguments, self._abandon)
+        if outcome.health != "skip":
+            duration_ms = (time.perf_counter() - started) * 1000.0
+            self._record(entry, duration_ms, outcome.health == "ok")
+        return self._finish(
+            entry, npc, tier, call_id, outcome.status, outcome.shaped, started, approval
         )
-        try:
-            done, _ = await asyncio.wait({task}, timeout=entry.timeout_s)
-        except asyncio.CancelledError:
-            self._abandon(task)
-            raise
-        if not done:
-            self._abandon(task)
-            raise TimeoutError
-        return task.result()
 
     def _abandon(self, task: asyncio.Task[Any]) -> None:
         task.cancel()
@@ -210,6 +197,11 @@ class Executor:
             log.info("tool %s now %s (demoted=%s)", entry.name, entry.tier.label, entry.demoted)
             self._on_retier()
 
+    def _invalid(
+        self, entry: ToolEntry, npc: str, tier: Tier, call_id: str, text: str, started: float
+    ) -> ToolResult:
+        return self._finish(entry, npc, tier, call_id, "invalid", ShapedResult(text), started)
+
     def _finish(
         self,
         entry: ToolEntry,
@@ -217,10 +209,11 @@ class Executor:
         tier: Tier,
         call_id: str,
         status: ResultStatus,
-        text: str,
-        structured: Any,
+        shaped: ShapedResult,
         started: float,
+        approval: str | None = None,
     ) -> ToolResult:
+        text, structured = shaped.text, shaped.structured
         limit = self.max_result_chars
         if len(text) > limit:
             text = f"{text[:limit]}\n[truncated {len(text) - limit} chars]"
@@ -234,11 +227,36 @@ class Executor:
             is_error=status != "ok",
             status=status,
             duration_ms=duration_ms,
+            attachments=shaped.attachments,
+            approval=approval,
         )
         self._metrics.observe(
-            Invocation(npc, entry.name, entry.server, tier, status, duration_ms, call_id)
+            Invocation(
+                npc, entry.name, entry.server, tier, status, duration_ms, call_id, False, approval
+            )
         )
         return result
+
+    def _denied(
+        self,
+        entry: ToolEntry,
+        npc: str,
+        tier: Tier,
+        call_id: str,
+        decision: ApprovalDecision,
+        started: float,
+    ) -> ToolResult:
+        reasons = {
+            "denied": "the DM refused it",
+            "timeout": "the DM did not answer in time",
+            "unavailable": "no DM could be asked",
+        }
+        text = (
+            f"{entry.name} was not run: {reasons.get(decision.outcome, decision.outcome)}. "
+            "Do not call it again now; answer without it."
+        )
+        shaped = ShapedResult(text)
+        return self._finish(entry, npc, tier, call_id, "refused", shaped, started, decision.label())
 
     def _cached(
         self, entry: ToolEntry, hit: ToolResult, npc: str, tier: Tier, call_id: str, started: float
@@ -247,7 +265,9 @@ class Executor:
         self._metrics.observe(
             Invocation(npc, entry.name, entry.server, tier, "ok", duration_ms, call_id, cached=True)
         )
-        return dataclasses.replace(hit, call_id=call_id, duration_ms=duration_ms, cached=True)
+        return dataclasses.replace(
+            hit, call_id=call_id, duration_ms=duration_ms, cached=True, approval=None
+        )
 
     def _refuse(
         self,
@@ -258,6 +278,7 @@ class Executor:
         call_id: str,
         reason: str,
         started: float,
+        hint: str | None = None,
     ) -> ToolResult:
         security_log.warning(
             "refused tool call: npc=%s tool=%s tier=%s reason=%s", npc, name, tier.label, reason
@@ -265,10 +286,13 @@ class Executor:
         duration_ms = (time.perf_counter() - started) * 1000.0
         server = entry.server if entry is not None else "?"
         self._metrics.observe(Invocation(npc, name, server, tier, "refused", duration_ms, call_id))
+        content = f"tool {name} is not available to you right now"
+        if hint:
+            content = f"no tool named {name!r} is up: {hint}"
         return ToolResult(
             call_id=call_id,
             name=name,
-            content=f"tool {name} is not available to you right now",
+            content=content,
             is_error=True,
             status="refused",
             duration_ms=duration_ms,
@@ -289,28 +313,3 @@ def _forget(tasks: set[asyncio.Task[Any]]) -> Callable[[asyncio.Task[Any]], None
             task.exception()  # retrieved: a late failure of an abandoned call is expected
 
     return done
-
-
-def _from_value(value: Any) -> tuple[str, Any]:
-    """Text and structure of a built-in handler's return value."""
-    if isinstance(value, str):
-        return value, None
-    if value is None:
-        return "done", None
-    return json.dumps(value, ensure_ascii=False, default=str), value
-
-
-def _from_mcp(result: mt.CallToolResult) -> tuple[str, Any]:
-    """Structured content if the server sent it, else the text blocks joined."""
-    if result.structured_content is not None:
-        structured = result.structured_content
-        return json.dumps(structured, ensure_ascii=False, default=str), structured
-    parts: list[str] = []
-    for block in result.content:
-        if isinstance(block, mt.TextContent):
-            parts.append(block.text)
-        else:
-            kind = getattr(block, "type", "content")
-            label = getattr(block, "mime_type", None) or getattr(block, "uri", None) or ""
-            parts.append(f"[{kind} {label}]".replace(" ]", "]"))
-    return "\n".join(parts), None

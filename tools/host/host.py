@@ -1,8 +1,8 @@
 """``ToolHost``: the one object NPC engines talk to for tools (contract in contracts.md).
 
-It owns the built-in servers, one connection task per MCP server, the registry, calibration
-and metrics. ``visible_tools`` is what an NPC's LLM may see this turn; ``call`` re-checks the
-very same rule before running anything.
+It owns the built-in servers, the MCP servers (``tools.host.servers``), the registry,
+calibration, metrics and the DM approval gate. ``visible_tools`` is what an NPC's LLM may see
+this turn; ``call`` re-checks the very same rule before running anything.
 """
 
 from __future__ import annotations
@@ -17,11 +17,14 @@ from prometheus_client import CollectorRegistry
 
 from campaigns.errors import GlyphoxaError
 from tools.config import McpConfig, McpServerConfig
+from tools.host.approval import ApprovalGate
 from tools.host.calibration import Calibration
 from tools.host.connections import McpConnection, RestartPolicy, ServerState, describe_error
 from tools.host.executor import DEFAULT_MAX_RESULT_CHARS, Executor
+from tools.host.known_tools import KnownTools
 from tools.host.metrics import InvocationCallback, ToolMetrics
 from tools.host.registry import NameCollision, Registry, ServerTools, ToolSpecLite
+from tools.host.servers import McpServers
 from tools.host.types import ToolCall, ToolInfo, ToolResult, TurnToolReport
 from tools.spec import BuiltinServer
 from tools.tiers import DEFAULT_CEILINGS_MS, Tier
@@ -53,17 +56,29 @@ class ToolHost:
         environment: str | None = None,
         autosave_s: float = 60.0,
     ) -> None:
-        self._mcp_config = mcp_config or McpConfig()
         self._builtins = list(builtins)
         self._builtin_timeout_s = builtin_timeout_s
-        self._policy = restart_policy or RestartPolicy()
         self.calibration = Calibration(calibration_path, environment)
         self.metrics = ToolMetrics(metrics_registry, on_invocation)
         self.registry = Registry(self.calibration, {**DEFAULT_CEILINGS_MS, **(ceilings_ms or {})})
-        self._executor = Executor(
-            self.registry, self.metrics, on_retier=self._retiered, max_result_chars=max_result_chars
+        self.servers = McpServers(
+            mcp_config or McpConfig(),
+            policy=restart_policy or RestartPolicy(),
+            known_tools=KnownTools(
+                calibration_path.with_name("known_tools.json") if calibration_path else None
+            ),
+            on_change=self._server_changed,
         )
-        self._connections: dict[str, McpConnection] = {}
+        self.approvals = ApprovalGate()
+        """DM approval policy; the session configures it (``ApprovalGate.configure``)."""
+        self._executor = Executor(
+            self.registry,
+            self.metrics,
+            on_retier=self._retiered,
+            approvals=self.approvals,
+            unknown_hint=self.servers.unknown_hint,
+            max_result_chars=max_result_chars,
+        )
         self._started_builtins: list[BuiltinServer] = []
         self._builtin_errors: dict[str, str] = {}
         self._probes: set[asyncio.Task[Any]] = set()
@@ -71,6 +86,8 @@ class ToolHost:
         self._autosave_s = autosave_s
         self._autosave: asyncio.Task[None] | None = None
         self._started = False
+        self._starting = False
+        self._named = asyncio.Event()
         self._change = asyncio.Event()
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -102,12 +119,15 @@ class ToolHost:
                     continue
             self._started_builtins.append(builtin)
         self._rebuild()
-        servers = [s for s in self._mcp_config.servers if s.enabled]
-        for server in servers:
-            self._open(server)
-        await asyncio.gather(
-            *(self._connections[s.name].wait_attempted(s.connect_timeout_s) for s in servers)
-        )
+        # Names are handed out once every server had its first chance to come up, so the one
+        # that answers first does not take a shared name from one listed before it.
+        self._starting = True
+        try:
+            await self.servers.start()
+        finally:
+            self._starting = False
+        self._rebuild()
+        self._named.set()
         if self.calibration.path is not None and self._autosave_s > 0:
             baseline = self._executor.recorded
             loop = self._autosave_loop(baseline)
@@ -123,8 +143,7 @@ class ToolHost:
             probe.cancel()
         await asyncio.gather(*self._probes, return_exceptions=True)
         await self._executor.drain()
-        connections = list(self._connections.values())
-        await asyncio.gather(*(c.stop() for c in connections), return_exceptions=True)
+        await self.servers.stop()
         for builtin in reversed(self._started_builtins):
             if builtin.shutdown is not None:
                 try:
@@ -136,6 +155,7 @@ class ToolHost:
         await self.metrics.drain()
         self.save_calibration()
         self._started = False
+        self._named.clear()
 
     def save_calibration(self) -> None:
         self.calibration.save()
@@ -164,10 +184,7 @@ class ToolHost:
         Raises GlyphoxaError if ``wait`` and its first connect attempt fails (the connection
         keeps retrying in the background).
         """
-        if config.name in self._connections or config.name in {b.name for b in self._builtins}:
-            raise GlyphoxaError(f"a tool server named {config.name!r} already exists")
-        self._mcp_config = McpConfig(servers=[*self._mcp_config.servers, config])
-        connection = self._open(config)
+        connection = await self.servers.add(config, {b.name for b in self._builtins})
         if not wait:
             return []
         await connection.wait_attempted(config.connect_timeout_s)
@@ -179,29 +196,17 @@ class ToolHost:
         return [t for t in self.list_tools() if t.server == config.name]
 
     async def remove_server(self, name: str) -> None:
-        connection = self._connections.pop(name, None)
-        if connection is None:
-            raise GlyphoxaError(f"no MCP server named {name!r}")
-        await connection.stop()
-        kept = [s for s in self._mcp_config.servers if s.name != name]
-        self._mcp_config = McpConfig(servers=kept)
+        await self.servers.remove(name)
         self._rebuild()
 
     async def restart_server(self, name: str) -> None:
         """Reconnect an MCP server now, e.g. one that gave up after its restart limit."""
-        connection = self._connections.get(name)
-        if connection is None:
-            raise GlyphoxaError(f"no MCP server named {name!r}")
-        await connection.stop()
-        self._open(connection.config)
+        await self.servers.restart(name)
         self._rebuild()
 
     async def wait_for_server(self, name: str, timeout_s: float = 10.0) -> bool:
         """True once the MCP server ``name`` is up (e.g. after a restart)."""
-        connection = self._connections.get(name)
-        if connection is None:
-            raise GlyphoxaError(f"no MCP server named {name!r}")
-        return await connection.wait_up(timeout_s)
+        return await self.servers.get(name).wait_up(timeout_s)
 
     async def wait_for(
         self, predicate: Callable[[ToolHost], bool], timeout_s: float = 10.0
@@ -223,34 +228,26 @@ class ToolHost:
             else {"state": "up", "restarts": 0, "last_error": None}
             for b in self._builtins
         }
-        for name, c in self._connections.items():
-            states[name] = {
-                "state": c.state.value,
-                "restarts": c.restarts,
-                "last_error": c.last_error,
-            }
+        states.update(self.servers.states())
         return states
 
-    def _open(self, config: McpServerConfig) -> McpConnection:
-        connection = McpConnection(config, on_change=self._server_changed, policy=self._policy)
-        self._connections[config.name] = connection
-        connection.start()
-        return connection
-
     def _server_changed(self, connection: McpConnection) -> None:
-        if self._connections.get(connection.name) is not connection:
-            return
-        self._rebuild()
+        if not self._starting:  # start() names everything once the first attempts are done
+            self._rebuild()
         came_up = connection.state is ServerState.UP and self._last_state.get(connection.name) != (
             ServerState.UP
         )
         self._last_state[connection.name] = connection.state
         if connection.config.probe and came_up:
             task = asyncio.create_task(
-                self.calibrate(servers=[connection.name]), name=f"probe:{connection.name}"
+                self._probe_server(connection.name), name=f"probe:{connection.name}"
             )
             self._probes.add(task)
             task.add_done_callback(self._probes.discard)
+
+    async def _probe_server(self, name: str) -> None:
+        await self._named.wait()
+        await self.calibrate(servers=[name])
 
     async def calibrate(
         self, *, rounds: int = 5, servers: Collection[str] | None = None
@@ -298,6 +295,15 @@ class ToolHost:
     def openai_tools(self, whitelist: Iterable[str], tier: Tier) -> list[dict[str, Any]]:
         """``visible_tools`` in the Chat Completions ``tools=`` format."""
         return list(self.registry.view(whitelist, tier, openai=True))
+
+    def needs_approval(self, npc: str, names: Iterable[str]) -> bool:
+        """Whether any of these calls by ``npc`` will wait for the DM (an engine then says a
+        filler line first)."""
+        for name in names:
+            entry = self.registry.entries.get(name)
+            if entry is not None and self.approvals.needed(npc, name, entry.latency.read_only):
+                return True
+        return False
 
     # -- execution -------------------------------------------------------------------------
 
@@ -347,22 +353,7 @@ class ToolHost:
             specs = [ToolSpecLite.from_builtin(tool) for tool in builtin.tools]
             timeout_s = self._builtin_timeout_s
             servers.append(ServerTools(builtin.name, "builtin", specs, default_timeout_s=timeout_s))
-        for config in self._mcp_config.servers:
-            connection = self._connections.get(config.name)
-            if connection is None:
-                continue
-            specs = [ToolSpecLite.from_mcp(tool, config.name) for tool in connection.tools]
-            servers.append(
-                ServerTools(
-                    config.name,
-                    "mcp",
-                    specs,
-                    healthy=connection.state is ServerState.UP,
-                    expose_as=config.expose_as,
-                    default_timeout_s=config.call_timeout_s,
-                    connection=connection,
-                )
-            )
+        servers.extend(self.servers.offers())
         self.registry.rebuild(servers)
         self._notify_change()
 

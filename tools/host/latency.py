@@ -28,9 +28,14 @@ def parse_latency(
     input_schema: Mapping[str, Any] | None = None,
     *,
     read_only_hint: bool | None = None,
+    idempotent_hint: bool | None = None,
     tool: str = "?",
 ) -> LatencyMeta:
-    """Read declared latency from ``_meta`` or, failing that, the legacy schema location."""
+    """Read declared latency from ``_meta`` or, failing that, the legacy schema location.
+
+    The MCP annotations ``readOnlyHint`` and ``idempotentHint`` count as declarations too
+    (``read_only`` / ``idempotent``), so third-party tools without our metadata are probed
+    and, if configured, cached."""
     body: Any = None
     if meta:
         body = meta.get(LATENCY_META_KEY)
@@ -39,11 +44,12 @@ def parse_latency(
         if isinstance(legacy, Mapping):
             nested = legacy.get(LATENCY_META_KEY)
             body = nested if isinstance(nested, Mapping) else legacy
+    hinted = LatencyMeta(read_only=bool(read_only_hint), idempotent=bool(idempotent_hint))
     if body is None:
-        return LatencyMeta(read_only=bool(read_only_hint))
+        return hinted
     if not isinstance(body, Mapping):
         log.warning("tool %s: latency metadata is not an object; treating it as undeclared", tool)
-        return LatencyMeta(read_only=bool(read_only_hint))
+        return hinted
     estimated = _duration(body.get("estimated_duration_ms"), "estimated_duration_ms", tool)
     maximum = _duration(body.get("max_duration_ms"), "max_duration_ms", tool)
     if estimated is not None and maximum is not None and maximum < estimated:
@@ -54,7 +60,7 @@ def parse_latency(
     return LatencyMeta(
         estimated_duration_ms=estimated,
         max_duration_ms=maximum,
-        idempotent=body.get("idempotent") is True,
+        idempotent=body.get("idempotent") is True or bool(idempotent_hint),
         cacheable_seconds=cacheable,
         read_only=(read_only is True) or bool(read_only_hint),
     )

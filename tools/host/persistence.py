@@ -33,6 +33,7 @@ def store_invocation_logger(
             status=invocation.status,
             duration_ms=invocation.duration_ms,
             session_id=current,
+            approval=invocation.approval,
         )
 
     return log_call

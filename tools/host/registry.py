@@ -1,22 +1,21 @@
-"""Registry of every tool the host knows: provider-safe names, collisions, tiers, views.
+"""Registry of every tool the host knows: names, tiers, health and the views NPCs get.
 
-Names are rebuilt from scratch whenever a server's tool list changes, always in the same
-order (built-ins first, then MCP servers in config order), so a name never depends on which
-server happened to connect first. A clash keeps the first owner's name and renames the later
-tool to ``<server>_<tool>``; an explicit ``expose_as`` wins over any derived name.
+Rebuilt from the servers' offers whenever one changes. Names come from ``tools.host.naming``
+(configuration order and ``expose_as``, fixed for the session); tiers from declared or
+measured latency (``ToolEntry.retier``).
 """
 
 from __future__ import annotations
 
-import hashlib
+import dataclasses
 import logging
-import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from tools.host.calibration import Calibration, ToolStats
 from tools.host.latency import clean_input_schema, parse_latency, tier_for
+from tools.host.naming import MAX_NAME_LENGTH, NameCollision, NameLedger, Offer, safe_name
 from tools.host.types import ToolInfo
 from tools.spec import LatencyMeta, ToolDef, ToolHandler
 from tools.tiers import Tier
@@ -26,6 +25,7 @@ __all__ = [
     "NameCollision",
     "Registry",
     "ServerTools",
+    "TaskSupport",
     "ToolEntry",
     "ToolSpecLite",
     "safe_name",
@@ -33,21 +33,10 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-#: Longest tool name providers accept (OpenAI: ``^[a-zA-Z0-9_-]{1,64}$``).
-MAX_NAME_LENGTH = 64
-_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 #: Distinct (whitelist, tier, format) views kept before the cache starts over.
 _VIEW_CACHE_LIMIT = 256
 
-
-def safe_name(name: str) -> str:
-    """``name`` made provider-safe: other characters become ``_``; an over-long name is cut and
-    given a short hash so two long names sharing a prefix stay distinct."""
-    cleaned = _UNSAFE.sub("_", name) or "tool"
-    if len(cleaned) <= MAX_NAME_LENGTH:
-        return cleaned
-    digest = hashlib.sha1(name.encode("utf-8")).hexdigest()[:8]
-    return f"{cleaned[: MAX_NAME_LENGTH - 9]}_{digest}"
+TaskSupport = Literal["forbidden", "optional", "required"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +48,7 @@ class ToolSpecLite:
     input_schema: dict[str, Any]
     latency: LatencyMeta
     handler: ToolHandler | None = None
+    task_support: TaskSupport = "forbidden"
 
     @classmethod
     def from_builtin(cls, tool: ToolDef) -> ToolSpecLite:
@@ -72,16 +62,33 @@ class ToolSpecLite:
         )
 
     @classmethod
-    def from_mcp(cls, tool: Any, server: str) -> ToolSpecLite:
-        """From an ``mcp.types.Tool`` as listed by the server."""
-        read_only = tool.annotations.read_only_hint if tool.annotations is not None else None
+    def from_mcp(
+        cls, tool: Any, server: str, cacheable_seconds: Mapping[str, float] | None = None
+    ) -> ToolSpecLite:
+        """From an ``mcp.types.Tool`` as listed by the server.
+
+        ``cacheable_seconds`` (server config, by tool name or ``*``) lets an idempotent,
+        read-only third-party tool be cached even though it declares no Glyphoxa metadata.
+        """
+        hints = tool.annotations
+        latency = parse_latency(
+            tool.meta,
+            tool.input_schema,
+            read_only_hint=hints.read_only_hint if hints is not None else None,
+            idempotent_hint=hints.idempotent_hint if hints is not None else None,
+            tool=f"{server}/{tool.name}",
+        )
+        configured = (cacheable_seconds or {}).get(tool.name, (cacheable_seconds or {}).get("*"))
+        if configured is not None and latency.idempotent and latency.read_only:
+            latency = dataclasses.replace(latency, cacheable_seconds=float(configured))
+        execution = tool.execution
+        task_support = execution.task_support if execution is not None else None
         return cls(
             original=tool.name,
             description=tool.description or "",
             input_schema=clean_input_schema(tool.input_schema),
-            latency=parse_latency(
-                tool.meta, tool.input_schema, read_only_hint=read_only, tool=f"{server}/{tool.name}"
-            ),
+            latency=latency,
+            task_support=task_support or "forbidden",
         )
 
 
@@ -96,21 +103,8 @@ class ServerTools:
     expose_as: Mapping[str, str] = field(default_factory=dict)
     default_timeout_s: float = 4.0
     connection: Any = None
-
-
-@dataclass(frozen=True, slots=True)
-class NameCollision:
-    """Two tools wanted one name; ``renamed`` is what the later one is exposed as."""
-
-    name: str
-    kept: str
-    moved: str
-    renamed: str
-
-    def describe(self) -> str:
-        return (
-            f"{self.moved} wanted {self.name!r} (taken by {self.kept}); exposed as {self.renamed!r}"
-        )
+    tasks: bool = False
+    """The server accepts task-augmented ``tools/call`` (tasks capability)."""
 
 
 @dataclass(slots=True)
@@ -134,6 +128,8 @@ class ToolEntry:
     within_budget: bool = True
     demoted: bool = False
     sort_key: float = 0.0
+    task_support: TaskSupport = "forbidden"
+    needs_tasks: bool = False
     info: ToolInfo | None = None
 
     @property
@@ -176,6 +172,8 @@ class ToolEntry:
             within_budget=self.within_budget,
             demoted=self.demoted,
             timeout_ms=self.timeout_s * 1000.0,
+            task_support=self.task_support,
+            needs_tasks=self.needs_tasks,
             stats=self.stats,
         )
 
@@ -188,13 +186,23 @@ class Registry:
         self.ceilings = dict(ceilings)
         self.entries: dict[str, ToolEntry] = {}
         self.ordered: list[ToolEntry] = []
-        self.collisions: list[NameCollision] = []
+        self.names = NameLedger()
         self._views: dict[tuple[Any, Tier, bool], list[Any]] = {}
 
+    @property
+    def collisions(self) -> list[NameCollision]:
+        """Every name collision of the session, each reported once."""
+        return self.names.collisions
+
     def rebuild(self, servers: Sequence[ServerTools]) -> None:
-        """Assign names deterministically and keep validators of unchanged tools."""
+        """Name every offer (``NameLedger``) and keep validators of unchanged tools."""
         previous = {(e.server, e.original): e for e in self.entries.values()}
-        names, collisions = _assign_names(servers)
+        names = self.names.assign(
+            [
+                Offer(server.server, spec.original, server.expose_as.get(spec.original))
+                for server, spec in _offers(servers)
+            ]
+        )
         entries: dict[str, ToolEntry] = {}
         for server, spec in _offers(servers):
             name = names[(server.server, spec.original)]
@@ -211,16 +219,14 @@ class Registry:
                 healthy=server.healthy,
                 handler=spec.handler,
                 connection=server.connection,
+                task_support=spec.task_support,
+                needs_tasks=spec.task_support == "required" and not server.tasks,
             )
             old = previous.get((server.server, spec.original))
             if old is not None and old.input_schema == spec.input_schema:
                 entry.validator = old.validator
             entry.retier(self.ceilings)
             entries[name] = entry
-        new_collisions = [c for c in collisions if c not in self.collisions]
-        for collision in new_collisions:
-            log.warning("tool name collision: %s", collision.describe())
-        self.collisions = collisions
         self.entries = entries
         self.reorder()
 
@@ -243,7 +249,13 @@ class Registry:
         for entry in self.ordered:
             if not (everything or entry.name in wanted):
                 continue
-            if entry.healthy and entry.within_budget and entry.tier <= tier:
+            # Inlined ``offerable``: this loop runs over every tool after each registry change.
+            if (
+                entry.healthy
+                and entry.within_budget
+                and entry.tier <= tier
+                and not entry.needs_tasks
+            ):
                 view.append(entry.info.as_openai() if openai else entry.info)  # type: ignore[union-attr]
         if len(self._views) >= _VIEW_CACHE_LIMIT:
             self._views.clear()
@@ -267,42 +279,3 @@ def _offers(servers: Sequence[ServerTools]) -> Iterator[tuple[ServerTools, ToolS
     for server in servers:
         for spec in server.tools:
             yield server, spec
-
-
-def _assign_names(
-    servers: Sequence[ServerTools],
-) -> tuple[dict[tuple[str, str], str], list[NameCollision]]:
-    """Exposed name per (server, original tool name), and the clashes renamed on the way."""
-    taken: dict[str, str] = {}
-    names: dict[tuple[str, str], str] = {}
-    collisions: list[NameCollision] = []
-    # Explicit names first, so an override always gets the name it asked for if free.
-    for server, spec in _offers(servers):
-        wanted = server.expose_as.get(spec.original)
-        if wanted is None:
-            continue
-        name = safe_name(wanted)
-        if name != wanted:
-            log.warning(
-                "expose_as %r of %s is not provider-safe; using %r", wanted, server.server, name
-            )
-        if name in taken:
-            continue  # falls through to derived naming below
-        taken[name] = f"{server.server}/{spec.original}"
-        names[(server.server, spec.original)] = name
-    for server, spec in _offers(servers):
-        if (server.server, spec.original) in names:
-            continue
-        owner = f"{server.server}/{spec.original}"
-        wanted = safe_name(server.expose_as.get(spec.original, spec.original))
-        name = wanted
-        if name in taken:
-            name = safe_name(f"{server.server}_{spec.original}")
-            suffix = 2
-            while name in taken:
-                name = safe_name(f"{server.server}_{spec.original}_{suffix}")
-                suffix += 1
-            collisions.append(NameCollision(wanted, taken[wanted], owner, name))
-        taken[name] = owner
-        names[(server.server, spec.original)] = name
-    return names, collisions

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from tools.host.content import Attachment
 from tools.spec import LatencyMeta
 from tools.tiers import Tier
 
@@ -41,6 +42,10 @@ class ToolResult:
     status: ResultStatus = "ok"
     duration_ms: float = 0.0
     cached: bool = False
+    attachments: tuple[Attachment, ...] = ()
+    """Images, audio and binary resources the tool returned (described in ``content``)."""
+    approval: str | None = None
+    """The DM's decision when the call needed approval (see ``Invocation.approval``)."""
 
     def model_text(self) -> str:
         """``content`` as the model reads it: a failure says so up front (``Error (status):``)
@@ -88,6 +93,10 @@ class ToolInfo:
     demoted: bool = False
     """True while the error rate keeps the tool one tier slower than its latency."""
     timeout_ms: float = 4000.0
+    task_support: Literal["forbidden", "optional", "required"] = "forbidden"
+    """MCP task augmentation: a ``required`` tool is called as a task and polled."""
+    needs_tasks: bool = False
+    """Requires task augmentation its server does not offer: hidden from models."""
     stats: ToolStats | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -131,6 +140,9 @@ class ToolInfo:
             "declared_p50_ms": self.latency.estimated_duration_ms,
             "declared_max_ms": self.latency.max_duration_ms,
             "timeout_ms": self.timeout_ms,
+            "task_support": self.task_support,
+            "needs_tasks": self.needs_tasks,
+            "read_only": self.latency.read_only,
             "idempotent": self.latency.idempotent,
             "cacheable_seconds": self.latency.cacheable_seconds,
             "measured_p50_ms": self.measured_p50_ms,
@@ -153,3 +165,6 @@ class Invocation:
     duration_ms: float
     call_id: str = ""
     cached: bool = False
+    approval: str | None = None
+    """None when no approval was needed; else ``approved``, ``approved (remembered)``,
+    ``denied``, ``timeout`` or ``unavailable``, with the DM's name when known."""

@@ -2,7 +2,11 @@
 
 ``BearerMcpServer`` requires a static bearer token; ``OAuthMcpServer`` accepts only access
 tokens its own ``/token`` endpoint issued (OAuth 2.1 client credentials, client_secret_basic)
-and can revoke them all to force a refresh. Each runs uvicorn on its own thread and loop.
+and can revoke them all to force a refresh. ``AuthorizationServer`` is a separate local OAuth
+authorization server (RFC 8414 metadata under an issuer path, client-credentials token
+endpoint), and ``ProtectedMcpServer`` an MCP server that the mcp SDK itself protects with it
+(RFC 9728 protected-resource metadata, 401 with ``resource_metadata``). Each runs uvicorn on
+its own thread and loop.
 """
 
 from __future__ import annotations
@@ -20,11 +24,11 @@ from mcp.server.mcpserver import MCPServer
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-__all__ = ["BearerMcpServer", "OAuthMcpServer"]
+__all__ = ["AuthorizationServer", "BearerMcpServer", "OAuthMcpServer", "ProtectedMcpServer"]
 
 
-def build_mcp_app() -> Any:
-    server = MCPServer("remote-lore")
+def build_mcp_app(**auth: Any) -> Any:
+    server = MCPServer("remote-lore", **auth)
 
     @server.tool(
         meta={
@@ -51,11 +55,14 @@ def build_mcp_app() -> Any:
 
 
 class _ThreadedServer:
-    def __init__(self, app: Any, port: int = 0) -> None:
+    def __init__(self, app: Any, port: int = 0, build: Any = None) -> None:
+        """Serve ``app``, or ``build(base_url)`` once the port is known."""
         self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._sock.bind(("127.0.0.1", port))
         self.port = self._sock.getsockname()[1]
+        if build is not None:
+            app = build(f"http://127.0.0.1:{self.port}")
         config = uvicorn.Config(app, log_level="warning", lifespan="on")
         self._server = uvicorn.Server(config)
         name = f"uvicorn:{self.port}"
@@ -154,3 +161,89 @@ class OAuthMcpServer(_ThreadedServer):
 
     def revoke_all(self) -> None:
         self.issued.clear()
+
+
+class AuthorizationServer(_ThreadedServer):
+    """A local OAuth authorization server: metadata at the RFC 8414 path-aware location of the
+    issuer ``/realms/table``, and a client-credentials token endpoint."""
+
+    def __init__(self, client_id: str, client_secret: str) -> None:
+        self.client_id, self.client_secret = client_id, client_secret
+        self.issued: dict[str, str | None] = {}
+        """Access token -> the resource (RFC 8707) it was issued for."""
+        self.token_requests = 0
+        self.metadata_requests = 0
+
+        def build(base: str) -> Any:
+            issuer = f"{base}/realms/table"
+
+            async def metadata(request: Request) -> JSONResponse:
+                self.metadata_requests += 1
+                return JSONResponse(
+                    {
+                        "issuer": issuer,
+                        "authorization_endpoint": f"{issuer}/authorize",
+                        "token_endpoint": f"{issuer}/token",
+                        "grant_types_supported": ["client_credentials"],
+                        "response_types_supported": ["token"],
+                        "token_endpoint_auth_methods_supported": ["client_secret_basic"],
+                    }
+                )
+
+            async def token(request: Request) -> JSONResponse:
+                self.token_requests += 1
+                form = await request.form()
+                basic = request.headers.get("authorization", "").removeprefix("Basic ")
+                try:
+                    cid, secret = base64.b64decode(basic).decode().split(":", 1)
+                except ValueError:
+                    return JSONResponse({"error": "invalid_client"}, status_code=401)
+                if (cid, secret) != (self.client_id, self.client_secret):
+                    return JSONResponse({"error": "invalid_client"}, status_code=401)
+                value = secrets.token_urlsafe(16)
+                resource = form.get("resource")
+                self.issued[value] = resource if isinstance(resource, str) else None
+                return JSONResponse({"access_token": value, "token_type": "Bearer"})
+
+            from starlette.applications import Starlette
+            from starlette.routing import Route
+
+            return Starlette(
+                routes=[
+                    Route("/.well-known/oauth-authorization-server/realms/table", metadata),
+                    Route("/realms/table/token", token, methods=["POST"]),
+                ]
+            )
+
+        super().__init__(None, build=build)
+
+    @property
+    def issuer(self) -> str:
+        return f"http://127.0.0.1:{self.port}/realms/table"
+
+
+class ProtectedMcpServer(_ThreadedServer):
+    """MCP over streamable HTTP protected by the SDK's own resource-server auth."""
+
+    def __init__(self, authority: AuthorizationServer) -> None:
+        from mcp.server.auth.provider import AccessToken
+        from mcp.server.auth.settings import AuthSettings
+
+        class Verifier:
+            async def verify_token(self, token: str) -> AccessToken | None:
+                if token not in authority.issued:
+                    return None
+                resource = authority.issued[token]
+                return AccessToken(
+                    token=token, client_id=authority.client_id, scopes=[], resource=resource
+                )
+
+        def build(base: str) -> Any:
+            settings = AuthSettings(
+                issuer_url=authority.issuer,
+                resource_server_url=f"{base}/mcp",
+                validate_token_resource=True,  # a token for another resource is refused
+            )
+            return build_mcp_app(auth=settings, token_verifier=Verifier())
+
+        super().__init__(None, build=build)

@@ -4,16 +4,21 @@ Run as ``python tests/toolhost/servers/stdio_server.py``. Tools: ``fast`` (decla
 idempotent, cacheable), ``slow`` (sleeps as asked; declares a 300 ms hard limit), ``flaky``
 (fails when asked), ``crash`` (kills the process mid-call), ``huge`` (a very long text),
 ``legacy`` (declares latency nowhere, so it counts as DEEP), ``count`` (how many calls this
-process has served, to prove caching), ``add_tool`` (adds ``late`` at runtime and sends
-``notifications/tools/list_changed``), ``roll`` and ``weird.name/with spaces`` (naming tests).
+process has served, to prove caching), ``add_tool`` (adds ``late`` at runtime and publishes a
+``subscriptions/listen`` tools event: the host speaks 2026-07-28 with this server), ``roll``
+and ``weird.name/with spaces`` (naming tests), ``sound`` (audio) and ``scroll`` (a long
+embedded resource). With ``GATE_FILE`` set, it exits at once while that file is missing.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import os
+import struct
 import sys
 
+import mcp.types as mt
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
@@ -103,6 +108,26 @@ async def spam(lines: int) -> str:
     return "spammed"
 
 
+def _silent_wav() -> bytes:
+    """A valid 44-byte WAV header with no samples."""
+    fmt = struct.pack("<4sIHHIIHH", b"fmt ", 16, 1, 1, 8000, 16000, 2, 16)
+    return b"RIFF" + struct.pack("<I", 36) + b"WAVE" + fmt + b"data" + struct.pack("<I", 0)
+
+
+@server.tool(meta=latency(5, 500))
+async def sound() -> list[mt.ContentBlock]:
+    """A text line and a short audio clip."""
+    audio = base64.b64encode(_silent_wav()).decode()
+    return [mt.TextContent(text="a bell"), mt.AudioContent(data=audio, mime_type="audio/wav")]
+
+
+@server.tool(meta=latency(5, 500))
+async def scroll(n: int) -> list[mt.ContentBlock]:
+    """A long embedded markdown resource."""
+    resource = mt.TextResourceContents(uri="lore://scroll", mime_type="text/markdown", text="z" * n)
+    return [mt.EmbeddedResource(resource=resource)]
+
+
 async def late(word: str) -> str:
     """Added at runtime."""
     return word.upper()
@@ -112,11 +137,15 @@ async def late(word: str) -> str:
 async def add_tool(ctx: Context) -> str:
     """Add the ``late`` tool and tell the client its tool list changed."""
     server.add_tool(late, meta=latency(5, 500))
-    await ctx.request_context.session.send_tool_list_changed()
+    await ctx.notify_tools_changed()  # 2026-07-28: a subscriptions/listen event
     return "added"
 
 
 if __name__ == "__main__":
+    gate = os.environ.get("GATE_FILE")
+    if gate and not os.path.exists(gate):  # lets a test keep this server "down" for a while
+        sys.stderr.write(f"gate {gate} closed\n")
+        sys.exit(1)
     sys.stderr.write("misbehaving server starting\n")
     sys.stderr.flush()
     server.run("stdio")
