@@ -19,6 +19,7 @@ from bot.config import GlyphoxaConfig, ProviderConfig
 from bot.metrics import METRICS, Metrics, start_metrics_server
 from bot.session.session import TableSession
 from bot.speech import FasterWhisperStt, Mixer, OpenAiStt, SttProvider, TtsProvider, VoiceRouter
+from bot.speech.turn_model import load_turn_model
 from campaigns.errors import GlyphoxaError
 from npcs.campaign import Campaign, load_campaign
 from npcs.context import MAX_SCENE_CHARS
@@ -113,6 +114,7 @@ async def open_table(
             say(f"metrics at {server.url}")
         say("loading speech recognizer")
         stt = stt or await load_stt(config.providers.stt)
+        turn_model = await load_turn_model(config.speech.turn)
         tts = tts or VoiceRouter.from_config(config.providers.tts)
         say("opening campaign memory")
         seeded = config.model_copy(
@@ -173,6 +175,7 @@ async def open_table(
             prefill=bool(
                 config.providers.llm.options.get("prefill", config.providers.llm.name == "local")
             ),
+            turn_model=turn_model,
         )
         session.tools = host
         session.warm_up = warm_up

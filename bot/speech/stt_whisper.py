@@ -60,6 +60,9 @@ def resolve_whisper_model(model: str | Path | None) -> Path:
 class FasterWhisperStt:
     """``SttProvider`` over a faster-whisper ``WhisperModel`` (int8 on CPU by default)."""
 
+    cpu_bound = True
+    """Runs on this machine's cores: the table's CPU scheduler admits its work."""
+
     def __init__(
         self,
         model: str | Path | None = None,
