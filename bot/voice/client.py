@@ -19,6 +19,7 @@ from discord.voice_state import VoiceConnectionState
 
 from bot.voice.dave import DaveReceiver
 from bot.voice.receiver import FrameSink, VoiceFrame, VoiceReceiver
+from bot.voice.stt_decode import SttSpeakerDecoder
 
 if TYPE_CHECKING:
     import davey
@@ -48,6 +49,7 @@ class ListeningVoiceClient(discord.VoiceClient):
             self.loop,
             self._deliver,
             dave=DaveReceiver(self._dave_source, on_recovery_needed=self._request_dave_recovery),
+            decoder=SttSpeakerDecoder,  # players' audio only goes to the speech lanes
         )
         self._listening = False
 

@@ -73,39 +73,41 @@ class _PcmDecoder:
 
     discord.py's ``Decoder.decode`` converts every sample through a Python list, which costs
     more than the decoding itself; this calls the same library (loaded by discord.py) with a
-    preallocated buffer and copies the result out once.
+    preallocated buffer and copies the result out once. ``owner`` sets the output format (its
+    ``SAMPLING_RATE`` and ``CHANNELS``; default 48 kHz stereo).
     """
 
-    _MAX_SAMPLES = 5760  # 120 ms, the longest Opus packet
-    _PLC_SAMPLES = 960
-
-    def __init__(self) -> None:
-        self._owner = discord.opus.Decoder()  # creates (and on GC destroys) the libopus state
+    def __init__(self, owner: discord.opus.Decoder | None = None) -> None:
+        self._owner = owner or discord.opus.Decoder()  # owns (and on GC frees) the libopus state
         self._state = self._owner._state
         self._lib = discord.opus._lib
-        self._buffer = (ctypes.c_int16 * (self._MAX_SAMPLES * 2))()
+        self._channels = self._owner.CHANNELS
+        self._max_samples = self._owner.SAMPLING_RATE * 120 // 1000  # the longest Opus packet
+        self._plc_samples = self._owner.SAMPLING_RATE * 20 // 1000
+        self._buffer = (ctypes.c_int16 * (self._max_samples * self._channels))()
         self._ptr = ctypes.cast(self._buffer, ctypes.POINTER(ctypes.c_int16))
 
     def decode(self, data: bytes | None, *, fec: bool = False) -> bytes:
         """Decode one packet (``None``: conceal a lost 20 ms frame). Raises OpusError."""
         if data is None:
-            samples = self._lib.opus_decode(self._state, None, 0, self._ptr, self._PLC_SAMPLES, 0)
+            samples = self._lib.opus_decode(self._state, None, 0, self._ptr, self._plc_samples, 0)
         elif fec:
             samples = self._lib.opus_decode(
-                self._state, data, len(data), self._ptr, self._PLC_SAMPLES, 1
+                self._state, data, len(data), self._ptr, self._plc_samples, 1
             )
         else:
             samples = self._lib.opus_decode(
-                self._state, data, len(data), self._ptr, self._MAX_SAMPLES, 0
+                self._state, data, len(data), self._ptr, self._max_samples, 0
             )
-        return ctypes.string_at(self._buffer, samples * 4)
+        return ctypes.string_at(self._buffer, samples * 2 * self._channels)
 
 
 @dataclass(frozen=True, slots=True)
 class DecodedFrame:
     sequence: int
     pcm: bytes
-    """48 kHz stereo s16le; 3840 bytes for Discord's 20 ms packets."""
+    """s16le in the decoder's format: 3840 bytes of 48 kHz stereo per 20 ms (or 640 bytes of
+    16 kHz mono from :class:`~bot.voice.stt_decode.SttSpeakerDecoder`)."""
     concealed: bool
 
 
@@ -124,12 +126,16 @@ class SpeakerDecoder:
     """One SSRC's decoder. Not thread-safe: the receiver calls it from the socket thread only.
 
     Every pushed packet ends up exactly once in ``stats.decoded``, ``late``, ``duplicate`` or
-    ``decode_errors``, or is still held in the buffer (``buffered``).
+    ``decode_errors``, or is still held in the buffer (``buffered``). Output: 20 ms frames of
+    48 kHz stereo; a subclass may decode to another format (:mod:`bot.voice.stt_decode`).
     """
+
+    frame_bytes = FRAME_BYTES
+    """Bytes in one 20 ms output frame."""
 
     def __init__(self, *, depth: int = 3, max_conceal: int = 5) -> None:
         ensure_opus_loaded()
-        self._decoder = _PcmDecoder()
+        self._decoder = self._new_pcm_decoder()
         self._depth = depth
         self._max_conceal = max_conceal
         self._next: int | None = None
@@ -139,6 +145,9 @@ class SpeakerDecoder:
     @property
     def buffered(self) -> int:
         return len(self._buffer)
+
+    def _new_pcm_decoder(self) -> _PcmDecoder:
+        return _PcmDecoder()
 
     def push(self, sequence: int, opus: bytes) -> list[DecodedFrame]:
         """Accept one packet; return the frames that are now ready, in order."""
@@ -231,10 +240,11 @@ class SpeakerDecoder:
             self.stats.decode_errors += 1
             return
         self.stats.decoded += 1
-        if len(pcm) <= FRAME_BYTES:
+        size = self.frame_bytes
+        if len(pcm) <= size:
             out.append(DecodedFrame(sequence, pcm, False))
             return
         # 40/60 ms packets: hand the lanes 20 ms frames.
-        for start in range(0, len(pcm), FRAME_BYTES):
-            chunk = pcm[start : start + FRAME_BYTES]
-            out.append(DecodedFrame(sequence, chunk.ljust(FRAME_BYTES, b"\0"), False))
+        for start in range(0, len(pcm), size):
+            chunk = pcm[start : start + size]
+            out.append(DecodedFrame(sequence, chunk.ljust(size, b"\0"), False))

@@ -51,7 +51,8 @@ class DropReason(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class VoiceFrame:
-    """20 ms of one speaker's audio, 48 kHz stereo s16le (3840 bytes)."""
+    """20 ms of one speaker's audio: 48 kHz stereo s16le (3840 bytes), or 16 kHz mono (640
+    bytes) from a receiver made with ``decoder=SttSpeakerDecoder``."""
 
     user_id: int
     ssrc: int
@@ -108,6 +109,8 @@ class VoiceReceiver:
         dave: DAVE decryption; ``None`` means a channel without end-to-end encryption.
         reorder_depth: packets a gap is waited out before it is concealed (~20 ms each).
         idle_flush_s: a speaker silent this long has its reorder buffer flushed.
+        decoder: the per-SSRC decoder class (its output format; ``SttSpeakerDecoder`` decodes
+            straight to the 16 kHz mono the speech lanes want).
     """
 
     def __init__(
@@ -118,12 +121,14 @@ class VoiceReceiver:
         dave: DaveReceiver | None = None,
         reorder_depth: int = 3,
         idle_flush_s: float = 0.1,
+        decoder: type[SpeakerDecoder] = SpeakerDecoder,
     ) -> None:
         self._loop = loop
         self._sink = sink
         self.dave = dave
         self._depth = reorder_depth
         self._idle_flush = idle_flush_s
+        self._decoder = decoder
         self._lock = threading.Lock()
         self._cipher: TransportCipher | None = None
         self._own_ssrc: int | None = None
@@ -291,7 +296,7 @@ class VoiceReceiver:
         speaker = self._speakers.get(header.ssrc)
         now = time.monotonic()
         if speaker is None:
-            speaker = _Speaker(user_id, SpeakerDecoder(depth=self._depth), now)
+            speaker = _Speaker(user_id, self._decoder(depth=self._depth), now)
             self._speakers[header.ssrc] = speaker
         speaker.last_packet = now
         decoded = speaker.decoder.push(header.sequence, opus)

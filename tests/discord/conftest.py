@@ -13,7 +13,7 @@ import pytest
 
 from bot.voice.dave import DaveReceiver
 from bot.voice.loopback import LocalDaveGroup, LoopbackSpeaker
-from bot.voice.opus_decode import ensure_opus_loaded
+from bot.voice.opus_decode import SpeakerDecoder, ensure_opus_loaded
 from bot.voice.receiver import VoiceFrame, VoiceReceiver
 from bot.voice.transport_crypto import XChaCha20Cipher
 
@@ -50,16 +50,28 @@ def tone(frames: int, freq: float = 440.0, amplitude: int = 9000) -> list[bytes]
     return out
 
 
-def reference_decode(packets: list[bytes]) -> list[bytes]:
-    """What a fresh libopus decoder makes of ``packets`` in order: the PCM we must reproduce."""
-    decoder = discord.opus.Decoder()
+def reference_decode(packets: list[bytes], *, stt: bool = False) -> list[bytes]:
+    """What a fresh libopus decoder makes of ``packets`` in order: the PCM we must reproduce
+    (48 kHz stereo, or with ``stt`` 16 kHz mono as the bot's client decodes for the lanes)."""
+
+    class Mono16k(discord.opus.Decoder):
+        SAMPLING_RATE = 16_000
+        CHANNELS = 1
+
+    decoder = Mono16k() if stt else discord.opus.Decoder()
     return [decoder.decode(p, fec=False) for p in packets]
 
 
 class Rig:
     """A bot-side receiver in a real DAVE group with one remote speaker."""
 
-    def __init__(self, *, dave: bool = True, recovery: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        dave: bool = True,
+        recovery: Callable[[], None] | None = None,
+        decoder: type[SpeakerDecoder] = SpeakerDecoder,
+    ) -> None:
         self.group = LocalDaveGroup(CHANNEL)
         self.bot_session = self.group.new_session(BOT_USER) if dave else None
         self.remote_session = self.group.new_session(SPEAKER_USER) if dave else None
@@ -72,7 +84,7 @@ class Rig:
             failure_threshold=5,
         )
         loop = asyncio.get_running_loop()
-        self.receiver = VoiceReceiver(loop, self.frames.extend, dave=self.dave)
+        self.receiver = VoiceReceiver(loop, self.frames.extend, dave=self.dave, decoder=decoder)
         self.receiver.set_transport("aead_xchacha20_poly1305_rtpsize", KEY)
         self.receiver.set_own_ssrc(1)
         self.receiver.handle_gateway(

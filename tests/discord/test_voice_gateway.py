@@ -220,8 +220,9 @@ async def test_dave_handshake_then_speech_is_heard(client: discord.Client) -> No
             rig.server.send(speaker.packet(frame))
         await asyncio.wait_for(rig.enough.wait(), timeout=10)
         assert {f.user_id for f in rig.heard} == {SPEAKER}
-        expected = reference_decode(opus)
+        expected = reference_decode(opus, stt=True)  # players are decoded for the lanes
         assert [f.pcm for f in rig.heard] == expected[: len(rig.heard)]
+        assert {len(f.pcm) for f in rig.heard} == {640}  # 20 ms of 16 kHz mono
         counters = rig.vc.receiver.snapshot()
         assert counters.dropped["dave_failed"] == 0 and counters.decoded >= 20
         assert rig.vc.receiver.dave is not None and rig.vc.receiver.dave.stats.decrypted >= 20
