@@ -97,6 +97,9 @@ class TurnConfig(_Strict):
     """Silence after which a pause is judged (model and transcript)."""
     complete_ms: int = Field(default=200, ge=0)
     """Silence before a finished-sounding turn ends."""
+    short_turn_ms: int = Field(default=1000, ge=0)
+    """A turn shorter than this waits for its words before ending: "Bartok," alone sounds
+    finished too (longer ones end on the sound, and their words may still veto it)."""
     incomplete_ms: int = Field(default=1000, ge=0)
     """Silence before an unfinished one ends anyway ("Bartok, and um...")."""
 

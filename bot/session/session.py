@@ -25,7 +25,7 @@ from bot.metrics import METRICS, Metrics
 from bot.session.alerts import TroubleDesk
 from bot.session.controls import DmControls
 from bot.session.entities import EntityLookup
-from bot.session.events import BargedIn, NpcSpoke, SessionEvent
+from bot.session.events import BargedIn, NpcSpoke, SessionEvent, TurnEnded
 from bot.session.npc_queue import NpcQueues
 from bot.session.prefill import Prefiller
 from bot.session.recorder import TranscriptRecorder
@@ -43,6 +43,7 @@ from bot.speech import (
     LaneEvent,
     Mixer,
     PartialTranscript,
+    SpeechEnded,
     SpeechProgress,
     SttProvider,
     TtsProvider,
@@ -269,6 +270,18 @@ class TableSession(Routing, DmControls, VoiceCommands):
             self._on_partial(speaker, event)
         elif isinstance(event, TurnCheck):
             self._on_turn_check(speaker, event)
+        elif isinstance(event, SpeechEnded):
+            clock = speaker.clock
+            self._emit(
+                TurnEnded(
+                    speaker.name,
+                    clock.wall_at(event.started_at),
+                    clock.wall_at(event.stream_time),
+                    event.reason,
+                    event.silence_ms,
+                    event.wall_time,
+                )
+            )
         elif isinstance(event, FinalTranscript):
             self._on_final(speaker, event)
         elif isinstance(event, Backchannel):

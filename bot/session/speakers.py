@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -102,10 +102,16 @@ class SpeakerLanes:
     @property
     def listening(self) -> bool:
         """A player is speaking, or an utterance's final transcript is still being made."""
+        return self.listening_except(())
+
+    def listening_except(self, names: Iterable[str]) -> bool:
+        """``listening``, not counting the players named (e.g. a rehearsal's table talk)."""
         horizon = time.monotonic() - _FINAL_EXPIRY_S
+        ignored = set(names)
         return any(
             s.speaking or any(at > horizon for at in s.awaiting.values())
             for s in self._speakers.values()
+            if s.name not in ignored
         )
 
     def set_vocabulary(self, vocabulary: Vocabulary) -> None:

@@ -1,11 +1,16 @@
 """Judging one lane's pauses: is the player done, and what did they say up to here?
 
-At each pause the segmenter reports (``SegmentPause``), a ``PauseJudge`` transcribes the
-utterance so far and, when a turn model is loaded, scores how it sounds, both as ``ENDPOINT``
-work (the most urgent on the table). The verdict (:mod:`bot.speech.turn_end`) becomes the end
-rule of that pause: a finished turn ends after ``complete_ms`` of silence, an unfinished one
-after ``incomplete_ms``. The words heard at the pause are the turn's final transcript when no
-speech followed, so the recognizer's time is spent while the player is still silent, not after.
+At each pause the segmenter reports (``SegmentPause``), a ``PauseJudge`` has the turn model
+score how the utterance so far sounds and, when it sounds finished (or without a model), has
+it transcribed, both as ``ENDPOINT`` work (the most urgent on the table); a breath in the middle
+of a sentence costs the recognizer nothing. The verdict (:mod:`bot.speech.turn_end`) becomes
+the end rule of that pause: a finished turn ends after ``complete_ms`` of silence, an unfinished
+one after ``incomplete_ms``. The turn model answers in tens of milliseconds, the recognizer
+takes longer, so a turn that sounds finished ends on the sound alone; only a short one (shorter
+than ``short_turn_ms``: "Bartok," also sounds finished) waits for its words. Words that arrive
+before the turn ended can still say "not done" (a trailing "and"). The words heard at the pause
+are the turn's final transcript when no speech followed, so recognition runs while the player
+is silent, not after.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ log = logging.getLogger(__name__)
 
 #: Words and their recognition time (ms).
 Heard = tuple[str, float]
+_SAME_S = 0.001  # stream times recomputed from a silence length differ by rounding only
 
 
 class TurnModel(Protocol):
@@ -54,7 +60,8 @@ class PauseCheck:
 
     utterance_id: int
     voiced_end: float
-    heard: asyncio.Task[Heard]
+    heard: asyncio.Future[Heard]
+    """The words up to the pause (a pending future until they are asked for)."""
     task: asyncio.Task[None] | None = None
     verdict: TurnVerdict | None = None
     started: float = field(default_factory=time.monotonic)
@@ -79,7 +86,7 @@ class PauseJudge:
         model: TurnModel | None,
         scheduler: CpuScheduler,
         transcribe: Callable[[np.ndarray, Work], Coroutine[object, object, Heard]],
-        on_verdict: Callable[[PauseCheck, str], None],
+        on_verdict: Callable[[PauseCheck, str | None], None],
     ) -> None:
         self._lane = lane
         self._policy = policy
@@ -94,16 +101,16 @@ class PauseJudge:
     def has_model(self) -> bool:
         return self._model is not None and not self._model_failed
 
-    def pause(self, utterance_id: int, voiced_end: float, audio: np.ndarray) -> PauseCheck:
-        """Start judging a pause (a previous check of another pause is dropped)."""
+    def pause(
+        self, utterance_id: int, voiced_end: float, audio: np.ndarray, spoken_s: float
+    ) -> PauseCheck:
+        """Start judging a pause after ``spoken_s`` of the utterance (a previous check of
+        another pause is dropped)."""
         self.drop()
         loop = asyncio.get_running_loop()
-        heard: asyncio.Task[Heard] = loop.create_task(
-            self._transcribe(audio, Work.ENDPOINT), name=f"speaker-lane:{self._lane}:pause-stt"
-        )
-        check = PauseCheck(utterance_id, voiced_end, heard)
+        check = PauseCheck(utterance_id, voiced_end, loop.create_future())
         check.task = loop.create_task(
-            self._judge(check, audio), name=f"speaker-lane:{self._lane}:pause"
+            self._judge(check, audio, spoken_s), name=f"speaker-lane:{self._lane}:pause"
         )
         self.current = check
         return check
@@ -111,7 +118,7 @@ class PauseJudge:
     def resumed(self, voiced_end: float) -> None:
         """Voiced audio after the judged pause: its words and verdict are stale."""
         check = self.current
-        if check is not None and voiced_end > check.voiced_end:
+        if check is not None and voiced_end > check.voiced_end + _SAME_S:
             self.drop()
 
     def drop(self) -> None:
@@ -119,19 +126,35 @@ class PauseJudge:
             self.current.cancel()
             self.current = None
 
-    def take_words(self, utterance_id: int, voiced_end: float) -> asyncio.Task[Heard] | None:
+    def take_words(self, utterance_id: int, voiced_end: float) -> asyncio.Future[Heard] | None:
         """The transcript made at the pause that ended this utterance (its final: no speech
-        came after it), handed over to the caller; None if there is none."""
+        came after it), handed over to the caller; None if none was started."""
         check = self.current
         if check is None or not check.matches(utterance_id, voiced_end):
             return None
         self.current = None
         if check.task is not None and not check.task.done():
             check.task.cancel()  # the verdict no longer matters; the words do
-        return None if check.heard.cancelled() else check.heard
+        heard = check.heard
+        if not isinstance(heard, asyncio.Task) or heard.cancelled():
+            return None  # never asked for (the turn sounded unfinished)
+        return heard
 
-    async def _judge(self, check: PauseCheck, audio: np.ndarray) -> None:
+    async def _judge(self, check: PauseCheck, audio: np.ndarray, spoken_s: float) -> None:
+        """The sound first (tens of ms); the words only when it sounds finished (or there is
+        no model): a mid-sentence breath costs the recognizer nothing."""
         probability = await self._score(audio) if self.has_model else None
+        sound = self._policy.verdict(probability, None)
+        if self.has_model and not sound.complete:
+            check.verdict = sound
+            self._on_verdict(check, "")  # reported without words
+            return  # the final transcribes the turn if it ends this way
+        check.heard = asyncio.get_running_loop().create_task(
+            self._transcribe(audio, Work.ENDPOINT), name=f"speaker-lane:{self._lane}:pause-stt"
+        )
+        if sound.complete and spoken_s * 1000 >= self._policy.config.short_turn_ms:
+            check.verdict = sound
+            self._on_verdict(check, None)  # ends on the sound; the words may still veto it
         try:
             text, _ms = await asyncio.shield(check.heard)
         except asyncio.CancelledError:

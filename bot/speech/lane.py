@@ -300,7 +300,8 @@ class SpeakerLane:
             segmenter = self._segmenter
             if segmenter.in_speech and segmenter.utterance_id == event.utterance_id:
                 audio = segmenter.utterance_audio(event.audio_samples)
-                self._judge.pause(event.utterance_id, event.voiced_end, audio)
+                spoken_s = event.voiced_end - segmenter.onset
+                self._judge.pause(event.utterance_id, event.voiced_end, audio, spoken_s)
         elif isinstance(event, SegmentEnd):
             self._ended_utterance(event, now)
 
@@ -333,8 +334,9 @@ class SpeakerLane:
         self._final_tasks.add(task)
         task.add_done_callback(self._final_tasks.discard)
 
-    def _on_verdict(self, check: PauseCheck, text: str) -> None:
-        """A pause was judged: make its verdict the segmenter's end rule for that pause."""
+    def _on_verdict(self, check: PauseCheck, text: str | None) -> None:
+        """A pause was judged: make its verdict the segmenter's end rule for that pause, and
+        (once its words are in: ``text`` not None) report it."""
         verdict = check.verdict
         segmenter = self._segmenter
         if verdict is None or self._judge.current is not check:
@@ -342,6 +344,10 @@ class SpeakerLane:
         if not (segmenter.in_speech and segmenter.utterance_id == check.utterance_id):
             return
         segmenter.set_end_rule(check.utterance_id, check.voiced_end, verdict.wait_ms / 1000)
+        if not self._ended:
+            self._frames.put_nowait(_POLL)
+        if text is None:
+            return
         now = time.monotonic()
         if text and text != self._last_partial_text:  # the freshest words so far
             self._last_partial_text = text
@@ -359,8 +365,6 @@ class SpeakerLane:
                 now,
             )
         )
-        if not self._ended:
-            self._frames.put_nowait(_POLL)
 
     # --- transcription -------------------------------------------------------------------------
     async def _transcribe(self, audio: np.ndarray, work: Work) -> Heard:
@@ -414,7 +418,7 @@ class SpeakerLane:
         ended: SpeechEnded,
         audio: np.ndarray,
         previous: asyncio.Task[None] | None,
-        reused: asyncio.Task[Heard] | None,
+        reused: asyncio.Future[Heard] | None,
     ) -> None:
         try:
             text, stt_ms = await self._words(audio, reused)
@@ -449,7 +453,7 @@ class SpeakerLane:
                 )
             )
 
-    async def _words(self, audio: np.ndarray, reused: asyncio.Task[Heard] | None) -> Heard:
+    async def _words(self, audio: np.ndarray, reused: asyncio.Future[Heard] | None) -> Heard:
         """The words heard at the pause that ended the turn, else a fresh transcription."""
         if reused is not None:
             try:

@@ -134,6 +134,11 @@ class Segmenter:
         return self._processed / STT_SAMPLE_RATE
 
     @property
+    def onset(self) -> float:
+        """Stream time at which the current utterance began."""
+        return self._onset
+
+    @property
     def window_samples(self) -> int:
         return self._window
 
