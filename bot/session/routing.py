@@ -88,9 +88,7 @@ class Routing:
         speaker.last_partial = event.text
         addressee = self._addressee(speaker, event.text, now)
         # Whom the player talks to decides which partials go first when the CPU is busy.
-        speaker.lane.addressing = bool(
-            mentions or addressee is not None or speaker.name in self.dm_speakers
-        )
+        speaker.lane.addressing = bool(mentions or addressee is not None or self.is_dm(speaker))
         if speaker.lane.trailing_silence_ms < _PREFILL_QUIET_MS:  # not when an answer may
             self._prefill_for(speaker, event.text, now)  # start any moment: it would wait
         spec = speaker.speculation
