@@ -98,7 +98,7 @@ def write_chart(path: Path, turns: Sequence[dict[str, Any]], title: str = "") ->
         for yi, turn in zip(y, drawable, strict=True):
             v2v = turn["stages_ms"]["voice_to_voice"]
             ax.text(v2v + 15, yi, f"{v2v:.0f} ms", va="center", fontsize=8)
-        ax.axvline(1000, color="red", linestyle="--", linewidth=0.8, label="1 s goal")
+        ax.axvline(800, color="red", linestyle="--", linewidth=0.8, label="FAST goal 0.8 s")
         ax.set_yticks(y, labels, fontsize=8)
         ax.invert_yaxis()
         ax.set_xlabel("milliseconds from end of player speech (endpoint: until the turn is over)")
