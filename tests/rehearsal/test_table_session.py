@@ -307,7 +307,11 @@ async def test_after_an_answer_the_npc_is_prefilled_for_its_players_reply(
 ) -> None:
     table = prefilling_table
     table.engine.replies["Bartok"] = ["Dark ale."]
-    table.driver.say("Arin", "Bartok, what is on tap?", stable=True)
+    table.engine.hold = asyncio.Event()  # the answer runs until the prefill while Arin talked is
+    table.driver.say("Arin", "Bartok, what is on tap?", stable=True)  # over (one at a time)
+    prefiller = table.session.prefiller
+    await table.driver.run_until(lambda: bool(table.engine.prefills) and not prefiller.busy)
+    table.engine.hold.set()
     await table.driver.run_until(lambda: len(spoken(table)) == 1)
     _, request = table.engine.prefills[-1]
     assert (request.npc.name, request.speaker, request.text) == ("Bartok", "Arin", "")
