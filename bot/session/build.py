@@ -47,7 +47,7 @@ async def load_stt(provider: ProviderConfig) -> SttProvider:
             provider.model,
             cpu_threads=int(options.get("cpu_threads", 2)),
             beam_size=int(options.get("beam_size", 1)),
-            window_s=float(options.get("window_s", 15.0)),
+            window_s=float(options.get("window_s", 30.0)),
         )
     if provider.name == "openai":
         return OpenAiStt(

@@ -2,8 +2,9 @@
 
 At each pause the segmenter reports (``SegmentPause``), a ``PauseJudge`` has the turn model
 score how the utterance so far sounds and, when it sounds finished (or without a model), has
-it transcribed, both as ``ENDPOINT`` work (the most urgent on the table); a breath in the middle
-of a sentence costs the recognizer nothing. The verdict (:mod:`bot.speech.turn_end`) becomes
+it transcribed, both as ``ENDPOINT`` work (the most urgent on the table); while the table is
+busy a breath in the middle of a sentence costs the recognizer nothing, while it is idle the
+words are heard at once, alongside the model. The verdict (:mod:`bot.speech.turn_end`) becomes
 the end rule of that pause: a finished turn ends after ``complete_ms`` of silence, an unfinished
 one after ``incomplete_ms``. The turn model answers in tens of milliseconds, the recognizer
 takes longer, so a turn that sounds finished ends on the sound alone; only a short one (shorter
@@ -141,17 +142,17 @@ class PauseJudge:
         return heard
 
     async def _judge(self, check: PauseCheck, audio: np.ndarray, spoken_s: float) -> None:
-        """The sound first (tens of ms); the words only when it sounds finished (or there is
-        no model): a mid-sentence breath costs the recognizer nothing."""
+        """The sound (tens of ms) decides; the words are heard alongside it when the CPU is
+        free, else only once it sounds finished (or without a model)."""
+        if not self._scheduler.busy_with(Work.ANSWER):
+            self._listen(check, audio)  # the CPU is free: hear the words while the model scores
         probability = await self._score(audio) if self.has_model else None
         sound = self._policy.verdict(probability, None)
-        if self.has_model and not sound.complete:
+        if self.has_model and not sound.complete and not isinstance(check.heard, asyncio.Task):
             check.verdict = sound
             self._on_verdict(check, "")  # reported without words
             return  # the final transcribes the turn if it ends this way
-        check.heard = asyncio.get_running_loop().create_task(
-            self._transcribe(audio, Work.ENDPOINT), name=f"speaker-lane:{self._lane}:pause-stt"
-        )
+        self._listen(check, audio)
         if sound.complete and spoken_s * 1000 >= self._policy.config.short_turn_ms:
             check.verdict = sound
             self._on_verdict(check, None)  # ends on the sound; the words may still veto it
@@ -167,6 +168,14 @@ class PauseJudge:
         else:
             check.verdict = self._policy.fallback()
         self._on_verdict(check, text)
+
+    def _listen(self, check: PauseCheck, audio: np.ndarray) -> None:
+        """Transcribe the words up to the pause (once)."""
+        if not isinstance(check.heard, asyncio.Task):
+            check.heard = asyncio.get_running_loop().create_task(
+                self._transcribe(audio, Work.ENDPOINT),
+                name=f"speaker-lane:{self._lane}:pause-stt",
+            )
 
     async def _score(self, audio: np.ndarray) -> float | None:
         model = self._model

@@ -89,8 +89,10 @@ async def test_a_name_alone_is_not_a_turn(
     _push(lane, stt_silence(1.5))
     final = await watch.next(FinalTranscript)
     await watch.close()
-    assert len(watch.of(FinalTranscript)) == 1
-    assert final.text.lower().startswith("greymantle") and "mill" in final.text.lower()
+    # One turn, not "Greymantle." answered on its own (whether tiny.en keeps the name right
+    # after its prompt of names varies with a few ms of audio; the turn is what is tested).
+    assert len(watch.of(SpeechEnded)) == 1 and len(watch.of(FinalTranscript)) == 1
+    assert "mill" in final.text.lower(), final.text
 
 
 async def test_an_unfinished_sentence_ends_after_the_longer_wait(
