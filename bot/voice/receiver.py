@@ -28,6 +28,8 @@ __all__ = ["DropReason", "FrameSink", "ReceiveCounters", "VoiceFrame", "VoiceRec
 
 log = logging.getLogger(__name__)
 
+_FATAL = (KeyboardInterrupt, SystemExit, GeneratorExit)
+
 OP_READY = 2
 OP_SESSION_DESCRIPTION = 4
 OP_SPEAKING = 5
@@ -135,18 +137,45 @@ class VoiceReceiver:
         self._next_idle_check = 0.0
         self._closed = False
         self.counters = ReceiveCounters()
+        self.last_decoded_at = 0.0
+        """``time.monotonic()`` of the last frame decoded from a packet (not concealed)."""
 
     # -- configuration (event loop thread) -------------------------------------------------
 
     def set_transport(self, mode: str, key: bytes | Sequence[int]) -> None:
-        """Install the key from SESSION_DESCRIPTION (op 4); a reconnect brings a new one."""
-        cipher = make_cipher(mode, key)
-        with self._lock:
-            self._cipher = cipher
+        """Install the key from SESSION_DESCRIPTION (op 4); a reconnect brings a new one.
+
+        Raises:
+            ValueError: unsupported mode or a key that is not 32 bytes. The previous key is
+                removed all the same: it belongs to a session that no longer exists, and packets
+                are better counted as ``no_key`` than decrypted with it.
+        """
+        try:
+            if not isinstance(key, bytes | bytearray | list | tuple):
+                raise ValueError(f"voice secret key must be a list of bytes, not {type(key)}")
+            cipher: TransportCipher | None = make_cipher(mode, key)
+        except (ValueError, TypeError, OverflowError) as error:
+            cipher = None
+            raise ValueError(str(error)) from None
+        finally:
+            with self._lock:
+                self._cipher = cipher
 
     def set_own_ssrc(self, ssrc: int | None) -> None:
         with self._lock:
             self._own_ssrc = ssrc
+
+    def new_session(self, own_ssrc: int) -> None:
+        """READY (op 2): a new voice session. Every SSRC is announced again (op 5) and decoder
+        state belongs to the old streams, so both go; the transport key comes with op 4."""
+        with self._lock:
+            self._own_ssrc = own_ssrc
+            self._ssrc_users.clear()
+            for ssrc in list(self._speakers):
+                self._retire(ssrc)
+            self._cipher = None
+        if self.dave is not None:
+            self.dave.reset()
 
     def map_ssrc(self, ssrc: int, user_id: int) -> None:
         """SPEAKING (op 5): ``ssrc`` now carries ``user_id``'s audio."""
@@ -171,17 +200,19 @@ class VoiceReceiver:
     def handle_gateway(self, message: dict[str, Any]) -> None:
         """Apply one voice gateway JSON message (the discord.py websocket hook calls this)."""
         op = message.get("op")
-        data = message.get("d") or {}
+        data = message.get("d")
         try:
+            if not isinstance(data, dict):
+                return
             if op == OP_SPEAKING and "ssrc" in data and "user_id" in data:
-                self.map_ssrc(int(data["ssrc"]), int(data["user_id"]))
+                self.map_ssrc(_u32(data["ssrc"]), _snowflake(data["user_id"]))
             elif op == OP_CLIENT_DISCONNECT and "user_id" in data:
-                self.forget_user(int(data["user_id"]))
+                self.forget_user(_snowflake(data["user_id"]))
             elif op == OP_READY and "ssrc" in data:
-                self.set_own_ssrc(int(data["ssrc"]))
+                self.new_session(_u32(data["ssrc"]))
             elif op == OP_SESSION_DESCRIPTION and "secret_key" in data:
                 self.set_transport(str(data.get("mode")), data["secret_key"])
-        except (TypeError, ValueError) as error:
+        except (TypeError, ValueError, OverflowError) as error:
             log.warning("ignoring malformed voice gateway op %s: %s", op, error)
 
     def snapshot(self) -> ReceiveCounters:
@@ -249,7 +280,9 @@ class VoiceReceiver:
             self.counters.received += 1
             try:
                 reason, frames = self._process_locked(data)
-            except Exception:  # a bug must not kill discord.py's socket thread
+            except BaseException as error:  # a bug (or a panic) must not kill the socket thread
+                if isinstance(error, _FATAL):
+                    raise
                 log.exception("voice receive failed on a %d-byte datagram", len(data))
                 reason, frames = DropReason.INTERNAL_ERROR, []
             if reason is None:
@@ -295,6 +328,8 @@ class VoiceReceiver:
             self._speakers[header.ssrc] = speaker
         speaker.last_packet = now
         decoded = speaker.decoder.push(header.sequence, opus)
+        if decoded:
+            self.last_decoded_at = now
         return None, self._frames(header.ssrc, user_id, decoded)
 
     def _flush_idle(self, now: float, idle: float | None = None) -> list[VoiceFrame]:
@@ -336,3 +371,18 @@ class VoiceReceiver:
             self._sink(batch)
         except Exception:
             log.exception("voice frame sink failed; %d frames lost", len(batch))
+
+
+def _u32(value: object) -> int:
+    """An SSRC: an unsigned 32-bit integer (a malformed one raises ValueError)."""
+    number = int(value)  # type: ignore[call-overload]
+    if not 0 <= number <= 0xFFFFFFFF:
+        raise ValueError(f"SSRC out of range: {value!r}")
+    return number
+
+
+def _snowflake(value: object) -> int:
+    number = int(value)  # type: ignore[call-overload]
+    if not 0 < number < 1 << 64:
+        raise ValueError(f"user id out of range: {value!r}")
+    return number

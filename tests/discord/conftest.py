@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 import math
 import struct
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+import discord
 import discord.opus
 import pytest
 
@@ -94,3 +95,12 @@ class Rig:
 @pytest.fixture
 async def rig() -> Rig:
     return Rig()
+
+
+@pytest.fixture
+async def client(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[discord.Client]:
+    """A real discord.Client logged in to the local REST API (see ``voice_rig``)."""
+    from .voice_rig import logged_in_client
+
+    async for bot in logged_in_client(monkeypatch):
+        yield bot
