@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import discord
 from discord.voice_state import VoiceConnectionState
 
+from bot.metrics import METRICS, Metrics
 from bot.voice.dave import DaveReceiver
 from bot.voice.deaf import DeafCause, DeafDetector, DeafSpell
 from bot.voice.receiver import FrameSink, VoiceFrame, VoiceReceiver
@@ -38,6 +39,7 @@ __all__ = ["ListeningVoiceClient", "VoiceEnd"]
 log = logging.getLogger(__name__)
 
 _TICK_S = 0.1
+_OP_RESUMED = 9
 _OP_PREPARE_TRANSITION = 21
 _OP_EXECUTE_TRANSITION = 22
 
@@ -48,7 +50,7 @@ class VoiceEnd:
 
     reason: str
     """``stopped`` (we left), ``kicked``, ``channel_deleted``, ``deaf``, ``lost`` (down too
-    long), or ``closed`` (discord.py gave up; ``detail`` has the close code)."""
+    long; ``detail`` has the close code if any), or ``closed`` (discord.py gave up)."""
     rejoin: bool
     """Joining again makes sense (nobody removed us on purpose, the channel exists)."""
     detail: str = ""
@@ -61,15 +63,27 @@ def _discard(frames: Sequence[VoiceFrame]) -> None:
 class ListeningVoiceClient(discord.VoiceClient):
     """Voice client with a DAVE-aware receive path. Pass as ``cls=`` to ``channel.connect``.
 
-    Frames go to the sink set with :meth:`listen` (on the event loop, in batches).
-    ``deaf_after_s`` and ``lost_after_s`` are class attributes so a caller can tune them for
-    ``channel.connect(cls=...)``, which constructs the client itself.
+    Frames go to the sink set with :meth:`listen` (on the event loop, in batches). To tune it,
+    pass ``cls=lambda client, channel: ListeningVoiceClient(client, channel, ...)``.
+
+    Args:
+        deaf_after_s: players' packets with nothing decoded this long is a deaf spell.
+        down_after_s: a connection down this long (discord.py not done reconnecting) is left,
+            and :attr:`ended` asks the owner to rejoin.
+        metrics: counts deaf spells and DAVE recoveries (``glyphoxa_voice_events_total``).
     """
 
-    deaf_after_s = 2.0
-    lost_after_s = 60.0
-
-    def __init__(self, client: discord.Client, channel: discord.abc.Connectable) -> None:
+    def __init__(
+        self,
+        client: discord.Client,
+        channel: discord.abc.Connectable,
+        *,
+        deaf_after_s: float = 2.0,
+        down_after_s: float = 5.0,
+        metrics: Metrics = METRICS,
+    ) -> None:
+        self.down_after_s = down_after_s
+        self._metrics = metrics
         self._sink: FrameSink = _discard
         self._recovery: asyncio.Task[None] | None = None
         self._ticker: asyncio.Task[None] | None = None
@@ -80,7 +94,7 @@ class ListeningVoiceClient(discord.VoiceClient):
         super().__init__(client, channel)
         self.ended: asyncio.Future[VoiceEnd] = self.loop.create_future()
         """Resolves once, when the connection is over for good."""
-        self.deaf = DeafDetector(after_s=self.deaf_after_s)
+        self.deaf = DeafDetector(after_s=deaf_after_s)
         self.dave_recoveries = 0
         self.receiver = VoiceReceiver(
             self.loop,
@@ -115,6 +129,14 @@ class ListeningVoiceClient(discord.VoiceClient):
         """Leave voice. ``reason`` other than ``stopped`` asks the owner to rejoin."""
         if self._end is None:
             self._end = VoiceEnd(reason, rejoin=reason != "stopped")
+        # discord.py's own reconnect may be running (its poll loop or a connect attempt): stop
+        # it first, or it would join the channel again behind our back (discord.py's connect()
+        # does the same before it starts).
+        state = self._connection
+        for task in (state._runner, state._connector):
+            if task is not None and task is not asyncio.current_task():
+                task.cancel()
+        state._runner = state._connector = None
         await super().disconnect(force=force)
         self.cleanup()
 
@@ -139,6 +161,10 @@ class ListeningVoiceClient(discord.VoiceClient):
     async def _on_voice_gateway(self, ws: DiscordVoiceWebSocket, message: dict[str, Any]) -> None:
         self.receiver.handle_gateway(message)
         op, data = message.get("op"), message.get("d")
+        if op == _OP_RESUMED and ws.secret_key is None and self._connection.secret_key:
+            # discord.py 2.7.1 waits for a new SESSION_DESCRIPTION after RESUME, which never
+            # comes: a resumed session keeps its key, so hand it over and let the handshake end.
+            ws.secret_key = self._connection.secret_key
         if not isinstance(data, dict):
             return
         executed = op == _OP_EXECUTE_TRANSITION or (
@@ -179,6 +205,7 @@ class ListeningVoiceClient(discord.VoiceClient):
                 dave.recovery_failed()
             return
         self.dave_recoveries += 1
+        self._metrics.voice_events.labels("dave_recovery", "failures").inc()
         log.warning("re-joining the DAVE group (transition %d invalid)", self._last_transition)
         try:
             await state._recover_from_invalid_commit(self._last_transition)
@@ -198,10 +225,15 @@ class ListeningVoiceClient(discord.VoiceClient):
             self.receiver.tick()
             now = time.monotonic()
             if not self.is_connected():
+                # discord.py reconnects by itself after a voice server move or a dropped
+                # websocket (well within a second here); past ``down_after_s`` it is stuck
+                # (e.g. waiting its whole timeout after 4015 or 4022), so we rejoin instead.
                 self._down_since = self._down_since or now
-                if now - self._down_since >= self.lost_after_s:
-                    log.warning("voice connection down for %.0f s; leaving", self.lost_after_s)
-                    self._leave("lost", f"down for {now - self._down_since:.0f} s")
+                down_s = now - self._down_since
+                if down_s >= self.down_after_s:
+                    code = self._close_code()
+                    why = f"down for {down_s:.1f} s" + (f", close code {code}" if code else "")
+                    self._leave("lost", why)
                 continue
             self._down_since = None
             receiver = self.receiver
@@ -211,6 +243,8 @@ class ListeningVoiceClient(discord.VoiceClient):
 
     def _on_deaf(self, spell: DeafSpell, now: float) -> None:
         log.warning("voice receive is %s", spell.describe(now))
+        if spell.count == 1:
+            self._metrics.voice_events.labels("deaf", spell.cause.value).inc()
         dave = self.receiver.dave
         first = spell.count == 1
         if first and spell.cause is DeafCause.DAVE and dave is not None and not dave.recovering:
@@ -236,11 +270,16 @@ class ListeningVoiceClient(discord.VoiceClient):
     def _why_closed(self) -> VoiceEnd:
         if self.guild.get_channel(self.channel.id) is None:
             return VoiceEnd("channel_deleted", rejoin=False, detail=f"#{self.channel.id}")
-        ws = self._connection.ws
-        code = getattr(ws, "_close_code", None) or getattr(
-            getattr(ws, "ws", None), "close_code", None
-        )
+        code = self._close_code()
         return VoiceEnd("closed", rejoin=True, detail=f"close code {code}" if code else "")
+
+    def _close_code(self) -> int | None:
+        """How the voice websocket last closed (ours or the server's), if it did."""
+        ws = self._connection.ws
+        if not ws:
+            return None
+        code = getattr(ws, "_close_code", None) or getattr(ws.ws, "close_code", None)
+        return code if isinstance(code, int) else None
 
     def _shutdown(self) -> None:
         self.receiver.close()

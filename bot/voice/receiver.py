@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from bot.voice.dave import DaveDecryptError, DaveNotReady, DaveReceiver
+from bot.voice.dave import OPUS_SILENCE, DaveDecryptError, DaveNotReady, DaveReceiver
 from bot.voice.opus_decode import DecodedFrame, SpeakerDecoder
 from bot.voice.rtp import NONCE_SIZE, RtpParseError, parse_header, strip_padding_and_extension
 from bot.voice.transport_crypto import TransportCipher, TransportDecryptError, make_cipher
@@ -138,7 +138,7 @@ class VoiceReceiver:
         self._closed = False
         self.counters = ReceiveCounters()
         self.last_decoded_at = 0.0
-        """``time.monotonic()`` of the last frame decoded from a packet (not concealed)."""
+        """``time.monotonic()`` when a packet other than the Opus silence frame last decoded."""
 
     # -- configuration (event loop thread) -------------------------------------------------
 
@@ -328,7 +328,7 @@ class VoiceReceiver:
             self._speakers[header.ssrc] = speaker
         speaker.last_packet = now
         decoded = speaker.decoder.push(header.sequence, opus)
-        if decoded:
+        if decoded and opus != OPUS_SILENCE:  # trailing silence frames prove nothing
             self.last_decoded_at = now
         return None, self._frames(header.ssrc, user_id, decoded)
 

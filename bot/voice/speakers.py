@@ -3,6 +3,11 @@
 Each speaker gets a bounded queue and one pump task that forwards frames in order. A slow
 consumer never blocks the receiver: when a queue is full its oldest frame is dropped (and
 counted), because fresh audio matters more than stale audio in a conversation.
+
+A Discord client stops sending when its player stops talking (after five silence frames), but
+the lanes find the end of an utterance in the audio (``hangover_ms`` of silence). So when a
+speaker's packets stop, the pump forwards silence in real time for up to ``fill_s``: without it
+an utterance would only end when the player next spoke.
 """
 
 from __future__ import annotations
@@ -12,11 +17,15 @@ import inspect
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 
+from bot.voice.opus_decode import FRAME_BYTES
 from bot.voice.receiver import VoiceFrame
 
 __all__ = ["FramePush", "SpeakerQueues"]
 
 log = logging.getLogger(__name__)
+
+_FRAME_S = 0.02
+_SILENCE = bytes(FRAME_BYTES)
 
 FramePush = Callable[[VoiceFrame], "Awaitable[object] | object"]
 
@@ -27,15 +36,23 @@ class SpeakerQueues:
     Args:
         push: called with each frame in order per speaker; may be sync or async.
         max_frames: queue bound per speaker (50 frames = 1 s of audio).
+        gap_s: packets missing this long count as the player having stopped talking.
+        fill_s: how much silence to forward after a speaker's last frame (0: none).
     """
 
-    def __init__(self, push: FramePush, *, max_frames: int = 50) -> None:
+    def __init__(
+        self, push: FramePush, *, max_frames: int = 50, gap_s: float = 0.1, fill_s: float = 1.0
+    ) -> None:
         self._push = push
         self._max = max_frames
+        self._gap = gap_s
+        self._fill = round(fill_s / _FRAME_S)
         self._queues: dict[int, asyncio.Queue[VoiceFrame]] = {}
         self._pumps: dict[int, asyncio.Task[None]] = {}
         self.overflow = 0
         self.forwarded = 0
+        self.filled = 0
+        """Silence frames forwarded in gaps."""
 
     def __call__(self, frames: Sequence[VoiceFrame]) -> None:
         for frame in frames:
@@ -69,17 +86,37 @@ class SpeakerQueues:
         return queue
 
     async def _pump(self, queue: asyncio.Queue[VoiceFrame]) -> None:
+        loop = asyncio.get_running_loop()
+        last: VoiceFrame | None = None
+        last_at = filled = 0.0
         while True:
-            frame = await queue.get()
-            try:
-                result = self._push(frame)
-                if inspect.isawaitable(result):
-                    await result
-                self.forwarded += 1
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("pushing a frame of user %s failed", frame.user_id)
+            if last is None or filled >= self._fill:
+                frame = await queue.get()
+            else:
+                wait = max(last_at + self._gap - loop.time(), 0.0) if not filled else _FRAME_S
+                try:
+                    frame = await asyncio.wait_for(queue.get(), wait)
+                except TimeoutError:
+                    due = min(int((loop.time() - last_at) / _FRAME_S), self._fill)
+                    gap = VoiceFrame(last.user_id, last.ssrc, -1, _SILENCE, concealed=True)
+                    while filled < due:
+                        filled += 1
+                        self.filled += 1
+                        await self._forward(gap)
+                    continue
+            last, last_at, filled = frame, loop.time(), 0
+            await self._forward(frame)
+
+    async def _forward(self, frame: VoiceFrame) -> None:
+        try:
+            result = self._push(frame)
+            if inspect.isawaitable(result):
+                await result
+            self.forwarded += 1
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("pushing a frame of user %s failed", frame.user_id)
 
 
 async def _cancel(task: asyncio.Task[None]) -> None:
