@@ -108,7 +108,11 @@ class TableRuntime:
             name = member.display_name if member else str(frame.user_id)
             self.session.push_frame(frame.user_id, name, frame.pcm)
 
-        self.speakers = SpeakerQueues(push)
+        def arrived(user_id: int) -> float | None:
+            voice = self.voice
+            return voice.receiver.arrived_at(user_id) if voice is not None else None
+
+        self.speakers = SpeakerQueues(push, arrivals=arrived)
         self.link = VoiceLink(
             channel,
             on_connected=self._attach,

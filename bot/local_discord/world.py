@@ -183,6 +183,9 @@ class LocalDiscord:
             payload = json.loads(msg.data)
             op, data = payload["op"], payload.get("d")
             if op == 1:
+                # A real gateway is a network hop away; an instant ack races discord.py's
+                # keep-alive thread, which then reports the whole interval as latency.
+                await asyncio.sleep(0.02)
                 await ws.send_str(json.dumps({"op": 11}))
             elif op == 2:
                 ready = {"v": 10, "user": _user(self.bot_id, "Glyphoxa", bot=True),
@@ -206,21 +209,25 @@ class LocalDiscord:
             await self.dispatch("VOICE_SERVER_UPDATE", {**server, "endpoint": self.voice.endpoint})
 
     def _voice_state(self, user_id: int, channel_id: int | None) -> dict[str, Any]:
+        # Discord sends the member with every guild voice state (how discord.py caches
+        # members that join voice later without the members intent).
         return {"guild_id": str(self.guild_id), "user_id": str(user_id),
                 "channel_id": str(channel_id) if channel_id else None,
                 "session_id": f"voice-{user_id}", "deaf": False, "mute": False,
                 "self_deaf": False, "self_mute": False, "self_video": False, "suppress": False,
-                "request_to_speak_timestamp": None}  # fmt: skip
+                "request_to_speak_timestamp": None, "member": self._member(user_id)}  # fmt: skip
+
+    def _member(self, user_id: int) -> dict[str, Any]:
+        name = "Glyphoxa" if user_id == self.bot_id else self.players.get(user_id, str(user_id))
+        return {"user": _user(user_id, name, bot=user_id == self.bot_id), "roles": [],
+                "joined_at": "2026-01-01T00:00:00+00:00", "deaf": False, "mute": False,
+                "flags": 0}  # fmt: skip
 
     def _guild(self) -> dict[str, Any]:
         role = {"id": str(self.guild_id), "name": "@everyone", "permissions": "0",
                 "position": 0, "color": 0, "hoist": False, "managed": False,
                 "mentionable": False, "flags": 0}  # fmt: skip
-        members = [
-            {"user": _user(uid, name, bot=uid == self.bot_id), "roles": [],
-             "joined_at": "2026-01-01T00:00:00+00:00", "deaf": False, "mute": False, "flags": 0}
-            for uid, name in [*self.players.items(), (self.bot_id, "Glyphoxa")]
-        ]  # fmt: skip
+        members = [self._member(uid) for uid in [*self.players, self.bot_id]]
         channels = [
             {"id": str(self.text_id), "type": 0, "name": "table", "position": 0},
             {"id": str(self.voice_id), "type": 2, "name": "Tavern", "position": 1,

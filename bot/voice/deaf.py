@@ -61,8 +61,10 @@ class _Sample:
 
 
 def _tally(counters: ReceiveCounters) -> tuple[int, tuple[int, ...]]:
+    """Players' packets (Opus silence frames prove neither talking nor hearing), by cause."""
     by_cause = tuple(sum(counters.dropped[r] for r in _CAUSES[c]) for c in _CAUSES)
-    return counters.accepted + sum(by_cause), (*by_cause, counters.accepted)
+    audio = counters.accepted - counters.silence
+    return audio + sum(by_cause), (*by_cause, audio)
 
 
 class DeafDetector:

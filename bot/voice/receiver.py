@@ -21,7 +21,14 @@ from typing import Any
 
 from bot.voice.dave import OPUS_SILENCE, DaveDecryptError, DaveNotReady, DaveReceiver
 from bot.voice.opus_decode import DecodedFrame, SpeakerDecoder
-from bot.voice.rtp import NONCE_SIZE, RtpParseError, parse_header, strip_padding_and_extension
+from bot.voice.rtp import (
+    NONCE_SIZE,
+    RtpParseError,
+    parse_header,
+    parse_ssrc,
+    parse_user_id,
+    strip_padding_and_extension,
+)
 from bot.voice.transport_crypto import TransportCipher, TransportDecryptError, make_cipher
 
 __all__ = ["DropReason", "FrameSink", "ReceiveCounters", "VoiceFrame", "VoiceReceiver"]
@@ -71,6 +78,8 @@ class ReceiveCounters:
     received: int = 0
     accepted: int = 0
     """Datagrams handed to a speaker's decoder."""
+    silence: int = 0
+    """Of those, Opus silence frames (a client that stopped talking sends a few)."""
     dropped: dict[DropReason, int] = field(default_factory=lambda: dict.fromkeys(DropReason, 0))
     decoded: int = 0
     concealed: int = 0
@@ -85,8 +94,9 @@ class ReceiveCounters:
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             k: getattr(self, k)
-            for k in ("received", "accepted", "decoded", "concealed", "late", "duplicate")
+            for k in ("received", "accepted", "silence", "decoded", "concealed", "late")
         }
+        out["duplicate"] = self.duplicate
         out["decode_errors"] = self.decode_errors
         out["discarded"] = self.discarded
         out["delivered"] = self.delivered
@@ -110,6 +120,7 @@ class VoiceReceiver:
         dave: DAVE decryption; ``None`` means a channel without end-to-end encryption.
         reorder_depth: packets a gap is waited out before it is concealed (~20 ms each).
         idle_flush_s: a speaker silent this long has its reorder buffer flushed.
+        clock: monotonic seconds (tests replay time with their own).
     """
 
     def __init__(
@@ -120,8 +131,10 @@ class VoiceReceiver:
         dave: DaveReceiver | None = None,
         reorder_depth: int = 3,
         idle_flush_s: float = 0.1,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._loop = loop
+        self._clock = clock
         self._sink = sink
         self.dave = dave
         self._depth = reorder_depth
@@ -138,7 +151,9 @@ class VoiceReceiver:
         self._closed = False
         self.counters = ReceiveCounters()
         self.last_decoded_at = 0.0
-        """``time.monotonic()`` when a packet other than the Opus silence frame last decoded."""
+        """``clock()`` when a packet other than the Opus silence frame last decoded."""
+        self._heard: dict[int, float] = {}
+        self._arrived: dict[int, float] = {}
 
     # -- configuration (event loop thread) -------------------------------------------------
 
@@ -197,6 +212,14 @@ class VoiceReceiver:
     def user_for(self, ssrc: int) -> int | None:
         return self._ssrc_users.get(ssrc)
 
+    def arrived_at(self, user_id: int) -> float | None:
+        """``clock()`` when a packet of ``user_id`` last reached the decoder (socket thread)."""
+        return self._arrived.get(user_id)
+
+    def heard_at(self, user_id: int) -> float | None:
+        """``clock()`` when audio (not the silence frame) of ``user_id`` last decoded."""
+        return self._heard.get(user_id)
+
     def handle_gateway(self, message: dict[str, Any]) -> None:
         """Apply one voice gateway JSON message (the discord.py websocket hook calls this)."""
         op = message.get("op")
@@ -205,11 +228,11 @@ class VoiceReceiver:
             if not isinstance(data, dict):
                 return
             if op == OP_SPEAKING and "ssrc" in data and "user_id" in data:
-                self.map_ssrc(_u32(data["ssrc"]), _snowflake(data["user_id"]))
+                self.map_ssrc(parse_ssrc(data["ssrc"]), parse_user_id(data["user_id"]))
             elif op == OP_CLIENT_DISCONNECT and "user_id" in data:
-                self.forget_user(_snowflake(data["user_id"]))
+                self.forget_user(parse_user_id(data["user_id"]))
             elif op == OP_READY and "ssrc" in data:
-                self.new_session(_u32(data["ssrc"]))
+                self.new_session(parse_ssrc(data["ssrc"]))
             elif op == OP_SESSION_DESCRIPTION and "secret_key" in data:
                 self.set_transport(str(data.get("mode")), data["secret_key"])
         except (TypeError, ValueError, OverflowError) as error:
@@ -221,6 +244,7 @@ class VoiceReceiver:
             out = ReceiveCounters(
                 received=self.counters.received,
                 accepted=self.counters.accepted,
+                silence=self.counters.silence,
                 dropped=dict(self.counters.dropped),
                 delivered=self.counters.delivered,
             )
@@ -259,7 +283,7 @@ class VoiceReceiver:
         be flushed when the next datagram arrives.
         """
         with self._lock:
-            frames = self._flush_idle(time.monotonic())
+            frames = self._flush_idle(self._clock())
         self._hand_off(frames)
 
     def _hand_off(self, frames: list[VoiceFrame]) -> None:
@@ -289,7 +313,7 @@ class VoiceReceiver:
                 self.counters.accepted += 1
             else:
                 self.counters.dropped[reason] += 1
-            now = time.monotonic()
+            now = self._clock()
             if now >= self._next_idle_check:
                 self._next_idle_check = now + self._idle_flush
                 frames.extend(self._flush_idle(now))
@@ -322,14 +346,16 @@ class VoiceReceiver:
             except DaveDecryptError:
                 return DropReason.DAVE_FAILED, []
         speaker = self._speakers.get(header.ssrc)
-        now = time.monotonic()
+        now = self._clock()
         if speaker is None:
             speaker = _Speaker(user_id, SpeakerDecoder(depth=self._depth), now)
             self._speakers[header.ssrc] = speaker
-        speaker.last_packet = now
+        speaker.last_packet = self._arrived[user_id] = now
         decoded = speaker.decoder.push(header.sequence, opus)
-        if decoded and opus != OPUS_SILENCE:  # trailing silence frames prove nothing
-            self.last_decoded_at = now
+        if opus == OPUS_SILENCE:  # proves neither talking nor hearing
+            self.counters.silence += 1
+        elif decoded:
+            self.last_decoded_at = self._heard[user_id] = now
         return None, self._frames(header.ssrc, user_id, decoded)
 
     def _flush_idle(self, now: float, idle: float | None = None) -> list[VoiceFrame]:
@@ -371,18 +397,3 @@ class VoiceReceiver:
             self._sink(batch)
         except Exception:
             log.exception("voice frame sink failed; %d frames lost", len(batch))
-
-
-def _u32(value: object) -> int:
-    """An SSRC: an unsigned 32-bit integer (a malformed one raises ValueError)."""
-    number = int(value)  # type: ignore[call-overload]
-    if not 0 <= number <= 0xFFFFFFFF:
-        raise ValueError(f"SSRC out of range: {value!r}")
-    return number
-
-
-def _snowflake(value: object) -> int:
-    number = int(value)  # type: ignore[call-overload]
-    if not 0 < number < 1 << 64:
-        raise ValueError(f"user id out of range: {value!r}")
-    return number

@@ -60,7 +60,13 @@ def reference_decode(packets: list[bytes]) -> list[bytes]:
 class Rig:
     """A bot-side receiver in a real DAVE group with one remote speaker."""
 
-    def __init__(self, *, dave: bool = True, recovery: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        dave: bool = True,
+        recovery: Callable[[], None] | None = None,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
         self.group = LocalDaveGroup(CHANNEL)
         self.bot_session = self.group.new_session(BOT_USER) if dave else None
         self.remote_session = self.group.new_session(SPEAKER_USER) if dave else None
@@ -73,7 +79,8 @@ class Rig:
             failure_threshold=5,
         )
         loop = asyncio.get_running_loop()
-        self.receiver = VoiceReceiver(loop, self.frames.extend, dave=self.dave)
+        options = {} if clock is None else {"clock": clock}
+        self.receiver = VoiceReceiver(loop, self.frames.extend, dave=self.dave, **options)
         self.receiver.set_transport("aead_xchacha20_poly1305_rtpsize", KEY)
         self.receiver.set_own_ssrc(1)
         self.receiver.handle_gateway(

@@ -40,3 +40,29 @@ async def test_silence_follows_a_speaker_whose_packets_stop_for_one_second() -> 
     assert got[55].sequence == 5
     assert queues.filled >= 51
     await queues.aclose()
+
+
+async def test_frames_handed_over_late_are_not_a_pause() -> None:
+    """A busy event loop hands frames over in bursts; while packets keep reaching the socket,
+    no silence may be inserted (it would cut the utterance in two)."""
+    got: list[VoiceFrame] = []
+    transmitting = True
+
+    def arrivals(user_id: int) -> float | None:
+        return time.monotonic() if transmitting else time.monotonic() - 10
+
+    queues = SpeakerQueues(got.append, arrivals=arrivals)
+    queues([VoiceFrame(7, 70, n, bytes([1]) * 3840, False) for n in range(5)])
+    async with asyncio.timeout(10):
+        while len(got) < 5:  # noqa: ASYNC110
+            await asyncio.sleep(0.01)
+    await asyncio.sleep(0.3)  # the loop "stalls" while packets still arrive at the socket
+    assert queues.filled == 0 and len(got) == 5
+    queues([VoiceFrame(7, 70, n, bytes([1]) * 3840, False) for n in range(5, 10)])
+    transmitting = False  # the player stopped: now the pause is real
+    async with asyncio.timeout(10):
+        while queues.filled < 50:  # noqa: ASYNC110
+            await asyncio.sleep(0.01)
+    assert [f.sequence for f in got[:10]] == list(range(10))
+    assert all(f.sequence == -1 for f in got[10:])
+    await queues.aclose()
