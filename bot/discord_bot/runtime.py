@@ -173,10 +173,10 @@ class TableRuntime:
 
     async def _lost(self, lost: LinkLost) -> None:
         self.ended = lost
+        if self._on_ended is not None:  # first: the DM may start a new session at once
+            self._on_ended(self)
         await self._notify(lost.message)
         await self.stop()
-        if self._on_ended is not None:
-            self._on_ended(self)
 
     async def _notify(self, text: str) -> None:
         channel = self._alerts or self._transcript

@@ -49,8 +49,13 @@ class LocalDiscord:
         voice_id: int = 9102,
         bot_id: int = 4001,
         app_id: int = 4000,
+        roles: dict[int, str] | None = None,
+        member_roles: dict[int, list[int]] | None = None,
     ) -> None:
         self.players = players
+        self.roles = roles or {}
+        """Roles besides @everyone (id -> name), e.g. the DM role."""
+        self.member_roles = member_roles or {}
         self.guild_id, self.text_id, self.voice_id = guild_id, text_id, voice_id
         self.bot_id, self.app_id = bot_id, app_id
         self.in_voice: set[int] = set()
@@ -219,14 +224,19 @@ class LocalDiscord:
 
     def _member(self, user_id: int) -> dict[str, Any]:
         name = "Glyphoxa" if user_id == self.bot_id else self.players.get(user_id, str(user_id))
-        return {"user": _user(user_id, name, bot=user_id == self.bot_id), "roles": [],
+        roles = [str(role) for role in self.member_roles.get(user_id, [])]
+        return {"user": _user(user_id, name, bot=user_id == self.bot_id), "roles": roles,
                 "joined_at": "2026-01-01T00:00:00+00:00", "deaf": False, "mute": False,
                 "flags": 0}  # fmt: skip
 
     def _guild(self) -> dict[str, Any]:
-        role = {"id": str(self.guild_id), "name": "@everyone", "permissions": "0",
-                "position": 0, "color": 0, "hoist": False, "managed": False,
-                "mentionable": False, "flags": 0}  # fmt: skip
+        roles = [
+            {"id": str(role_id), "name": name, "permissions": "0", "position": position,
+             "color": 0, "hoist": False, "managed": False, "mentionable": False, "flags": 0}
+            for position, (role_id, name) in enumerate(
+                [(self.guild_id, "@everyone"), *self.roles.items()]
+            )
+        ]  # fmt: skip
         members = [self._member(uid) for uid in [*self.players, self.bot_id]]
         channels = [
             {"id": str(self.text_id), "type": 0, "name": "table", "position": 0},
@@ -235,7 +245,7 @@ class LocalDiscord:
         ]  # fmt: skip
         in_voice = [self._voice_state(uid, self.voice_id) for uid in sorted(self.in_voice)]
         return {"id": str(self.guild_id), "name": "Table", "owner_id": "1", "unavailable": False,
-                "large": False, "member_count": len(members) + 1, "roles": [role], "emojis": [],
+                "large": False, "member_count": len(members) + 1, "roles": roles, "emojis": [],
                 "features": [], "channels": channels, "members": members,
                 "voice_states": in_voice, "threads": [], "stage_instances": [],
                 "guild_scheduled_events": []}  # fmt: skip

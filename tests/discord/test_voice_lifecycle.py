@@ -80,6 +80,15 @@ class World:
             if time.monotonic() - started > timeout_s:
                 raise AssertionError(f"the table did not hear player {user_id} in {timeout_s} s")
 
+    async def table_ended(self, timeout_s: float = 10.0) -> None:
+        """The table ended on its own: the cog was told, the DM read why, all stopped."""
+        assert self.table is not None
+        async with asyncio.timeout(timeout_s):
+            await self.ended.wait()
+            await self.local.message_posted.wait()
+            while not self.table.session._stopped:  # noqa: ASYNC110
+                await asyncio.sleep(0.01)
+
     def notices(self) -> list[str]:
         return [m["content"] for m in self.local.messages]
 
@@ -136,7 +145,7 @@ async def test_kicked_the_table_ends_and_the_dm_is_told(world: World, session: A
     voice = table.voice
     assert voice is not None
     await world.local.kick_bot()
-    await asyncio.wait_for(world.ended.wait(), timeout=10)
+    await world.table_ended()
     assert voice.ended.result().reason == "kicked"
     assert any("removed from" in text for text in world.notices())
     assert session._stopped
@@ -152,7 +161,7 @@ async def test_channel_deleted_the_table_ends_and_the_dm_is_told(
     voice = table.voice
     assert voice is not None
     await world.local.delete_voice_channel()
-    await asyncio.wait_for(world.ended.wait(), timeout=10)
+    await world.table_ended()
     assert voice.ended.result().reason == "channel_deleted"
     assert any("was deleted" in text for text in world.notices())
     assert session._stopped and voice.receiver._closed
@@ -206,7 +215,7 @@ async def test_rejoin_gives_up_and_tells_the_dm(world: World, session: Any) -> N
     table.link._first_delay = 0.2
     world.local.voice.down = True
     world.local.voice.cut()
-    await asyncio.wait_for(world.ended.wait(), timeout=60)
+    await world.table_ended(timeout_s=60)
     assert table.ended is not None and table.ended.end.rejoin
     assert any("could not rejoin after 2 attempts" in text for text in world.notices())
     assert session._stopped
