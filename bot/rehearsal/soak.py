@@ -176,7 +176,7 @@ async def _play(
         ) as session:
             if session.warm_up is not None:
                 await asyncio.wait([session.warm_up])
-            runtime = TableRuntime(TableParts(session=session), None, notices=text)
+            runtime = TableRuntime(TableParts(session=session), None, alerts=text)
             await runtime.start(voice)
             table = Night(local, runtime, session)
             table.audio = audio
