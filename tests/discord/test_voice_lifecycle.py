@@ -193,7 +193,9 @@ async def test_a_closed_connection_is_heard_and_connected_again_within_seconds(
     async with asyncio.timeout(15):
         while table.voice is None or not table.voice.is_connected():  # noqa: ASYNC110
             await asyncio.sleep(0.05)
-    assert await world.hears(ARIA) < 5.0
+    # Once in a while discord.py's own reconnect stalls (4006); past 5 s down the table
+    # rejoins, which may start just after the check above.
+    assert await world.hears(ARIA) < 10.0
     assert not world.ended.is_set() and world.notices() == []
 
 
