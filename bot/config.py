@@ -45,6 +45,10 @@ class DiscordConfig(_Strict):
     """Text channel for the live transcript; empty disables it."""
     transcription_notice: bool = True
     """Announce at session start that voice is being transcribed."""
+    rejoin_attempts: int = Field(default=5, ge=0, le=20)
+    """Rejoins (1, 2, 4, ... s apart) after the voice connection ends; then the table ends."""
+    deaf_after_s: float = Field(default=2.0, gt=0.0, le=60.0)
+    """Players' packets arriving with nothing decoded this long runs recovery."""
 
 
 class ProviderConfig(_Strict):

@@ -8,13 +8,14 @@ politely and nothing changes.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import discord
 from discord import app_commands
 from discord.ext import commands
 
 from bot.discord_bot.approval import DiscordApprover
+from bot.discord_bot.host import TableHost
 from bot.discord_bot.messages import MESSAGE_LIMIT, fit_message
 from bot.discord_bot.permissions import (
     NotDungeonMaster,
@@ -26,9 +27,6 @@ from bot.discord_bot.runtime import TableRuntime
 from campaigns.errors import GlyphoxaError
 from tools.builtin.dice_engine import roll_expression
 from tools.tiers import Tier
-
-if TYPE_CHECKING:
-    from bot.discord_bot.bot import GlyphoxaBot
 
 __all__ = ["TableCog"]
 
@@ -43,7 +41,7 @@ class TableCog(commands.Cog):
     session_group = app_commands.Group(name="session", description="Start, stop or inspect")
     npc_group = app_commands.Group(name="npc", description="Steer the NPCs (DM only)")
 
-    def __init__(self, bot: GlyphoxaBot) -> None:
+    def __init__(self, bot: TableHost) -> None:
         self.bot = bot
         self.tables: dict[int, TableRuntime] = {}
 
@@ -53,6 +51,11 @@ class TableCog(commands.Cog):
     async def stop_all(self) -> None:
         for guild_id in list(self.tables):
             await self.tables.pop(guild_id).stop()
+
+    def _forget(self, guild_id: int, table: TableRuntime) -> None:
+        """A table that ended on its own (kicked, channel deleted, voice lost) is gone."""
+        if self.tables.get(guild_id) is table:
+            del self.tables[guild_id]
 
     def _table(self, interaction: discord.Interaction) -> TableRuntime:
         table = self.tables.get(interaction.guild_id or 0)
@@ -84,27 +87,28 @@ class TableCog(commands.Cog):
             approver = DiscordApprover(interaction.user)
             parts.tools.approvals.configure(approver=approver)
             parts.closers.append(approver.aclose)
-        here = interaction.channel
+        guild_id = interaction.guild_id or 0
+        here = interaction.channel or self.bot.get_channel(interaction.channel_id or 0)
+        alerts = here if isinstance(here, discord.abc.Messageable) else None
+        settings = self.bot.config.discord
         table = TableRuntime(
             parts,
             self.bot.transcript_channel(interaction.guild),
-            alerts=here if isinstance(here, discord.abc.Messageable) else None,
+            alerts=alerts,
+            on_ended=lambda ended: self._forget(guild_id, ended),
+            rejoin_attempts=settings.rejoin_attempts,
+            deaf_after_s=settings.deaf_after_s,
         )
         try:
             await table.start(channel)
         except Exception:
             await table.stop()
             raise
-        self.tables[interaction.guild_id or 0] = table
+        self.tables[guild_id] = table
         npcs = ", ".join(sorted(parts.session.campaign.npcs)) or "none"
         await interaction.followup.send(f"Session started in {channel.mention}. NPCs: {npcs}.")
-        notice_channel = interaction.channel or self.bot.get_channel(interaction.channel_id or 0)
-        if self.bot.config.discord.transcription_notice and isinstance(
-            notice_channel, discord.abc.Messageable
-        ):
-            await notice_channel.send(
-                "This voice session is transcribed so the NPCs can answer you."
-            )
+        if settings.transcription_notice and alerts is not None:
+            await alerts.send("This voice session is transcribed so the NPCs can answer you.")
 
     @session_group.command(name="stop")
     @dm_only()

@@ -4,6 +4,8 @@ UDP reorders and drops packets. Each SSRC gets its own libopus decoder (decoder 
 stream) and a reorder buffer of a few packets keyed by RTP sequence number: in-order packets
 are decoded at once; a gap is waited out for at most ``depth`` packets, then concealed with the
 next packet's in-band FEC (for the frame right before it) or libopus packet-loss concealment.
+Whatever the packet duration (2.5 to 120 ms), the output is whole 20 ms frames: shorter packets
+are joined, longer ones split, and only :meth:`SpeakerDecoder.flush` pads a remainder.
 """
 
 from __future__ import annotations
@@ -140,6 +142,10 @@ class SpeakerDecoder:
         self._max_conceal = max_conceal
         self._next: int | None = None
         self._buffer: dict[int, bytes] = {}
+        self._carry = b""
+        """Decoded audio short of a whole 20 ms frame (from packets shorter than 20 ms)."""
+        self._carry_concealed = False
+        self._last_sequence = 0
         self.stats = DecoderStats()
 
     @property
@@ -178,6 +184,10 @@ class SpeakerDecoder:
         if self._next is None and self._buffer:
             self._next = self._earliest()
         self._drain(out, force=True)
+        if self._carry:
+            pcm = self._carry.ljust(self.frame_bytes, b"\0")
+            out.append(DecodedFrame(self._last_sequence, pcm, self._carry_concealed))
+            self._carry, self._carry_concealed = b"", False
         return out
 
     def _start(self, sequence: int, opus: bytes, out: list[DecodedFrame]) -> list[DecodedFrame]:
@@ -228,7 +238,7 @@ class SpeakerDecoder:
             except discord.opus.OpusError:
                 continue
             self.stats.concealed += 1
-            out.append(DecodedFrame(lost, pcm, True))
+            self._emit(lost, pcm, True, out)
         self._next = following
 
     def _decode(self, sequence: int, payload: bytes, out: list[DecodedFrame]) -> None:
@@ -240,11 +250,19 @@ class SpeakerDecoder:
             self.stats.decode_errors += 1
             return
         self.stats.decoded += 1
+        self._emit(sequence, pcm, False, out)
+
+    def _emit(self, sequence: int, pcm: bytes, concealed: bool, out: list[DecodedFrame]) -> None:
+        """Hand on ``pcm`` as whole 20 ms frames; keep the rest for the next packet."""
+        self._last_sequence = sequence
         size = self.frame_bytes
-        if len(pcm) <= size:
-            out.append(DecodedFrame(sequence, pcm, False))
+        if not self._carry and len(pcm) == size:  # Discord's usual 20 ms packet
+            out.append(DecodedFrame(sequence, pcm, concealed))
             return
-        # 40/60 ms packets: hand the lanes 20 ms frames.
-        for start in range(0, len(pcm), size):
-            chunk = pcm[start : start + size]
-            out.append(DecodedFrame(sequence, chunk.ljust(size, b"\0"), False))
+        pcm = self._carry + pcm
+        concealed = concealed or self._carry_concealed
+        whole = len(pcm) - len(pcm) % size
+        for start in range(0, whole, size):
+            out.append(DecodedFrame(sequence, pcm[start : start + size], concealed))
+        self._carry = pcm[whole:]
+        self._carry_concealed = concealed and bool(self._carry)

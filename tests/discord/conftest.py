@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 import math
 import struct
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+import discord
 import discord.opus
 import pytest
 
@@ -71,6 +72,7 @@ class Rig:
         dave: bool = True,
         recovery: Callable[[], None] | None = None,
         decoder: type[SpeakerDecoder] = SpeakerDecoder,
+        clock: Callable[[], float] | None = None,
     ) -> None:
         self.group = LocalDaveGroup(CHANNEL)
         self.bot_session = self.group.new_session(BOT_USER) if dave else None
@@ -84,7 +86,10 @@ class Rig:
             failure_threshold=5,
         )
         loop = asyncio.get_running_loop()
-        self.receiver = VoiceReceiver(loop, self.frames.extend, dave=self.dave, decoder=decoder)
+        options: dict[str, Any] = {"decoder": decoder}
+        if clock is not None:
+            options["clock"] = clock
+        self.receiver = VoiceReceiver(loop, self.frames.extend, dave=self.dave, **options)
         self.receiver.set_transport("aead_xchacha20_poly1305_rtpsize", KEY)
         self.receiver.set_own_ssrc(1)
         self.receiver.handle_gateway(
@@ -106,3 +111,12 @@ class Rig:
 @pytest.fixture
 async def rig() -> Rig:
     return Rig()
+
+
+@pytest.fixture
+async def client(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[discord.Client]:
+    """A real discord.Client logged in to the local REST API (see ``voice_rig``)."""
+    from .voice_rig import logged_in_client
+
+    async for bot in logged_in_client(monkeypatch):
+        yield bot

@@ -1,0 +1,33 @@
+"""What the table cog needs from the bot that loads it (so the cog never imports the bot)."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import discord
+
+from bot.config import GlyphoxaConfig
+from bot.discord_bot.runtime import RuntimeFactory
+
+__all__ = ["TableHost"]
+
+
+class TableHost(Protocol):
+    """The bot (:class:`~bot.discord_bot.bot.GlyphoxaBot`) as the table cog sees it."""
+
+    config: GlyphoxaConfig
+    runtime_factory: RuntimeFactory
+
+    def get_channel(self, id: int, /) -> Any: ...
+
+    def transcript_channel(self, guild: discord.Guild | None) -> discord.abc.Messageable | None:
+        """The configured live-transcript channel of ``guild``, if any."""
+        ...
+
+    async def default_campaign(self) -> Any:
+        """The configured campaign (for /npc list and autocomplete without a session)."""
+        ...
+
+    async def recap(self, sessions: int) -> str:
+        """Recap from campaign memory when no session is running."""
+        ...
