@@ -86,6 +86,7 @@ class TableSession(Routing, DmControls, VoiceCommands):
         session_title: str | None = None,
         speculate: bool | Callable[[NpcDefinition, Tier], bool] = True,
         prefill: bool = False,
+        memory_session_id: str | None = None,
     ) -> None:
         self.config = config
         self.campaign = campaign
@@ -100,6 +101,8 @@ class TableSession(Routing, DmControls, VoiceCommands):
         self._tts = TimedTts(tts, metrics)
         self._engines = engines
         self._title = session_title
+        self._resume_memory = memory_session_id
+        """A memory session to continue (a table resumed after a restart) instead of a new one."""
         self.speculate = bool(speculate)
         """Start answers on partials; a callable decides per NPC and tier."""
         self._may_speculate = speculate if callable(speculate) else None
@@ -162,7 +165,7 @@ class TableSession(Routing, DmControls, VoiceCommands):
             return
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
-        await self.recorder.start(self._title)
+        await self.recorder.start(self._title, resume=self._resume_memory)
         # The watcher remembers every NPC file now, so reload_npcs() sees later edits even
         # when background hot reload is off.
         self._watcher = CampaignWatcher(self.campaign)

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import ipaddress
 import json
+import os
 import ssl
 import struct
 from typing import Any
@@ -28,7 +30,9 @@ from bot.voice.loopback import LocalDaveGroup
 
 def self_signed_tls(tmp_dir: str) -> ssl.SSLContext:
     key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    # A name of its own: a trust store holding several of these finds each one's own key.
+    unique = x509.NameAttribute(NameOID.ORGANIZATION_NAME, f"voice {os.urandom(6).hex()}")
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1"), unique])
     now = datetime.datetime.now(datetime.UTC)
     cert = (
         x509.CertificateBuilder()
@@ -38,6 +42,12 @@ def self_signed_tls(tmp_dir: str) -> ssl.SSLContext:
         .serial_number(1)
         .not_valid_before(now - datetime.timedelta(minutes=1))
         .not_valid_after(now + datetime.timedelta(hours=1))
+        # The IP as a subject alternative name: a client that verifies (a bot process given this
+        # certificate as SSL_CERT_FILE) accepts it for 127.0.0.1.
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.IPv4Address("127.0.0.1"))]),
+            critical=False,
+        )
         .sign(key, hashes.SHA256())
     )
     cert_path, key_path = f"{tmp_dir}/voice.crt", f"{tmp_dir}/voice.key"
