@@ -25,7 +25,10 @@ TARGETS: dict[str, str] = {
     "receive": "bot.voice.bench",
     "memory": "campaigns.bench",
     "e2e": "bot.rehearsal.bench",
+    "tables": "bot.rehearsal.tables_bench",
 }
+#: Targets that take minutes: run only when named.
+_LONG = ("e2e", "tables")
 
 
 def register(sub: Any) -> None:
@@ -34,7 +37,7 @@ def register(sub: Any) -> None:
         "targets",
         nargs="*",
         metavar="TARGET",
-        help=f"one or more of: {', '.join(TARGETS)} (default: all but e2e)",
+        help=f"one or more of: {', '.join(TARGETS)} (default: all but {' and '.join(_LONG)})",
     )
     parser.add_argument("--json", action="store_true", help="print results as JSON")
     parser.add_argument("--quick", action="store_true", help="fewer iterations (smoke run)")
@@ -42,7 +45,7 @@ def register(sub: Any) -> None:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    targets = args.targets or [t for t in TARGETS if t != "e2e"]
+    targets = args.targets or [t for t in TARGETS if t not in _LONG]
     unknown = [t for t in targets if t not in TARGETS]
     if unknown:
         raise GlyphoxaError(

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import discord
 from discord import app_commands
-from prometheus_client import CollectorRegistry, Counter, Gauge
+from prometheus_client import CollectorRegistry, Counter, Gauge, ProcessCollector
 
 from bot.discord_bot.approval import DiscordApprover
 from bot.discord_bot.permissions import dm_voice_resolver
@@ -76,6 +76,9 @@ class TableMetrics:
             ["outcome"],
             registry=self.registry,
         )
+        # process_cpu_seconds_total and process_resident_memory_bytes: divided by
+        # glyphoxa_tables_running, what one table costs in production.
+        ProcessCollector(registry=self.registry)
 
 
 class TableKeeper:
@@ -139,7 +142,7 @@ class TableKeeper:
         here: discord.abc.Messageable | None,
         campaign: str | None,
         *,
-        dm: discord.abc.User | None = None,
+        dm: discord.User | discord.Member | None = None,
         resume: OpenTableRow | None = None,
     ) -> TableRuntime:
         """Build, restore (when resuming) and start a claimed guild's table; record it.
@@ -155,19 +158,11 @@ class TableKeeper:
             if dm is not None:
                 self._dms[guild_id] = dm.id
             table = await self._build(channel, here, campaign, state, dm)
-            if self.registry is not None:
-                captured = snapshot.capture(table.session).as_json() if resume else {}
-                captured["dm_user_id"] = self._dms.get(guild_id)
-                await self.registry.record(
-                    OpenTableRow(
-                        guild_id=guild_id,
-                        voice_channel_id=channel.id,
-                        text_channel_id=getattr(here, "id", None),
-                        campaign=campaign,
-                        memory_session_id=table.session.recorder.session_id,
-                        state=captured,
-                    )
-                )
+            try:
+                await self._record(guild_id, table, channel.id, here, campaign)
+            except BaseException:
+                await table.stop()  # a table nobody could resume must not run
+                raise
             self.tables[guild_id] = table
             table.session.listeners.append(lambda _event: self._mark(guild_id))
             self.metrics.claims.labels("resumed" if resume else "started").inc()
@@ -180,13 +175,35 @@ class TableKeeper:
         finally:
             self._busy.discard(guild_id)
 
+    async def _record(
+        self,
+        guild_id: int,
+        table: TableRuntime,
+        voice_channel_id: int,
+        here: discord.abc.Messageable | None,
+        campaign: str | None,
+    ) -> None:
+        if self.registry is None:
+            return
+        state = snapshot.capture(table.session)
+        await self.registry.record(
+            OpenTableRow(
+                guild_id=guild_id,
+                voice_channel_id=voice_channel_id,
+                text_channel_id=getattr(here, "id", None),
+                campaign=campaign,
+                memory_session_id=state.memory_session_id,
+                state={**state.as_json(), "dm_user_id": self._dms.get(guild_id)},
+            )
+        )
+
     async def _build(
         self,
         channel: discord.VoiceChannel | discord.StageChannel,
         here: discord.abc.Messageable | None,
         campaign: str | None,
         state: snapshot.TableState | None,
-        dm: discord.abc.User | None,
+        dm: discord.User | discord.Member | None,
     ) -> TableRuntime:
         factory = self.bot.runtime_factory
         memory_session = state.memory_session_id if state is not None else None
@@ -316,7 +333,9 @@ class TableKeeper:
         await _tell(alerts, f"Glyphoxa restarted; the session continues in {channel.mention}.")
         return True
 
-    async def _dm_of(self, guild: discord.Guild, user_id: Any) -> discord.abc.User | None:
+    async def _dm_of(
+        self, guild: discord.Guild, user_id: Any
+    ) -> discord.User | discord.Member | None:
         """The DM who started a resumed table, to ask about tool approvals again."""
         if not isinstance(user_id, int):
             return None

@@ -46,9 +46,11 @@ class InstantAudio:
         transcript: str | Callable[[dict[str, Any]], str] = "Bartok, what's on tap tonight?",
         *,
         gate: Gate | None = None,
+        seconds_per_char: float = SECONDS_PER_CHAR,
     ) -> None:
         self.transcript = transcript
         self.gate = gate
+        self.seconds_per_char = seconds_per_char
         self.requests: list[tuple[str, dict[str, Any]]] = []
         self.connections: set[tuple[str, int]] = set()
         self.in_flight = 0
@@ -119,7 +121,7 @@ class InstantAudio:
             refusal = await self._enter(request, "speech", body)
             if refusal is not None:
                 return refusal
-            seconds = max(0.3, SECONDS_PER_CHAR * len(str(body.get("input", ""))))
+            seconds = max(0.3, self.seconds_per_char * len(str(body.get("input", ""))))
             key = int(seconds * 10)
             pcm = self._pcm_cache.get(key)
             if pcm is None:

@@ -1,0 +1,378 @@
+"""``glyphoxa bench tables``: how many tables one bot process serves, and what each one costs.
+
+N simulated tables (``sim_table.py``: five players each over the real receive path, VAD, lanes,
+routing, the mixer and a discord.py-like player thread) run in this process, each opened by the
+production ``open_table`` with remote-style providers: the instant LLM and an OpenAI-compatible
+speech server (``instant_servers.py``) in a separate process, as model servers would be. N
+grows (1, 2, 4, ...; then halfway between the last pass and the first miss) while every table
+keeps its 20 ms playback deadline (at most 0.1 % of its frames over 20 ms late, beyond what a
+bare 20 ms clock in another process misses on this machine meanwhile: ``clock_probe.py``) and
+FAST voice-to-voice p50 stays within 10 % of one table's. Reported: the largest such N, CPU (share
+of one core) and resident memory per table, and tables per core.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import soxr
+
+from bot.config import GlyphoxaConfig
+from bot.rehearsal.sim_table import SimTable, TableWindow
+from campaigns.bench_result import BenchResult, percentile
+from campaigns.errors import GlyphoxaError
+
+__all__ = ["run_bench"]
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "campaigns" / "example"
+LINE = "Bartok, what's on tap tonight?"
+LATE_SHARE = 0.001  # at most 0.1 % of a table's frames may miss the 20 ms deadline
+V2V_SLACK = 1.10  # FAST voice-to-voice p50 within 10 % of one table's
+_TAIL_SILENCE_FRAMES = 40  # the lane ends an utterance on 500 ms of quiet frames
+_VOICED = 500  # int16 amplitude above which a sample counts as voiced (as rehearsal does)
+
+
+def _progress(message: str) -> None:
+    print(f"  tables: {message}", file=sys.stderr, flush=True)
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One measured window with ``tables`` tables open."""
+
+    tables: int
+    seconds: float
+    cpu_share: float
+    """Process CPU time / wall time (1.0 = one core busy)."""
+    rss_mb: float
+    late_share_worst: float
+    max_late_ms: float
+    machine_late_share: float
+    """What the bare clock in another process missed in the same window (the machine's noise)."""
+    v2v_ms: list[float]
+    turns: int
+    failed: int
+
+    @property
+    def v2v_p50(self) -> float:
+        return percentile(self.v2v_ms, 50) if self.v2v_ms else float("nan")
+
+    def keeps(self, baseline_p50: float) -> bool:
+        return (
+            self.late_share_worst <= LATE_SHARE + self.machine_late_share
+            and self.failed == 0
+            and bool(self.v2v_ms)
+            and self.v2v_p50 <= baseline_p50 * V2V_SLACK
+        )
+
+    def describe(self) -> str:
+        return (
+            f"{self.tables} tables: cpu {self.cpu_share * 100:.0f}% of a core, rss "
+            f"{self.rss_mb:.0f} MB, worst late {self.late_share_worst * 100:.2f}% "
+            f"(max {self.max_late_ms:.0f} ms; the bare clock {self.machine_late_share * 100:.2f}"
+            f"%), FAST v2v p50 {self.v2v_p50:.0f} ms over "
+            f"{len(self.v2v_ms)} turns, {self.failed} failed"
+        )
+
+
+async def run_bench(quick: bool) -> list[BenchResult]:
+    window_s = 12.0 if quick else 30.0
+    limit = 2 if quick else 256
+    with tempfile.TemporaryDirectory(prefix="glyphoxa-tables-") as folder:
+        async with _servers() as urls, _clock_probe() as probe:
+            bench = _Bench(_config(urls, Path(folder)), window_s, probe)
+            try:
+                steps = await bench.ramp(limit)
+            finally:
+                await bench.close()
+    return _results(steps, window_s)
+
+
+class _Bench:
+    def __init__(self, config: GlyphoxaConfig, window_s: float, probe: Any) -> None:
+        self.config = config
+        self.window_s = window_s
+        self.probe = probe
+        self.tables: list[SimTable] = []
+        self._closers: list[Any] = []
+        self._line: tuple[list[bytes], int] | None = None
+
+    async def ramp(self, limit: int) -> list[Step]:
+        """Double N until a step misses, then try halfway back; every step is reported."""
+        steps = [await self.measure(1, self.window_s * 2)]  # the baseline needs more turns
+        baseline = steps[0].v2v_p50
+        _progress(steps[0].describe())
+        good, bad = 1, None
+        n = 2
+        while n <= limit:
+            step = await self.measure(n, self.window_s)
+            steps.append(step)
+            _progress(step.describe())
+            if not step.keeps(baseline):
+                bad = n
+                break
+            good, n = n, n * 2
+        while bad is not None and bad - good > max(1, good // 4):
+            middle = (good + bad) // 2
+            await self.shrink(middle)
+            step = await self.measure(middle, self.window_s)
+            steps.append(step)
+            _progress(step.describe())
+            if step.keeps(baseline):
+                good = middle
+            else:
+                bad = middle
+        return steps
+
+    async def measure(self, tables: int, seconds: float) -> Step:
+        fresh = []
+        while len(self.tables) < tables:
+            fresh.append(await self._open_one())
+        turns_each = int(seconds / 4) + 2
+        for table in self.tables:
+            table.prepare(turns_each + 1)
+        await _warm_up(fresh)
+        for table in self.tables:
+            table.reset_window()
+        await self.probe()
+        cpu0, wall0 = time.process_time(), time.monotonic()
+        await asyncio.sleep(seconds)
+        cpu, wall = time.process_time() - cpu0, time.monotonic() - wall0
+        windows = [table.reset_window() for table in self.tables]
+        machine = await self.probe()
+        machine_late = machine["late"] / machine["frames"] if machine["frames"] else 0.0
+        return _step(tables, wall, cpu / wall, windows, machine_late)
+
+    async def shrink(self, tables: int) -> None:
+        while len(self.tables) > tables:
+            table = self.tables.pop()
+            await table.stop()
+            close = self._closers.pop()
+            await close()
+
+    async def close(self) -> None:
+        await self.shrink(0)
+
+    async def _open_one(self) -> SimTable:
+        from bot.discord_bot.tables import configured_tables
+
+        if self._line is None:
+            self._line = await _player_line()
+        opus, voiced = self._line
+        factory = configured_tables(self.config, str(EXAMPLE))
+        parts = await factory(None)
+        table = SimTable(len(self.tables), parts.session, opus, voiced, asyncio.get_running_loop())
+        table.start()
+        self.tables.append(table)
+
+        async def close() -> None:
+            for closer in reversed(parts.closers):
+                await closer()
+
+        self._closers.append(close)
+        _progress(f"table {len(self.tables)} open")
+        return table
+
+
+async def _warm_up(tables: list[SimTable], timeout_s: float = 30.0) -> None:
+    """Until each new table answered once (models and voices loaded, caches warm)."""
+    deadline = time.monotonic() + timeout_s
+    while any(t.window.turns == 0 for t in tables) and time.monotonic() < deadline:  # noqa: ASYNC110
+        await asyncio.sleep(0.1)  # turns are counted by the tables' own tasks; poll them
+
+
+def _step(
+    tables: int, wall: float, cpu_share: float, windows: list[TableWindow], machine_late: float
+) -> Step:
+    late = [w.late_frames / w.frames if w.frames else 1.0 for w in windows]
+    return Step(
+        tables=tables,
+        seconds=wall,
+        cpu_share=cpu_share,
+        rss_mb=_rss_mb(),
+        late_share_worst=max(late),
+        max_late_ms=max(w.max_late_ms for w in windows),
+        machine_late_share=machine_late,
+        v2v_ms=[ms for w in windows for ms in w.v2v_ms],
+        turns=sum(w.turns for w in windows),
+        failed=sum(w.failed for w in windows),
+    )
+
+
+def _results(steps: list[Step], window_s: float) -> list[BenchResult]:
+    baseline = steps[0].v2v_p50
+    kept = [s for s in steps if s.keeps(baseline)]
+    best = max(kept, key=lambda s: s.tables) if kept else steps[0]
+    cores = os.cpu_count() or 1
+    per_table_cpu = _slope([(s.tables, s.cpu_share) for s in steps]) or best.cpu_share / best.tables
+    per_table_mb = _slope([(s.tables, s.rss_mb) for s in steps]) or float("nan")
+    per_core = best.tables / best.cpu_share if best.cpu_share > 0 else float("nan")
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    method = (
+        f"simulated tables in one process (five players each, real receive path with DAVE, "
+        f"VAD, lanes, mixer and a discord.py-like player thread; instant LLM and an "
+        f"OpenAI-compatible speech server in another process); {window_s:.0f} s windows, "
+        f"{cores} cores, load average {load:.1f} at the end; a table keeps up when <= "
+        f"{LATE_SHARE * 100:.1f} % of its frames are > 20 ms late beyond a bare 20 ms clock's "
+        f"misses in another process, and FAST voice-to-voice p50 <= {V2V_SLACK:.2f} x one "
+        f"table's ({baseline:.0f} ms)"
+    )
+    steps_extra = {"steps": [s.describe() for s in steps]}
+    return [
+        BenchResult(
+            "tables per process (largest N keeping every deadline)",
+            best.tables,
+            "tables",
+            method,
+            extra={**steps_extra, "v2v_p50_ms": best.v2v_p50, "baseline_v2v_p50_ms": baseline},
+        ),
+        BenchResult(
+            "CPU per table",
+            per_table_cpu * 100,
+            "% of a core",
+            "slope of process CPU share over the steps (each table always talking)",
+        ),
+        BenchResult("memory per table", per_table_mb, "MB", "slope of resident memory over steps"),
+        BenchResult(
+            "tables per core",
+            per_core,
+            "tables",
+            f"largest N / its CPU share ({best.tables} tables used "
+            f"{best.cpu_share * 100:.0f} % of a core)",
+        ),
+        BenchResult(
+            "FAST voice-to-voice p50 at that N",
+            best.v2v_p50,
+            "ms",
+            f"one table: {baseline:.0f} ms; {len(best.v2v_ms)} turns",
+        ),
+    ]
+
+
+def _slope(points: list[tuple[float, float]]) -> float | None:
+    if len({x for x, _ in points}) < 2:
+        return None
+    xs, ys = np.array([p[0] for p in points]), np.array([p[1] for p in points])
+    return float(np.polyfit(xs, ys, 1)[0])
+
+
+def _rss_mb() -> float:
+    try:
+        pages = int(Path("/proc/self/statm").read_text().split()[1])
+        return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except (OSError, ValueError):
+        import resource
+
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _config(urls: dict[str, str], folder: Path) -> GlyphoxaConfig:
+    return GlyphoxaConfig.model_validate(
+        {
+            "providers": {
+                "llm": {"name": "openai", "base_url": urls["llm"], "model": "instant",
+                        "api_key": "instant"},
+                "stt": {"name": "openai", "base_url": urls["audio"], "model": "whisper-1"},
+                "tts": {"name": "openai", "base_url": urls["audio"], "model": "tts-1",
+                        "options": {"all_voices": True}},
+            },
+            "campaign": {"path": str(EXAMPLE)},
+            "memory": {"url": f"sqlite+aiosqlite:///{folder / 'memory.db'}"},
+            "tools": {"sandbox_dir": str(folder / "files"),
+                      "image_output_dir": str(folder / "images"),
+                      "calibration_path": str(folder / "calibration.json")},
+        }
+    )  # fmt: skip
+
+
+@contextlib.asynccontextmanager
+async def _servers() -> Any:
+    """The instant LLM and speech servers in a child process; their base URLs."""
+    child = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bot.rehearsal.instant_servers", "--seconds-per-char", "0.04",
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        assert child.stdout is not None
+        line = await asyncio.wait_for(child.stdout.readline(), 60)
+        if not line:
+            raise GlyphoxaError("the instant model servers did not start")
+        yield json.loads(line)
+    finally:
+        if child.stdin is not None:
+            child.stdin.close()
+        try:
+            await asyncio.wait_for(child.wait(), 10)
+        except TimeoutError:
+            child.kill()
+            await child.wait()
+
+
+@contextlib.asynccontextmanager
+async def _clock_probe() -> Any:
+    """A bare 20 ms clock in a child process; ``await probe()`` -> its misses since last time."""
+    child = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bot.rehearsal.clock_probe",
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    assert child.stdin is not None and child.stdout is not None
+    stdin, stdout = child.stdin, child.stdout
+
+    async def probe() -> dict[str, float]:
+        stdin.write(b"report\n")
+        await stdin.drain()
+        line = await asyncio.wait_for(stdout.readline(), 10)
+        return dict(json.loads(line))
+
+    try:
+        yield probe
+    finally:
+        stdin.close()
+        try:
+            await asyncio.wait_for(child.wait(), 10)
+        except TimeoutError:
+            child.kill()
+            await child.wait()
+
+
+async def _player_line() -> tuple[list[bytes], int]:
+    """The players' line as Opus frames (espeak-ng, else Piper) and how many are voiced."""
+    import discord.opus
+
+    from bot.speech import EspeakTts, PiperTts
+    from bot.voice.opus_decode import ensure_opus_loaded
+    from npcs.schema import VoiceSettings
+
+    ensure_opus_loaded()
+    pieces: list[np.ndarray] = []
+    try:
+        async for chunk in EspeakTts().synthesize(LINE, VoiceSettings(provider="espeak")):
+            pieces.append(_to_48k(chunk.pcm, chunk.sample_rate))
+    except GlyphoxaError:
+        pieces = []
+        async for chunk in PiperTts().synthesize(LINE, VoiceSettings(provider="piper")):
+            pieces.append(_to_48k(chunk.pcm, chunk.sample_rate))
+    mono = np.concatenate(pieces)
+    mono = np.concatenate([mono, np.zeros((-len(mono)) % 960, dtype="<i2")])
+    stereo = np.repeat(mono[:, None], 2, axis=1).tobytes()
+    frames = [stereo[i : i + 3840] for i in range(0, len(stereo), 3840)]
+    loud = np.nonzero(np.abs(mono.astype(np.int32)) > _VOICED)[0]
+    voiced = int(loud[-1]) // 960 + 1 if loud.size else len(frames)  # the last voiced frame
+    frames += [bytes(3840)] * _TAIL_SILENCE_FRAMES
+    encoder = discord.opus.Encoder(application="voip")
+    return [encoder.encode(pcm, encoder.SAMPLES_PER_FRAME) for pcm in frames], voiced
+
+
+def _to_48k(pcm: bytes, rate: int) -> np.ndarray:
+    mono = np.frombuffer(pcm, "<i2").astype(np.float32)
+    return np.clip(soxr.resample(mono, rate, 48_000), -32768, 32767).astype("<i2")
