@@ -52,8 +52,8 @@ async def _run(args: argparse.Namespace) -> int:
 
     config = load_config(args.config)
     configure_logging(config.logging, verbose=getattr(args, "verbose", False))
-    token = require_discord_token(config)
     shard_ids = parse_shard_ids(args.shard_ids, args.shard_count)
+    token = require_discord_token(config)
     library = ensure_opus_loaded()  # fail now, not when the first player speaks
     log.info("libopus: %s", library)
     registry = await TableRegistry.open(config.memory.url)
