@@ -2,8 +2,10 @@
 
 A thread that does nothing but wake every 20 ms still wakes late when the machine is busy (other
 processes, a shared VM). ``glyphoxa bench tables`` runs this probe beside the bot process and
-counts only the deadlines the bot misses beyond what the machine itself misses. Each ``report``
-line on stdin prints ``{"frames", "late", "max_late_ms"}`` for the time since the last report.
+excuses the bot's late frames that overlap one of the probe's (the machine stalled both). Each
+``report`` line on stdin prints ``{"frames", "late", "max_late_ms", "spans"}`` for the time since
+the last report; ``spans`` are the late frames as ``[due, sent]`` in ``time.monotonic()``
+seconds, a clock every process on the machine shares.
 """
 
 from __future__ import annotations
@@ -24,26 +26,32 @@ class _Clock:
         self.frames = 0
         self.late = 0
         self.max_late_ms = 0.0
+        self.spans: list[list[float]] = []
 
     def run(self) -> None:
-        started = time.perf_counter()
+        started = time.monotonic()
         frame = 0
         while True:
             frame += 1
             due = started + frame * _FRAME_S
-            delay = due - time.perf_counter()
+            delay = due - time.monotonic()
             if delay > 0:
                 time.sleep(delay)
-            late = time.perf_counter() - due
+            now = time.monotonic()
+            late = now - due
             with self.lock:
                 self.frames += 1
-                self.late += late > _FRAME_S
                 self.max_late_ms = max(self.max_late_ms, late * 1000)
+                if late > _FRAME_S:
+                    self.late += 1
+                    if len(self.spans) < 20_000:
+                        self.spans.append([due, now])
 
-    def report(self) -> dict[str, float]:
+    def report(self) -> dict[str, object]:
         with self.lock:
-            out = {"frames": self.frames, "late": self.late, "max_late_ms": self.max_late_ms}
-            self.frames, self.late, self.max_late_ms = 0, 0, 0.0
+            out = {"frames": self.frames, "late": self.late, "max_late_ms": self.max_late_ms,
+                   "spans": self.spans}  # fmt: skip
+            self.frames, self.late, self.max_late_ms, self.spans = 0, 0, 0.0, []
         return out
 
 

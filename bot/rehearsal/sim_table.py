@@ -59,6 +59,8 @@ class TableWindow:
     late_frames: int = 0
     """Frames sent more than 20 ms after their slot (a gap the listener hears)."""
     max_late_ms: float = 0.0
+    late_spans: list[tuple[float, float]] = field(default_factory=list)
+    """Each late frame as (due, sent) in ``time.monotonic()`` seconds."""
     v2v_ms: list[float] = field(default_factory=list)
     """Voice-to-voice of FAST turns: end of the player's voiced audio -> first NPC frame."""
     turns: int = 0
@@ -195,8 +197,8 @@ class SimTable:
             if job is None or self._stop.is_set():
                 return
             packets, voiced, done = job
-            started = time.perf_counter()
-            speech_end = time.monotonic()
+            started = time.monotonic()
+            speech_end = started
             for index, datagram in enumerate(packets):
                 _sleep_until(started + index * _FRAME_S)
                 self.receiver.on_datagram(datagram)
@@ -208,23 +210,25 @@ class SimTable:
         """discord.py's ``AudioPlayer``: read, encode, encrypt every 20 ms on a fixed clock."""
         source = MixerSource(self.session.mixer.next_frame)
         encoder = discord.opus.Encoder()
-        started = time.perf_counter()
+        started = time.monotonic()
         frame = 0
         while not self._stop.is_set():
             frame += 1
             pcm = source.read()
             self._outgoing.packet(encoder.encode(pcm, encoder.SAMPLES_PER_FRAME))
-            late = time.perf_counter() - (started + frame * _FRAME_S)
+            due = started + frame * _FRAME_S
+            sent = time.monotonic()
             window = self.window
             window.frames += 1
-            if late > _FRAME_S:
+            if sent - due > _FRAME_S:
                 window.late_frames += 1
-            window.max_late_ms = max(window.max_late_ms, late * 1000)
+                window.late_spans.append((due, sent))
+            window.max_late_ms = max(window.max_late_ms, (sent - due) * 1000)
             _sleep_until(started + (frame + 1) * _FRAME_S)
 
 
 def _sleep_until(moment: float) -> None:
-    delay = moment - time.perf_counter()
+    delay = moment - time.monotonic()
     if delay > 0:
         time.sleep(delay)
 

@@ -13,16 +13,16 @@ from bot.discord_bot.tables import configured_tables
 from bot.rehearsal.instant_audio import InstantAudio
 from bot.rehearsal.instant_llm import InstantLlm
 from bot.rehearsal.sim_table import SimTable
-from bot.rehearsal.tables_bench import EXAMPLE, _config, _player_line
+from bot.rehearsal.sim_world import EXAMPLE, bench_config, player_line
 
 pytestmark = pytest.mark.slow
 
 
 async def test_a_simulated_table_answers_its_players(tmp_path: Path) -> None:
-    opus, voiced = await _player_line()
+    opus, voiced = await player_line()
     assert 40 < voiced < len(opus)  # a spoken line, then the quiet that ends it
     async with InstantLlm() as llm, InstantAudio(seconds_per_char=0.02) as audio:
-        config = _config({"llm": llm.base_url, "audio": audio.base_url}, tmp_path)
+        config = bench_config({"llm": llm.base_url, "audio": audio.base_url}, tmp_path)
         parts = await configured_tables(config, str(EXAMPLE))(None)
         table = SimTable(0, parts.session, opus, voiced, asyncio.get_running_loop())
         table.prepare(2)
