@@ -37,8 +37,9 @@ async def test_a_simulated_table_answers_its_players(tmp_path: Path) -> None:
                 await close()
     window = table.window
     assert window.failed == 0 and len(window.v2v_ms) == 2
-    # The answer cannot start before the VAD's 500 ms of quiet ended the player's line.
-    assert all(500 < ms < 5000 for ms in window.v2v_ms), window.v2v_ms
+    # After the player's last voiced frame (an answer may start at the pause, before the VAD's
+    # hangover ends the line: early transcripts), and well within a FAST turn.
+    assert all(0 < ms < 5000 for ms in window.v2v_ms), window.v2v_ms
     assert window.frames > 100  # the player thread ran its 20 ms clock all along
     counters = table.receiver.snapshot()
     assert counters.accepted >= 2 * len(opus) - 10 and counters.dropped["dave_failed"] == 0
