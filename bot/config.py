@@ -25,6 +25,7 @@ __all__ = [
     "ProvidersConfig",
     "SpeechConfig",
     "TiersConfig",
+    "TurnConfig",
     "VadConfig",
 ]
 
@@ -44,6 +45,10 @@ class DiscordConfig(_Strict):
     """Text channel for the live transcript; empty disables it."""
     transcription_notice: bool = True
     """Announce at session start that voice is being transcribed."""
+    rejoin_attempts: int = Field(default=5, ge=0, le=20)
+    """Rejoins (1, 2, 4, ... s apart) after the voice connection ends; then the table ends."""
+    deaf_after_s: float = Field(default=2.0, gt=0.0, le=60.0)
+    """Players' packets arriving with nothing decoded this long runs recovery."""
 
 
 class ProviderConfig(_Strict):
@@ -82,8 +87,30 @@ class VadConfig(_Strict):
     max_utterance_s: float = Field(default=30.0, gt=0)
 
 
+class TurnConfig(_Strict):
+    """End of turn: the turn model and the words decide at each pause (bot.speech.turn_end)."""
+
+    detector: Literal["smart-turn", "off"] = "smart-turn"
+    """``smart-turn``: Smart Turn v3.2 and the transcript judge each pause; ``off`` (or the model
+    missing): a turn ends after ``vad.hangover_ms`` of silence."""
+    model_path: str | None = None
+    """Another Smart Turn ONNX file; empty: the one inside the pipecat-ai wheel."""
+    threshold: float = Field(default=0.5, gt=0.0, lt=1.0)
+    """Model probability from which a turn sounds finished."""
+    pause_ms: int = Field(default=96, ge=32)
+    """Silence after which a pause is judged (model and transcript)."""
+    complete_ms: int = Field(default=200, ge=0)
+    """Silence before a finished-sounding turn ends."""
+    short_turn_ms: int = Field(default=1000, ge=0)
+    """A turn shorter than this waits for its words before ending: "Bartok," alone sounds
+    finished too (longer ones end on the sound, and their words may still veto it)."""
+    incomplete_ms: int = Field(default=1000, ge=0)
+    """Silence before an unfinished one ends anyway ("Bartok, and um...")."""
+
+
 class SpeechConfig(_Strict):
     vad: VadConfig = Field(default_factory=VadConfig)
+    turn: TurnConfig = Field(default_factory=TurnConfig)
     partial_interval_ms: int = Field(default=300, ge=50)
     barge_in_confirm_ms: int = Field(default=250, ge=0)
     backchannels: list[str] = Field(

@@ -8,6 +8,8 @@ make a private one; the bot uses the module-level ``METRICS``. Other parts recor
 - speech: ``METRICS.stt_seconds.labels("partial"|"final").observe(s)``,
   ``METRICS.tts_seconds.observe(s)`` (time to first audio), ``METRICS.active_speakers.set(n)``
 - table session: ``METRICS.observe_turn(stages_ms)``, ``METRICS.observe_tool(status, tier)``
+- voice connection: ``METRICS.voice_events.labels(event, cause).inc()`` (deaf, dave_recovery,
+  ended, rejoined, lost)
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ class Metrics:
     active_speakers: Gauge = field(init=False)
     turns: Counter = field(init=False)
     failures: Counter = field(init=False)
+    voice_events: Counter = field(init=False)
 
     def __post_init__(self) -> None:
         reg = self.registry
@@ -99,6 +102,12 @@ class Metrics:
             "glyphoxa_failures_total",
             "Failures the DM was told about, by part (llm_server, npc_turn, ...).",
             ["part"],
+            registry=reg,
+        )
+        self.voice_events = Counter(
+            "glyphoxa_voice_events_total",
+            "Voice connection events (deaf, dave_recovery, ended, rejoined, lost) by cause.",
+            ["event", "cause"],
             registry=reg,
         )
 

@@ -9,6 +9,7 @@ import discord
 from discord.ext import commands
 
 from bot.config import GlyphoxaConfig
+from bot.discord_bot.cog import TableCog
 from bot.discord_bot.runtime import RuntimeFactory
 from campaigns.errors import GlyphoxaError
 from campaigns.memory.table_registry import TableRegistry
@@ -45,8 +46,6 @@ class GlyphoxaBot(commands.Bot):
         self._campaign = None
 
     async def setup_hook(self) -> None:
-        from bot.discord_bot.cog import TableCog
-
         await self.add_cog(TableCog(self))
         for guild_id in self.config.discord.guild_ids:
             guild = discord.Object(id=guild_id)
@@ -59,8 +58,8 @@ class GlyphoxaBot(commands.Bot):
 
     async def close(self) -> None:
         cog = self.get_cog("TableCog")
-        if cog is not None:
-            await cog.stop_all()  # type: ignore[attr-defined]
+        if isinstance(cog, TableCog):
+            await cog.stop_all()
         await super().close()
 
     def transcript_channel(self, guild: discord.Guild | None) -> discord.abc.Messageable | None:

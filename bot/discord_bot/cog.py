@@ -8,12 +8,13 @@ politely and nothing changes.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import discord
 from discord import app_commands
 from discord.ext import commands
 
+from bot.discord_bot.host import TableHost
 from bot.discord_bot.keeper import TableElsewhere, TableKeeper
 from bot.discord_bot.messages import MESSAGE_LIMIT, fit_message
 from bot.discord_bot.permissions import (
@@ -25,9 +26,6 @@ from bot.discord_bot.runtime import TableRuntime
 from campaigns.errors import GlyphoxaError
 from tools.builtin.dice_engine import roll_expression
 from tools.tiers import Tier
-
-if TYPE_CHECKING:
-    from bot.discord_bot.bot import GlyphoxaBot
 
 __all__ = ["TableCog"]
 
@@ -42,7 +40,7 @@ class TableCog(commands.Cog):
     session_group = app_commands.Group(name="session", description="Start, stop or inspect")
     npc_group = app_commands.Group(name="npc", description="Steer the NPCs (DM only)")
 
-    def __init__(self, bot: GlyphoxaBot) -> None:
+    def __init__(self, bot: TableHost) -> None:
         self.bot = bot
         self.keeper = TableKeeper(bot)
         """Claims, shared state and resume of this process's tables (``keeper.py``)."""
@@ -88,20 +86,16 @@ class TableCog(commands.Cog):
         guild_id = interaction.guild_id or 0
         await self.keeper.claim(guild_id)  # one process per table, even on a shared shard
         await interaction.response.defer(ephemeral=True, thinking=True)
-        here = interaction.channel
+        here = interaction.channel or self.bot.get_channel(interaction.channel_id or 0)
         alerts = here if isinstance(here, discord.abc.Messageable) else None
         table = await self.keeper.open_table(
             guild_id, channel, alerts, campaign, dm=interaction.user
         )
+        settings = self.bot.config.discord
         npcs = ", ".join(sorted(table.session.campaign.npcs)) or "none"
         await interaction.followup.send(f"Session started in {channel.mention}. NPCs: {npcs}.")
-        notice_channel = interaction.channel or self.bot.get_channel(interaction.channel_id or 0)
-        if self.bot.config.discord.transcription_notice and isinstance(
-            notice_channel, discord.abc.Messageable
-        ):
-            await notice_channel.send(
-                "This voice session is transcribed so the NPCs can answer you."
-            )
+        if settings.transcription_notice and alerts is not None:
+            await alerts.send("This voice session is transcribed so the NPCs can answer you.")
 
     @session_group.command(name="stop")
     @dm_only()

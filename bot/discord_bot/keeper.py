@@ -19,18 +19,18 @@ from typing import TYPE_CHECKING, Any
 
 import discord
 from discord import app_commands
-from prometheus_client import CollectorRegistry, Counter, Gauge, ProcessCollector
 
 from bot.discord_bot.approval import DiscordApprover
 from bot.discord_bot.permissions import dm_voice_resolver
 from bot.discord_bot.runtime import TableRuntime
+from bot.discord_bot.table_metrics import TableMetrics
 from bot.metrics import METRICS
 from bot.session import snapshot
 from campaigns.errors import GlyphoxaError
 from campaigns.memory.table_registry import OpenTableRow, TableRegistry
 
 if TYPE_CHECKING:
-    from bot.discord_bot.bot import GlyphoxaBot
+    from bot.discord_bot.host import TableHost
 
 __all__ = ["TableElsewhere", "TableKeeper", "TableRunning"]
 
@@ -60,31 +60,10 @@ class TableRunning(GlyphoxaError):
         super().__init__("A session is already running; `/session stop` it first.")
 
 
-class TableMetrics:
-    """What an operator watches per process: tables running here, and how claims went."""
-
-    def __init__(self) -> None:
-        self.registry = CollectorRegistry(auto_describe=True)
-        self.running = Gauge(
-            "glyphoxa_tables_running", "Tables running in this process.", registry=self.registry
-        )
-        self.claims = Counter(
-            "glyphoxa_table_claims",
-            "Table claims by outcome: started (a new table), resumed (after a restart or another "
-            "process's death), elsewhere (another process runs it), lost (taken over after this "
-            "process lost its database connection), resume_failed.",
-            ["outcome"],
-            registry=self.registry,
-        )
-        # process_cpu_seconds_total and process_resident_memory_bytes: divided by
-        # glyphoxa_tables_running, what one table costs in production.
-        ProcessCollector(registry=self.registry)
-
-
 class TableKeeper:
     """Owns this process's :class:`TableRuntime` per guild and their rows in the registry."""
 
-    def __init__(self, bot: GlyphoxaBot) -> None:
+    def __init__(self, bot: TableHost) -> None:
         self.bot = bot
         self.metrics = TableMetrics()
         self._detach_metrics = METRICS.attach(self.metrics.registry)
@@ -98,6 +77,7 @@ class TableKeeper:
         self._dms: dict[int, int] = {}  # guild -> the DM who started its table (user id)
         self._tasks: list[asyncio.Task[None]] = []
         self._ready = False
+        self._forgetting: set[asyncio.Task[None]] = set()  # rows of tables that ended
         self._sweeping = asyncio.Lock()  # startup resume and periodic sweeps never overlap
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -121,6 +101,8 @@ class TableKeeper:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self._tasks = []
+        if self._forgetting:
+            await asyncio.gather(*self._forgetting, return_exceptions=True)
         for guild_id in list(self.tables):
             await self.stop_table(guild_id, close=False)
         self._detach_metrics()
@@ -219,7 +201,16 @@ class TableKeeper:
             approver = DiscordApprover(dm)
             parts.tools.approvals.configure(approver=approver)
             parts.closers.append(approver.aclose)
-        table = TableRuntime(parts, self.bot.transcript_channel(channel.guild), alerts=here)
+        settings = self.bot.config.discord
+        guild_id = channel.guild.id
+        table = TableRuntime(
+            parts,
+            self.bot.transcript_channel(channel.guild),
+            alerts=here,
+            on_ended=lambda ended: self._ended(guild_id, ended),
+            rejoin_attempts=settings.rejoin_attempts,
+            deaf_after_s=settings.deaf_after_s,
+        )
         if state is not None:
             for problem in snapshot.restore(table.session, state):
                 log.warning("resuming guild %s: %s", channel.guild.id, problem)
@@ -246,6 +237,31 @@ class TableKeeper:
         try:
             if close:
                 await registry.remove(guild_id)
+        finally:
+            await registry.release(guild_id)
+
+    def _ended(self, guild_id: int, table: TableRuntime) -> None:
+        """A table that ended on its own (kicked, channel deleted, voice lost for good) is
+        gone: the DM was told, so nobody resumes it; the DM may start a new one at once."""
+        if self.tables.get(guild_id) is not table:
+            return
+        del self.tables[guild_id]
+        self.metrics.running.set(len(self.tables))
+        self._dirty.discard(guild_id)
+        if self.registry is not None:
+            task = asyncio.get_running_loop().create_task(
+                self._forget(guild_id), name=f"tables:forget:{guild_id}"
+            )
+            self._forgetting.add(task)
+            task.add_done_callback(self._forgetting.discard)
+
+    async def _forget(self, guild_id: int) -> None:
+        registry = self.registry
+        assert registry is not None
+        try:
+            await registry.remove(guild_id)
+        except Exception as error:  # the sweeper retries a row it can still see
+            log.warning("guild %s: could not remove its ended table: %s", guild_id, error)
         finally:
             await registry.release(guild_id)
 

@@ -2,7 +2,10 @@
 
 The cog asks a :data:`RuntimeFactory` for the table pieces (session, tool host, memory) so the
 Discord layer does not decide which STT/TTS/LLM providers run; ``glyphoxa run`` passes one built
-from the configuration, tests pass one built from real local parts.
+from the configuration, tests pass one built from real local parts. The voice connection is a
+:class:`~bot.discord_bot.voice_link.VoiceLink`: it rejoins when a connection ends, and when the
+table cannot stay in voice the runtime stops, tells the Dungeon Master in the session's text
+channel and calls ``on_ended`` so the cog forgets it.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import Any
 
 import discord
 
+from bot.discord_bot.voice_link import LinkLost, VoiceLink
 from bot.metrics import METRICS
 from bot.session import events as session_events
 from bot.voice.client import ListeningVoiceClient
@@ -48,31 +52,56 @@ table; a table resumed after a restart is opened with ``memory_session_id=`` as 
 
 
 class TableRuntime:
-    """Owns a table's voice connection, playback, receive fan-out and transcript poster."""
+    """Owns a table's voice link, playback, receive fan-out and transcript poster.
+
+    Args:
+        parts: the session and its helpers.
+        transcript: gets every player and NPC line (None: no live transcript).
+        alerts: the channel the DM started the session in; without a transcript it still gets
+            what the DM must know (an NPC that cannot speak, and why), and it is where the DM
+            is told if the table ends on its own.
+        on_ended: called once the table stopped on its own (kicked, channel deleted, voice lost).
+        rejoin_attempts: rejoins tried after the voice connection ends.
+        deaf_after_s: players' packets with nothing decoded this long runs recovery.
+    """
 
     def __init__(
         self,
         parts: TableParts,
         transcript: discord.abc.Messageable | None,
         alerts: discord.abc.Messageable | None = None,
+        *,
+        on_ended: Callable[[TableRuntime], None] | None = None,
+        rejoin_attempts: int = 5,
+        deaf_after_s: float = 2.0,
     ) -> None:
-        """``transcript`` gets every line; without one, ``alerts`` (the channel the DM started
-        the session in) still gets what the DM must know: an NPC that cannot speak, and why."""
         self.parts = parts
         self.session = parts.session
-        self.voice: ListeningVoiceClient | None = None
+        self.link: VoiceLink | None = None
         self.playback: PlaybackKeeper | None = None
         self.speakers: SpeakerQueues | None = None
+        self.ended: LinkLost | None = None
+        """Why the table stopped on its own, if it did."""
         self._transcript = transcript or alerts
         self._alerts_only = transcript is None
+        self._alerts = alerts
+        self._on_ended = on_ended
+        self._rejoin_attempts = rejoin_attempts
+        self._deaf_after_s = deaf_after_s
+        self._metrics = getattr(self.session, "metrics", METRICS)
         self._lines: asyncio.Queue[str] = asyncio.Queue(200)
         self._poster: asyncio.Task[None] | None = None
         self._untrack_receiver: Callable[[], None] | None = None
+        self._stopped = False
+
+    @property
+    def voice(self) -> ListeningVoiceClient | None:
+        """The current voice client (a rejoin replaces it)."""
+        return self.link.voice if self.link is not None else None
 
     async def start(self, channel: discord.VoiceChannel | discord.StageChannel) -> None:
         """Start the session, join ``channel``, hear players and play the mixer."""
         await self.session.start()
-        self.voice = await channel.connect(cls=ListeningVoiceClient, self_deaf=False)
         guild = channel.guild
 
         def push(frame: VoiceFrame) -> None:
@@ -80,13 +109,20 @@ class TableRuntime:
             name = member.display_name if member else str(frame.user_id)
             self.session.push_frame(frame.user_id, name, frame.pcm)
 
-        self.speakers = SpeakerQueues(push)
-        self.voice.listen(self.speakers)
-        # Packets received, dropped and failing to decrypt, read at each Prometheus scrape.
-        metrics = getattr(self.session, "metrics", METRICS)
-        self._untrack_receiver = metrics.track_receiver(self.voice.receiver.snapshot)
-        self.playback = PlaybackKeeper(self.voice, MixerSource(self.session.mixer.next_frame))
-        self.playback.start()
+        def arrived(user_id: int) -> float | None:
+            voice = self.voice
+            return voice.receiver.arrived_at(user_id) if voice is not None else None
+
+        self.speakers = SpeakerQueues(push, arrivals=arrived)
+        self.link = VoiceLink(
+            channel,
+            on_connected=self._attach,
+            on_lost=self._lost,
+            attempts=self._rejoin_attempts,
+            deaf_after_s=self._deaf_after_s,
+            metrics=self._metrics,
+        )
+        await self.link.start()
         self.start_transcript()
 
     def start_transcript(self) -> None:
@@ -100,14 +136,14 @@ class TableRuntime:
 
     async def stop(self) -> None:
         """Leave voice and stop everything; safe to call twice."""
-        if self._untrack_receiver is not None:
-            self._untrack_receiver()
-            self._untrack_receiver = None
+        if self._stopped:
+            return
+        self._stopped = True
+        self._detach_receiver()
         if self.playback is not None:
             await self.playback.stop()
-        if self.voice is not None and self.voice.is_connected():
-            with contextlib.suppress(Exception):
-                await self.voice.disconnect(force=True)
+        if self.link is not None:
+            await self.link.stop()
         if self.speakers is not None:
             await self.speakers.aclose()
         if self._poster is not None:
@@ -121,6 +157,44 @@ class TableRuntime:
                 await close()
             except Exception:
                 log.exception("closing a table part failed")
+
+    # -- voice link --------------------------------------------------------------------------
+
+    async def _attach(self, voice: ListeningVoiceClient) -> None:
+        """A new voice client (first join or a rejoin): hear it, count it, play on it."""
+        assert self.speakers is not None
+        voice.listen(self.speakers)
+        self._detach_receiver()
+        # Packets received, dropped and failing to decrypt, read at each Prometheus scrape.
+        self._untrack_receiver = self._metrics.track_receiver(voice.receiver.snapshot)
+        if self.playback is not None:
+            await self.playback.stop()
+        self.playback = PlaybackKeeper(voice, MixerSource(self.session.mixer.next_frame))
+        self.playback.start()
+
+    async def _lost(self, lost: LinkLost) -> None:
+        self.ended = lost
+        if self._on_ended is not None:  # first: the DM may start a new session at once
+            self._on_ended(self)
+        await self._notify(lost.message)
+        await self.stop()
+
+    async def _notify(self, text: str) -> None:
+        channel = self._alerts or self._transcript
+        if channel is None:
+            log.warning("no text channel to tell the DM: %s", text)
+            return
+        try:
+            await channel.send(text[:1900])
+        except discord.HTTPException as error:
+            log.warning("could not tell the DM (%s): %s", error, text)
+
+    def _detach_receiver(self) -> None:
+        if self._untrack_receiver is not None:
+            self._untrack_receiver()
+            self._untrack_receiver = None
+
+    # -- transcript --------------------------------------------------------------------------
 
     def _on_event(self, event: object) -> None:
         line = _transcript_line(event)

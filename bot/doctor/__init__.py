@@ -20,6 +20,7 @@ from bot.doctor.service_checks import (
     mcp_checks,
 )
 from bot.doctor.speech_checks import check_espeak, check_opus, check_stt, check_vad, check_voices
+from bot.doctor.turn_check import check_turn
 
 __all__ = ["CHECK_NAMES", "diagnose"]
 
@@ -32,6 +33,7 @@ _CHECKS = (
     Check("voices", check_voices),
     Check("vad", check_vad),
     Check("stt", check_stt),
+    Check("turn", check_turn),
     Check("llm", check_llm, timeout_s=150.0),
     Check("memory", check_memory),
     Check("tables", check_tables),
@@ -51,7 +53,7 @@ async def diagnose(
     """Run the checks (``only``: those names, plus the config and campaign they build on)."""
     context = DoctorContext(config_path, discord=discord)
     wanted = None if only is None else only | {"config", "campaign"}
-    if wanted is not None and wanted & {"vad", "stt"}:
+    if wanted is not None and wanted & {"vad", "stt", "turn"}:
         wanted.add("voices")  # they listen to the voices' audio
     checks = [c for c in _CHECKS if wanted is None or c.name in wanted]
     outcomes = await run_checks(checks[:2], context, on_outcome)

@@ -1,5 +1,6 @@
-"""Synthesized players: each scene line becomes 48 kHz stereo audio in that player's voice, and
-the per-speaker timelines hand out one 20 ms frame per tick like Discord would."""
+"""Synthesized players: each scene line becomes audio in that player's voice, and the
+per-speaker timelines hand out one 20 ms frame per tick like the receiver would: 16 kHz mono,
+what the bot decodes a player's Opus packets to for the speech lanes."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import numpy as np
 import soxr
 
 from bot.rehearsal.scene import PlayerLine, Scene, player_voice
-from bot.speech import FRAME_BYTES, FRAME_MS, SAMPLE_RATE, SILENCE_FRAME, decode_audio_file
+from bot.speech import FRAME_MS, STT_FRAME_BYTES, STT_SAMPLE_RATE, decode_audio_file
 from bot.speech.protocols import TtsProvider
 from campaigns.errors import GlyphoxaError
 from npcs.schema import VoiceSettings
@@ -20,7 +21,8 @@ __all__ = ["LineAudio", "SpeakerTimeline", "synthesize_lines"]
 
 log = logging.getLogger(__name__)
 
-_FRAME_SAMPLES = SAMPLE_RATE * FRAME_MS // 1000
+_FRAME_SAMPLES = STT_SAMPLE_RATE * FRAME_MS // 1000
+_SILENCE = bytes(STT_FRAME_BYTES)
 _VOICED = 500  # int16 amplitude above which a sample counts as voiced (for the true end)
 
 
@@ -28,7 +30,7 @@ _VOICED = 500  # int16 amplitude above which a sample counts as voiced (for the 
 class LineAudio:
     line: PlayerLine
     pcm: bytes
-    """48 kHz stereo s16le, padded to whole frames."""
+    """16 kHz mono s16le, padded to whole 20 ms frames."""
     voiced_end_s: float
     """Seconds into the line where the last voiced sample is (end of speech)."""
 
@@ -38,7 +40,7 @@ class LineAudio:
 
     @property
     def frames(self) -> int:
-        return len(self.pcm) // FRAME_BYTES
+        return len(self.pcm) // STT_FRAME_BYTES
 
     @property
     def speech_end_s(self) -> float:
@@ -46,20 +48,19 @@ class LineAudio:
         return self.line.at + self.voiced_end_s
 
 
-def _to_stereo_48k(mono: np.ndarray, rate: int) -> np.ndarray:
-    if rate != SAMPLE_RATE:
-        mono = soxr.resample(mono.astype(np.float32), rate, SAMPLE_RATE)
-    mono = np.clip(mono, -32768, 32767).astype(np.int16)
-    return np.repeat(mono[:, None], 2, axis=1)
+def _to_mono_16k(mono: np.ndarray, rate: int) -> np.ndarray:
+    if rate != STT_SAMPLE_RATE:
+        mono = soxr.resample(mono.astype(np.float32), rate, STT_SAMPLE_RATE)
+    return np.clip(mono, -32768, 32767).astype(np.int16)
 
 
-def _finish(line: PlayerLine, stereo: np.ndarray) -> LineAudio:
-    loud = np.nonzero(np.abs(stereo[:, 0].astype(np.int32)) > _VOICED)[0]
-    voiced_end = (loud[-1] + 1) / SAMPLE_RATE if loud.size else 0.0
-    pad = (-len(stereo)) % _FRAME_SAMPLES
+def _finish(line: PlayerLine, mono: np.ndarray) -> LineAudio:
+    loud = np.nonzero(np.abs(mono.astype(np.int32)) > _VOICED)[0]
+    voiced_end = (loud[-1] + 1) / STT_SAMPLE_RATE if loud.size else 0.0
+    pad = (-len(mono)) % _FRAME_SAMPLES
     if pad:
-        stereo = np.concatenate([stereo, np.zeros((pad, 2), dtype=np.int16)])
-    return LineAudio(line, stereo.astype("<i2").tobytes(), voiced_end)
+        mono = np.concatenate([mono, np.zeros(pad, dtype=np.int16)])
+    return LineAudio(line, mono.astype("<i2").tobytes(), voiced_end)
 
 
 async def synthesize_lines(
@@ -71,8 +72,9 @@ async def synthesize_lines(
         if progress is not None:
             progress(f"synthesizing player lines {number}/{len(scene.lines)}")
         if line.wav is not None:
-            stereo = decode_audio_file(scene.wav_path(line))
-            out.append(_finish(line, stereo))
+            stereo = decode_audio_file(scene.wav_path(line))  # 48 kHz stereo int16
+            mono = stereo.astype(np.float32).mean(axis=1)
+            out.append(_finish(line, _to_mono_16k(mono, 48_000)))
             continue
         assert line.text is not None
         voice = player_voice(scene, line.speaker)
@@ -98,7 +100,7 @@ async def _synthesize(tts: TtsProvider, text: str, voice: VoiceSettings) -> list
     pieces: list[np.ndarray] = []
     async for chunk in tts.synthesize(text, voice):
         mono = np.frombuffer(chunk.pcm, dtype="<i2").astype(np.float32)
-        pieces.append(_to_stereo_48k(mono, chunk.sample_rate))
+        pieces.append(_to_mono_16k(mono, chunk.sample_rate))
     return pieces
 
 
@@ -116,8 +118,8 @@ class SpeakerTimeline:
         for start, item in reversed(self.scheduled):  # a later line talks over an earlier one
             offset = k - start
             if 0 <= offset < item.frames:
-                return item.pcm[offset * FRAME_BYTES : (offset + 1) * FRAME_BYTES]
-        return SILENCE_FRAME
+                return item.pcm[offset * STT_FRAME_BYTES : (offset + 1) * STT_FRAME_BYTES]
+        return _SILENCE
 
     @property
     def end_frame(self) -> int:

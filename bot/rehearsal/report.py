@@ -17,6 +17,7 @@ log = logging.getLogger(__name__)
 
 #: Stages drawn as stacked segments (voice_to_voice is their sum, not a segment).
 _SEGMENTS = (
+    "endpoint",
     "stt_final",
     "queue",
     "route",
@@ -25,7 +26,9 @@ _SEGMENTS = (
     "tts_first_audio",
     "to_playback",
 )
-_COLORS = ("#8da0cb", "#e5c494", "#bbbbbb", "#fc8d62", "#ffd92f", "#66c2a5", "#e78ac3")
+_COLORS = (
+    "#b3b3e6", "#8da0cb", "#e5c494", "#bbbbbb", "#fc8d62", "#ffd92f", "#66c2a5", "#e78ac3",
+)  # fmt: skip
 
 
 def _pcts(values: list[float]) -> dict[str, float] | None:
@@ -62,8 +65,13 @@ def latency_summary(turns: Sequence[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def write_latency_json(path: Path, turns: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def write_latency_json(
+    path: Path, turns: Sequence[dict[str, Any]], turn_taking: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """latency.json: the summary (with ``turn_taking`` when given) and every turn."""
     summary = latency_summary(turns)
+    if turn_taking is not None:
+        summary["turn_taking"] = turn_taking
     path.write_text(json.dumps({"summary": summary, "turns": list(turns)}, indent=2) + "\n")
     return summary
 
@@ -90,10 +98,10 @@ def write_chart(path: Path, turns: Sequence[dict[str, Any]], title: str = "") ->
         for yi, turn in zip(y, drawable, strict=True):
             v2v = turn["stages_ms"]["voice_to_voice"]
             ax.text(v2v + 15, yi, f"{v2v:.0f} ms", va="center", fontsize=8)
-        ax.axvline(1000, color="red", linestyle="--", linewidth=0.8, label="1 s goal")
+        ax.axvline(800, color="red", linestyle="--", linewidth=0.8, label="FAST goal 0.8 s")
         ax.set_yticks(y, labels, fontsize=8)
         ax.invert_yaxis()
-        ax.set_xlabel("milliseconds from end of player speech")
+        ax.set_xlabel("milliseconds from end of player speech (endpoint: until the turn is over)")
         ax.set_title(title or "Voice-to-voice latency by stage")
         ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncols=7)
         fig.savefig(path, dpi=110, bbox_inches="tight")
@@ -112,6 +120,21 @@ def _why(turn: dict[str, Any]) -> str:
     """The tier decision's reason, e.g. " (DEEP phrase 'take your time')"."""
     reason = turn.get("tier_reason")
     return f" ({reason})" if reason else ""
+
+
+def _turn_taking_lines(taking: dict[str, Any] | None) -> list[str]:
+    if not taking:
+        return []
+    cut = taking["cut_off"]
+    reasons = ", ".join(f"{why} {n}" for why, n in sorted(taking["reasons"].items())) or "none"
+    share = f" ({cut['cut'] / cut['lines']:.0%})" if cut["lines"] else ""
+    lines = [
+        f"- Endpointing wait (last word to the turn declared over), every player turn: "
+        f"{_fmt(taking['endpoint_ms'])}; ended by: {reasons}",
+        f"- Lines cut off early (a turn ended while the player still had words to say): "
+        f"{cut['cut']} of {cut['lines']}{share}",
+    ]
+    return lines + [f"  - {which}" for which in cut["which"]]
 
 
 def write_report(
@@ -142,6 +165,7 @@ def write_report(
         f"- Voice-to-voice, FAST turns: {_fmt(summary['voice_to_voice_fast_ms'])}",
         f"- Pipeline overhead (total minus models, endpointing and floor waits): "
         f"{_fmt(summary['overhead_ms'])}",
+        *_turn_taking_lines(summary.get("turn_taking")),
         "",
         "## Stages (p50 / p95 ms)",
         "",

@@ -28,6 +28,7 @@ from bot.rehearsal.report import write_chart, write_latency_json, write_report
 from bot.rehearsal.scene import DmCommand, Scene
 from bot.rehearsal.schedule import ScenePlan
 from bot.rehearsal.steering import dm_notes
+from bot.rehearsal.turn_taking import turn_taking
 from bot.session.build import open_table
 from bot.session.events import (
     BargedIn,
@@ -37,6 +38,7 @@ from bot.session.events import (
     Routed,
     SessionEvent,
     TableAlert,
+    TurnEnded,
 )
 from bot.session.session import TableSession
 from bot.speech import CHANNELS, FRAME_MS, SAMPLE_RATE, SttProvider, TtsProvider, VoiceRouter
@@ -210,9 +212,10 @@ async def _play(
     next_report = t0 + 5.0
     k = 0
     progress_at = t0  # wall time of the last line start or audible NPC frame
+    table_talk = plan.scene.table_talkers()  # nobody waits for players chatting among themselves
     try:
         while True:
-            quiet = not session.busy and not session.listening
+            quiet = not session.busy and not session.lanes.listening_except(table_talk)
             for cmd in plan.due_commands(k, quiet=quiet):
                 try:
                     _apply(session, cmd)
@@ -294,7 +297,7 @@ def _write_outputs(
         wav.close()
         npc_wavs[npc] = path
         npc_audio_s[npc] = round(len(frames) * _TICK_S, 2)
-    summary = write_latency_json(out_dir / "latency.json", turns)
+    summary = write_latency_json(out_dir / "latency.json", turns, turn_taking(records))
     chart = write_chart(out_dir / "latency.png", turns, f"Rehearsal: {scene.title}")
     checks = scene_checks(plan, records, turns, leftovers)
     head = verdict(checks, turns)
@@ -378,6 +381,14 @@ def _transcript(
             records.append(
                 {"t": rel(at), "type": "dm", "action": event.action, "detail": event.detail,
                  "heard": event.heard}
+            )  # fmt: skip
+        elif isinstance(event, TurnEnded):
+            wait = None if event.speech_end is None else (event.at - event.speech_end) * 1000
+            records.append(
+                {"t": rel(at), "type": "turn_end", "speaker": event.speaker,
+                 "speech_start": rel(event.speech_start), "speech_end": rel(event.speech_end),
+                 "reason": event.reason, "silence_ms": event.silence_ms,
+                 "wait_ms": None if wait is None else round(wait, 1)}
             )  # fmt: skip
         elif isinstance(event, TableAlert):
             records.append({"t": rel(at), "type": "alert", "npc": event.npc,

@@ -63,6 +63,9 @@ class PlayerLine(_Strict):
     expect_command: str | None = None
     """Optional, for the DM speaker's lines: the DM voice command it must be taken for, e.g.
     ``tier deep for Greymantle``, ``mute Bartok``, ``stop all NPCs`` (checked)."""
+    overlap: bool = False
+    """Table talk: start at ``at`` (shifted with the scene) whatever else is going on, and
+    never make other lines wait (players chatting among themselves at a full table)."""
 
     @model_validator(mode="after")
     def _text_or_wav(self) -> PlayerLine:
@@ -72,6 +75,8 @@ class PlayerLine(_Strict):
             raise ValueError("'text' is empty")
         if self.expect_tools and not self.expect_npc:
             raise ValueError("'expect_tools' needs 'expect_npc': whose answer runs them")
+        if self.overlap and self.interrupt:
+            raise ValueError("a line is either 'overlap' (table talk) or 'interrupt' (barge-in)")
         return self
 
 
@@ -160,6 +165,11 @@ class Scene(_Strict):
     def speakers(self) -> list[str]:
         """Speakers in order of first appearance."""
         return list(dict.fromkeys(line.speaker for line in self.lines))
+
+    def table_talkers(self) -> set[str]:
+        """Speakers whose every line is ``overlap`` table talk (nobody waits for them)."""
+        turn_takers = {line.speaker for line in self.lines if not line.overlap}
+        return set(self.speakers()) - turn_takers
 
     def campaign_dir(self) -> Path | None:
         return None if self.campaign is None else (self.base_dir / self.campaign).resolve()

@@ -19,6 +19,7 @@ from bot.config import GlyphoxaConfig, ProviderConfig
 from bot.metrics import METRICS, Metrics, start_metrics_server
 from bot.session.session import TableSession
 from bot.speech import FasterWhisperStt, Mixer, OpenAiStt, SttProvider, TtsProvider, VoiceRouter
+from bot.speech.turn_model import load_turn_model
 from campaigns.errors import GlyphoxaError
 from npcs.campaign import Campaign, load_campaign
 from npcs.context import MAX_SCENE_CHARS
@@ -48,6 +49,7 @@ async def load_stt(provider: ProviderConfig, pool: InferencePool | None = None) 
             provider.model,
             cpu_threads=int(options.get("cpu_threads", 2)),
             beam_size=int(options.get("beam_size", 1)),
+            window_s=float(options.get("window_s", 30.0)),
         )
     if provider.name == "openai":
         return OpenAiStt(
@@ -128,6 +130,7 @@ async def open_table(
             stack.callback(metrics.attach(inference.registry))
         say("loading speech recognizer")
         stt = stt or await load_stt(config.providers.stt, inference)
+        turn_model = await load_turn_model(config.speech.turn)
         tts = tts or _voices(config.providers.tts, inference)
         say("opening campaign memory")
         seeded = config.model_copy(
@@ -189,6 +192,7 @@ async def open_table(
                 config.providers.llm.options.get("prefill", config.providers.llm.name == "local")
             ),
             memory_session_id=memory_session_id,
+            turn_model=turn_model,
         )
         session.tools = host
         session.warm_up = warm_up

@@ -18,6 +18,7 @@ __all__ = [
     "Routed",
     "SessionEvent",
     "TableAlert",
+    "TurnEnded",
 ]
 
 
@@ -82,4 +83,20 @@ class TableAlert:
     at: float
 
 
-SessionEvent = PlayerSpoke | Routed | NpcSpoke | BargedIn | DmAction | TableAlert
+@dataclass(frozen=True, slots=True)
+class TurnEnded:
+    """A player's turn was declared over (every utterance, answered or not): how long after
+    their last word, and why."""
+
+    speaker: str
+    speech_start: float | None
+    speech_end: float | None
+    """When the last voiced audio arrived (wall clock)."""
+    reason: str
+    """``sounds finished``, ``sounds unfinished``, ``a name alone``, ``hangover``, ..."""
+    silence_ms: float
+    """Silence heard after the last word before the turn ended (audio time)."""
+    at: float
+
+
+SessionEvent = PlayerSpoke | Routed | NpcSpoke | BargedIn | DmAction | TableAlert | TurnEnded

@@ -17,6 +17,7 @@ from bot.session.speculation import Speculation
 from bot.session.trace import TurnTrace
 from bot.session.turns import NpcTurn, run_turn
 from bot.speech import HandleState, Mixer, TtsProvider
+from bot.speech.scheduler import CpuScheduler
 from npcs.campaign import Campaign
 from npcs.context import SceneLine
 from npcs.engines import Engine
@@ -46,7 +47,9 @@ class NpcQueues:
         scene: Callable[[], Sequence[SceneLine]],
         spawn: Callable[[Any, str], asyncio.Task[Any]],
         on_done: Callable[[NpcTurn], None],
+        scheduler: CpuScheduler | None = None,
     ) -> None:
+        """``scheduler`` hears of each answer on its way (optional work steps back)."""
         self._mixer = mixer
         self._campaign = campaign
         self._engines = engines
@@ -54,6 +57,7 @@ class NpcQueues:
         self._scene = scene
         self._spawn = spawn
         self._on_done = on_done
+        self._scheduler = scheduler or CpuScheduler()
         self._states: dict[str, _NpcState] = {}
         mixer.add_listener(self._mixer_changed)
 
@@ -154,7 +158,8 @@ class NpcQueues:
             run_turn(turn, npc=npc, engine=engine, tts=self._tts, scene=tuple(self._scene())),
             name=f"table:turn:{turn.trace.turn_id}:{npc.name}",
         )
-        await asyncio.wait([turn.task])  # a barge-in cancels the turn, not this worker
+        with self._scheduler.answering():  # the LLM and voice of this answer come first
+            await asyncio.wait([turn.task])  # a barge-in cancels the turn, not this worker
         result = await turn.handle.wait()
         trace = turn.trace
         trace.playback_start = turn.handle.playback_started_at

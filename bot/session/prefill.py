@@ -47,6 +47,11 @@ class Prefiller:
         self._last: tuple[str, Tier, str, int, int, str] | None = None
         self.sent = 0
 
+    @property
+    def busy(self) -> bool:
+        """A prefill is running (another one would be skipped)."""
+        return self._task is not None and not self._task.done()
+
     def ahead(
         self,
         npc: NpcDefinition,

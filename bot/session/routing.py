@@ -1,6 +1,6 @@
-"""Routing what players say to NPC turns: partials pick a tier and may start a speculative
-answer; a final (or an early transcript the lane confirmed) finds its addressees and queues their
-turns, adopting the speculation when it guessed right.
+"""Routing what players say to NPC turns: partials pick a tier and tell the lane whether its
+player talks to an NPC; a judged pause may start a speculative answer; a final finds its
+addressees and queues their turns, adopting the speculation when it guessed right.
 
 A part of ``TableSession`` (as ``DmControls`` is): it reads the session state declared below.
 """
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from bot.session.timing import TimedTts
     from bot.session.trace import TurnTrace
     from bot.speech import FinalTranscript, PartialTranscript
+    from bot.speech.events import TurnCheck
     from npcs.addressing import AddressDetector
     from npcs.campaign import Campaign
     from npcs.dm_voice import DmVoiceCommand
@@ -39,9 +40,11 @@ if TYPE_CHECKING:
 
 __all__ = ["Routing"]
 
-#: A partial that arrives after this many quiet 20 ms frames prefills nothing: the speaker may
-#: be done, and the answer's request must not queue behind a prefill at the one-slot server.
-_PREFILL_QUIET_FRAMES = 5
+#: A partial that arrives after this much silence prefills nothing: the speaker may be done,
+#: and the answer's request must not queue behind a prefill at the one-slot server.
+_PREFILL_QUIET_MS = 100.0
+#: Verdicts that come from the words: the player is not done, so no answer is guessed yet.
+_WORDS_UNFINISHED = ("ends with", "trails off", "a name alone")
 
 
 class Routing:
@@ -80,17 +83,29 @@ class Routing:
         decision = self.tiers.select(event.text, npc=npc, queue_depth=self.queue_depth(), now=now)
         speaker.partial_tier = decision.tier.label
         self.entities.prefetch(event.text)
-        quiet = speaker.pause.quiet_frames
-        if event.utterance_id == speaker.utterance_id:
-            speaker.last_partial = event.text
-            if quiet < _PREFILL_QUIET_FRAMES:  # not when an answer may start any moment: the
-                self._prefill_for(speaker, event.text, now)  # server would finish this first
+        if event.utterance_id != speaker.utterance_id:
+            return
+        speaker.last_partial = event.text
+        addressee = self._addressee(speaker, event.text, now)
+        # Whom the player talks to decides which partials go first when the CPU is busy.
+        speaker.lane.addressing = bool(mentions or addressee is not None or self.is_dm(speaker))
+        if speaker.lane.trailing_silence_ms < _PREFILL_QUIET_MS:  # not when an answer may
+            self._prefill_for(speaker, event.text, now)  # start any moment: it would wait
         spec = speaker.speculation
         if spec is not None and spec.key != normalize(event.text):
             speaker.drop_speculation()  # the player went on talking, or a late partial
-        paused = quiet >= speaker.pause.frames_needed
-        if self.speculate and paused and speaker.speaking:
-            self._speculate(speaker)  # this partial finished computing during the pause
+
+    def _on_turn_check(self, speaker: Speaker, event: TurnCheck) -> None:
+        """The lane judged a pause: these are the words so far; guess the answer unless the
+        words themselves say the player is not done."""
+        if event.utterance_id != speaker.utterance_id or not event.text:
+            return
+        speaker.last_partial = event.text
+        spec = speaker.speculation
+        if spec is not None and spec.key != normalize(event.text):
+            speaker.drop_speculation()
+        if self.speculate and speaker.speaking and not event.reason.startswith(_WORDS_UNFINISHED):
+            self._speculate(speaker)
 
     def _on_final(self, speaker: Speaker, event: FinalTranscript) -> None:
         self._route(
@@ -100,7 +115,8 @@ class Routing:
             speech_start=speaker.clock.wall_at(event.started_at),
             speech_end=speaker.clock.wall_at(event.ended_at) or event.speech_end_wall_time,
             final_at=event.wall_time,
-            stt_ms=speaker.stt.pop_final_ms(),
+            stt_ms=event.stt_ms,
+            turn_end=event.speech_end_wall_time,
         )
 
     def _route(
@@ -113,6 +129,7 @@ class Routing:
         speech_end: float | None,
         final_at: float,
         stt_ms: float | None,
+        turn_end: float | None = None,
     ) -> None:
         """A player's utterance is final: record it, find the addressees, queue their turns."""
         now = time.monotonic()
@@ -151,6 +168,7 @@ class Routing:
             trace = self._new_trace(name, speaker.name, text, tier.tier, tier.reason)
             trace.address_reason = decision.reason
             trace.speech_end = speech_end
+            trace.turn_end = turn_end
             trace.final_transcript = final_at
             trace.stt_compute_ms = round(stt_ms, 2) if stt_ms is not None else None
             trace.speculative = adopted is not None

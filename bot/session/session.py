@@ -1,10 +1,12 @@
 """``TableSession``: one per voice connection; owns every task of the table.
 
 Flow: ``push_frame`` -> a ``SpeakerLane`` per speaker (created on the first frame) -> lane events.
-Partials feed the tier selector and a speculative entity lookup; finals go through address
-detection to a per-NPC turn queue (its depth feeds the tier selector) -> ``run_turn`` (engine ->
-sentences -> TTS -> the NPC's mixer handle). Barge-in cancels the engine turn and records only the
-words played. Transcripts are committed to campaign memory as they happen.
+Partials feed the tier selector and a speculative entity lookup; a judged pause may start the
+answer speculatively; finals go through address detection to a per-NPC turn queue (its depth
+feeds the tier selector) -> ``run_turn`` (engine -> sentences -> TTS -> the NPC's mixer handle).
+Barge-in cancels the engine turn and records only the words played. Transcripts are committed to
+campaign memory as they happen. One ``CpuScheduler`` orders the table's CPU work: the end of a
+speaker's turn, then the answering NPC's voice, then partials.
 """
 
 from __future__ import annotations
@@ -22,15 +24,13 @@ from bot.config import GlyphoxaConfig
 from bot.metrics import METRICS, Metrics
 from bot.session.alerts import TroubleDesk
 from bot.session.controls import DmControls
-from bot.session.early import transcribe_early
 from bot.session.entities import EntityLookup
-from bot.session.events import BargedIn, NpcSpoke, SessionEvent
+from bot.session.events import BargedIn, NpcSpoke, SessionEvent, TurnEnded
 from bot.session.npc_queue import NpcQueues
 from bot.session.prefill import Prefiller
 from bot.session.recorder import TranscriptRecorder
 from bot.session.routing import Routing
 from bot.session.speakers import Speaker, SpeakerLanes
-from bot.session.speculation import normalize
 from bot.session.timing import TimedTts
 from bot.session.trace import TurnTrace
 from bot.session.turns import NpcTurn
@@ -44,10 +44,14 @@ from bot.speech import (
     Mixer,
     PartialTranscript,
     SpeechEnded,
+    SpeechProgress,
     SttProvider,
     TtsProvider,
     Vocabulary,
 )
+from bot.speech.endpointing import TurnModel
+from bot.speech.events import TurnCheck
+from bot.speech.scheduler import CpuScheduler
 from campaigns.errors import GlyphoxaError
 from npcs.addressing import AddressDetector
 from npcs.campaign import Campaign, CampaignWatcher
@@ -87,7 +91,11 @@ class TableSession(Routing, DmControls, VoiceCommands):
         speculate: bool | Callable[[NpcDefinition, Tier], bool] = True,
         prefill: bool = False,
         memory_session_id: str | None = None,
+        scheduler: CpuScheduler | None = None,
+        turn_model: TurnModel | None = None,
     ) -> None:
+        """``scheduler``: share one between tables in one process (default: the table's own);
+        ``turn_model``: judges pauses (``speech.turn``); None: turns end after the hangover."""
         self.config = config
         self.campaign = campaign
         self.metrics = metrics
@@ -98,7 +106,8 @@ class TableSession(Routing, DmControls, VoiceCommands):
         self.warm_up: asyncio.Task[None] | None = None
         """The LLM prompt-cache warm-up running in the background (set by ``open_table``)."""
         self._stt = stt
-        self._tts = TimedTts(tts, metrics)
+        self.scheduler = scheduler or CpuScheduler()
+        self._tts = TimedTts(tts, metrics, self.scheduler)
         self._engines = engines
         self._title = session_title
         self._resume_memory = memory_session_id
@@ -137,7 +146,8 @@ class TableSession(Routing, DmControls, VoiceCommands):
             vad_factory=vad_factory,
             spawn=self._spawn,
             on_event=self._on_lane_event,
-            on_pause=self._on_pause,
+            scheduler=self.scheduler,
+            turn_model=turn_model,
         )
         self.turns = NpcQueues(
             mixer=self.mixer,
@@ -147,6 +157,7 @@ class TableSession(Routing, DmControls, VoiceCommands):
             scene=lambda: self.scene,
             spawn=self._spawn,
             on_done=self._finish_trace,
+            scheduler=self.scheduler,
         )
         self.prefiller = Prefiller(engines, prefill)
         """Evaluates NPC prompts ahead of their turns (a local LLM's prompt cache)."""
@@ -155,6 +166,7 @@ class TableSession(Routing, DmControls, VoiceCommands):
         self._watcher: CampaignWatcher | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: int | None = None
+        self._resume_ms = float(config.speech.turn.pause_ms)
         self._started = False
         self._stopped = False
 
@@ -248,18 +260,33 @@ class TableSession(Routing, DmControls, VoiceCommands):
 
     def _push(self, speaker_id: str, user_name: str, frame: bytes) -> None:
         if not self._stopped:
-            self.lanes.push(speaker_id, user_name, frame, pauses=self.speculate)
+            self.lanes.push(speaker_id, user_name, frame)
 
     def _on_lane_event(self, speaker: Speaker, event: LaneEvent) -> None:
         """After ``SpeakerLanes`` did the speaker's bookkeeping for ``event``."""
         self.barge_in.observe(event)
-        if isinstance(event, SpeechEnded):
-            self._commit_early(speaker, event.utterance_id)
+        if isinstance(event, SpeechProgress):
+            spec = speaker.speculation
+            if spec is not None and event.trailing_silence_ms < self._resume_ms:
+                speaker.drop_speculation(event.utterance_id)  # talking on after the pause
         elif isinstance(event, PartialTranscript):
             self._on_partial(speaker, event)
+        elif isinstance(event, TurnCheck):
+            self._on_turn_check(speaker, event)
+        elif isinstance(event, SpeechEnded):
+            clock = speaker.clock
+            self._emit(
+                TurnEnded(
+                    speaker.name,
+                    clock.wall_at(event.started_at),
+                    clock.wall_at(event.stream_time),
+                    event.reason,
+                    event.silence_ms,
+                    event.wall_time,
+                )
+            )
         elif isinstance(event, FinalTranscript):
-            if not speaker.confirm_early(event):
-                self._on_final(speaker, event)
+            self._on_final(speaker, event)
         elif isinstance(event, Backchannel):
             speaker.drop_speculation(event.utterance_id)
 
@@ -308,57 +335,6 @@ class TableSession(Routing, DmControls, VoiceCommands):
         speaker = self.lanes.get(barge.speaker)
         who = speaker.name if speaker else barge.speaker
         self._emit(BargedIn(who, barge.npc, barge.heard.played_text, time.monotonic()))
-
-    # --- pauses: early transcripts --------------------------------------------------------
-    def _on_pause(self, speaker: Speaker) -> None:
-        """The player fell quiet mid-utterance: guess on the partial, transcribe what we have."""
-        self._speculate(speaker)
-        if speaker.early_task is None or speaker.early_task.done():
-            frames = speaker.tail.since(speaker.onset)
-            speaker.early_task = self._spawn(
-                self._transcribe_early(speaker, speaker.utterance_id, frames),
-                f"table:early:{speaker.name}",
-            )
-
-    async def _transcribe_early(
-        self, speaker: Speaker, utterance_id: int, frames: list[bytes]
-    ) -> None:
-        try:
-            early = await transcribe_early(self._stt, frames, utterance_id, self.vocabulary)
-        except GlyphoxaError as error:
-            log.debug("early transcript for %s failed: %s", speaker.name, error)
-            return
-        self.metrics.stt_seconds.labels("early").observe(early.compute_ms / 1000.0)
-        still_paused = speaker.speaking and speaker.utterance_id == utterance_id and speaker.paused
-        ended = utterance_id in speaker.awaiting  # the lane already closed the utterance
-        if not early.text or not (still_paused or ended):
-            return
-        speaker.early = early
-        speaker.last_partial = early.text
-        spec = speaker.speculation
-        if spec is not None and spec.key != normalize(early.text):
-            speaker.drop_speculation()
-        self._speculate(speaker)
-        if ended:
-            self._commit_early(speaker, utterance_id)
-
-    def _commit_early(self, speaker: Speaker, utterance_id: int) -> None:
-        """The lane confirmed the end with no speech since the pause: route the early words."""
-        early = speaker.early
-        if early is None or early.utterance_id != utterance_id or not self.speculate:
-            return
-        speaker.early = None
-        speaker.committed[utterance_id] = early.text
-        voiced_end = speaker.ends.get(utterance_id)
-        self._route(
-            speaker,
-            utterance_id,
-            early.text,
-            speech_start=speaker.clock.wall_at(speaker.onset),
-            speech_end=speaker.clock.wall_at(voiced_end) if voiced_end is not None else None,
-            final_at=time.monotonic(),
-            stt_ms=early.compute_ms,
-        )
 
     # --- helpers -----------------------------------------------------------------------------
     def _npcs_changed(self) -> None:

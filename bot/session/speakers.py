@@ -1,8 +1,9 @@
 """The players of one table: a ``SpeakerLane`` each, opened on their first frame.
 
 ``SpeakerLanes`` keeps each speaker's bookkeeping (speaking, utterances awaiting their final,
-pauses, stream clock) and hands every lane event to the session once that bookkeeping is done.
-``Speaker`` holds what the session guesses at a pause: the early transcript and the speculation.
+stream clock) and hands every lane event to the session once that bookkeeping is done. The
+lanes share the table's CPU scheduler and turn model. ``Speaker`` holds what the session
+guesses at a judged pause: the speculative answer.
 """
 
 from __future__ import annotations
@@ -10,14 +11,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from bot.config import SpeechConfig
 from bot.metrics import Metrics
-from bot.session.early import EarlyTranscript, FrameTail
-from bot.session.speculation import PauseDetector, Speculation, normalize
+from bot.session.speculation import Speculation
 from bot.session.timing import StreamClock, TimedStt
 from bot.speech import (
     Backchannel,
@@ -29,6 +29,8 @@ from bot.speech import (
     SttProvider,
     Vocabulary,
 )
+from bot.speech.endpointing import TurnModel
+from bot.speech.scheduler import CpuScheduler
 from campaigns.errors import GlyphoxaError
 
 __all__ = ["Speaker", "SpeakerLanes"]
@@ -50,20 +52,11 @@ class Speaker:
     partial_tier: str | None = None
     awaiting: dict[int, float] = field(default_factory=dict)
     """Utterances that ended and whose final transcript has not arrived (id -> end time)."""
-    pause: PauseDetector = field(default_factory=PauseDetector)
-    paused: bool = False
     utterance_id: int = 0
     onset: float = 0.0
     """Stream time at which the current utterance started."""
     last_partial: str | None = None
     speculation: Speculation | None = None
-    tail: FrameTail = field(default_factory=FrameTail)
-    early_task: asyncio.Task[None] | None = None
-    early: EarlyTranscript | None = None
-    committed: dict[int, str] = field(default_factory=dict)
-    """Utterances already routed on their early transcript (id -> text)."""
-    ends: dict[int, float] = field(default_factory=dict)
-    """Stream time of the last voiced audio of ended utterances."""
 
     def drop_speculation(self, utterance_id: int | None = None) -> None:
         """Cancel the speculative answer (only if it was for ``utterance_id``, when given)."""
@@ -71,24 +64,6 @@ class Speaker:
         if spec is not None and (utterance_id is None or spec.utterance_id == utterance_id):
             spec.cancel()
             self.speculation = None
-
-    def resume(self) -> None:
-        """The player went on talking: what was guessed at the pause is stale."""
-        if self.early_task is not None:
-            self.early_task.cancel()
-            self.early_task = None
-        self.early = None
-        self.drop_speculation()
-
-    def confirm_early(self, event: FinalTranscript) -> bool:
-        """The lane's final for an utterance routed early: keep the books straight."""
-        text = self.committed.pop(event.utterance_id, None)
-        if text is None:
-            return False
-        self.stt.pop_final_ms()
-        if normalize(text) != normalize(event.text):
-            log.info("early transcript %r; the final heard %r", text, event.text)
-        return True
 
 
 class SpeakerLanes:
@@ -104,7 +79,8 @@ class SpeakerLanes:
         vad_factory: Callable[[], Any] | None,
         spawn: Callable[[Any, str], asyncio.Task[Any]],
         on_event: Callable[[Speaker, LaneEvent], None],
-        on_pause: Callable[[Speaker], None],
+        scheduler: CpuScheduler,
+        turn_model: TurnModel | None = None,
     ) -> None:
         self._stt = stt
         self._config = config
@@ -113,7 +89,8 @@ class SpeakerLanes:
         self._vad_factory = vad_factory
         self._spawn = spawn
         self._on_event = on_event
-        self._on_pause = on_pause
+        self.scheduler = scheduler
+        self.turn_model = turn_model
         self._speakers: dict[str, Speaker] = {}
 
     def get(self, speaker_id: str) -> Speaker | None:
@@ -125,10 +102,16 @@ class SpeakerLanes:
     @property
     def listening(self) -> bool:
         """A player is speaking, or an utterance's final transcript is still being made."""
+        return self.listening_except(())
+
+    def listening_except(self, names: Iterable[str]) -> bool:
+        """``listening``, not counting the players named (e.g. a rehearsal's table talk)."""
         horizon = time.monotonic() - _FINAL_EXPIRY_S
+        ignored = set(names)
         return any(
             s.speaking or any(at > horizon for at in s.awaiting.values())
             for s in self._speakers.values()
+            if s.name not in ignored
         )
 
     def set_vocabulary(self, vocabulary: Vocabulary) -> None:
@@ -138,23 +121,13 @@ class SpeakerLanes:
             speaker.lane.set_vocabulary(vocabulary)
 
     # --- input -------------------------------------------------------------------------------
-    def push(self, speaker_id: str, user_name: str, frame: bytes, *, pauses: bool) -> None:
-        """One frame on the event loop; with ``pauses``, watch for the player falling quiet."""
+    def push(self, speaker_id: str, user_name: str, frame: bytes) -> None:
+        """One frame on the event loop."""
         speaker = self._speakers.get(speaker_id)
         if speaker is None:
             speaker = self._open(speaker_id, user_name)
         speaker.lane.push(frame)
         speaker.clock.record(time.monotonic())
-        if not pauses:
-            return
-        speaker.tail.add(speaker.clock.pushed_s, frame)
-        if speaker.pause.push(frame):
-            speaker.paused = True
-            if speaker.speaking:
-                self._on_pause(speaker)
-        elif speaker.paused and speaker.pause.quiet_frames == 0:
-            speaker.paused = False
-            speaker.resume()
 
     def _open(self, speaker_id: str, user_name: str) -> Speaker:
         stt = TimedStt(self._stt, self._metrics)
@@ -164,6 +137,8 @@ class SpeakerLanes:
             config=self._config,
             vad=self._vad_factory() if self._vad_factory else None,
             vocabulary=self.vocabulary,
+            scheduler=self.scheduler,
+            turn_model=self.turn_model,
         )
         speaker = Speaker(speaker_id, user_name, lane, stt, StreamClock())
         self._speakers[speaker_id] = speaker
@@ -178,15 +153,12 @@ class SpeakerLanes:
                     speaker.utterance_id = event.utterance_id
                     speaker.onset = event.stream_time
                     speaker.last_partial = None
-                    speaker.early = None
                     self._set_speaking(speaker, True)
                 elif isinstance(event, SpeechEnded):
                     speaker.awaiting[event.utterance_id] = time.monotonic()
-                    speaker.ends[event.utterance_id] = event.stream_time
                     self._set_speaking(speaker, False)
                 elif isinstance(event, FinalTranscript):
                     speaker.awaiting.pop(event.utterance_id, None)
-                    speaker.ends.pop(event.utterance_id, None)
                 elif isinstance(event, Backchannel):
                     speaker.awaiting.pop(event.utterance_id, None)
                 self._on_event(speaker, event)

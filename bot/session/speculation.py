@@ -1,7 +1,7 @@
-"""Start the NPC's answer on the last STT partial, before the final transcript exists.
+"""Start the NPC's answer on the words heard at a pause, before the turn is declared over.
 
-When a player pauses (the frames fall quiet for ``pause_ms``) and their latest partial names
-an NPC, the engine is started on that partial. Its events are buffered, nothing is spoken. If
+When the lane judges a pause (``TurnCheck``) and the words so far go to one NPC, the engine
+is started on them. Its events are buffered, nothing is spoken. If
 the final transcript says the same words (and routes to the same NPC at the same tier), the turn
 adopts the running answer (and the first sentence's audio, synthesized ahead) and saves the
 endpointing wait and the final's recognition time; otherwise the speculation is cancelled.
@@ -17,15 +17,13 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from bot.speech import AudioChunk, TtsProvider
 from npcs.context import SceneLine
 from npcs.engines import Engine, EngineEvent, Filler, Sentence, TurnRequest
 from npcs.schema import NpcDefinition, VoiceSettings
 from tools.tiers import Tier
 
-__all__ = ["PauseDetector", "Speculation", "normalize"]
+__all__ = ["Speculation", "normalize"]
 
 log = logging.getLogger(__name__)
 
@@ -35,24 +33,6 @@ _WORDS = re.compile(r"[a-z0-9']+")
 def normalize(text: str) -> str:
     """Words only, lower case: what must match between a partial and the final."""
     return " ".join(_WORDS.findall(text.lower()))
-
-
-class PauseDetector:
-    """Counts quiet 20 ms frames of one speaker (RMS below ``threshold``), cheaply."""
-
-    def __init__(self, pause_ms: float = 240.0, threshold: float = 400.0) -> None:
-        self.frames_needed = max(1, round(pause_ms / 20))
-        self.threshold_sq = threshold * threshold
-        self.quiet_frames = 0
-
-    def push(self, frame: bytes) -> bool:
-        """True exactly once per pause: on the frame that completes ``pause_ms`` of quiet."""
-        samples = np.frombuffer(frame, dtype="<i2").astype(np.float32)
-        if float(np.dot(samples, samples)) / max(1, samples.size) > self.threshold_sq:
-            self.quiet_frames = 0
-            return False
-        self.quiet_frames += 1
-        return self.quiet_frames == self.frames_needed
 
 
 @dataclass(slots=True)

@@ -2,8 +2,9 @@
 
 ``TimedStt`` and ``TimedTts`` wrap any provider of the speech protocols and record how long each
 call spends inside the model (metrics, and the turn trace's "model time" that the pipeline
-overhead is computed against). ``StreamClock`` maps a lane's audio clock back to the wall clock:
-the lane reports *where in the audio* speech ended; the session needs *when* that audio arrived.
+overhead is computed against); ``TimedTts`` also takes the answer's turn at the CPU scheduler.
+``StreamClock`` maps a lane's audio clock back to the wall clock: the lane reports *where in the
+audio* speech ended; the session needs *when* that audio arrived.
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ import numpy as np
 
 from bot.metrics import Metrics
 from bot.speech.audio import AudioChunk
+from bot.speech.endpointing import gated
 from bot.speech.protocols import SttProvider, TtsProvider
+from bot.speech.scheduler import CpuScheduler, Work
 
 if TYPE_CHECKING:
     from bot.speech.vocabulary import Vocabulary
@@ -28,16 +31,13 @@ __all__ = ["StreamClock", "TimedStt", "TimedTts"]
 
 
 class TimedStt:
-    """An ``SttProvider`` that records compute time per call; finals are queued per lane.
-
-    One instance per lane: finals of one lane arrive in order, so the session pops the oldest
-    recorded final duration when the lane's ``FinalTranscript`` arrives.
-    """
+    """An ``SttProvider`` that records compute time per call (the lane's ``FinalTranscript``
+    carries the recognition time of its own words)."""
 
     def __init__(self, inner: SttProvider, metrics: Metrics) -> None:
         self._inner = inner
         self._metrics = metrics
-        self.final_ms: deque[float] = deque(maxlen=16)
+        self.cpu_bound = bool(getattr(inner, "cpu_bound", True))
 
     async def transcribe(
         self,
@@ -50,35 +50,36 @@ class TimedStt:
         text = await self._inner.transcribe(audio, partial=partial, vocabulary=vocabulary)
         seconds = time.perf_counter() - started
         self._metrics.stt_seconds.labels("partial" if partial else "final").observe(seconds)
-        if not partial:
-            self.final_ms.append(seconds * 1000.0)
         return text
-
-    def pop_final_ms(self) -> float | None:
-        return self.final_ms.popleft() if self.final_ms else None
 
 
 class TimedTts:
-    """A ``TtsProvider`` that records time to first audio of every sentence."""
+    """A ``TtsProvider`` that records time to first audio of every sentence; local voices
+    synthesize in the answer's turn of the table's CPU scheduler."""
 
-    def __init__(self, inner: TtsProvider, metrics: Metrics) -> None:
+    def __init__(
+        self, inner: TtsProvider, metrics: Metrics, scheduler: CpuScheduler | None = None
+    ) -> None:
         self.inner = inner
         self._metrics = metrics
+        self._scheduler = scheduler or CpuScheduler()
 
     async def synthesize(self, text: str, voice: VoiceSettings) -> AsyncIterator[AudioChunk]:
-        started = time.perf_counter()
-        first = True
-        stream = self.inner.synthesize(text, voice)
-        try:
-            async for chunk in stream:
-                if first:
-                    first = False
-                    self._metrics.tts_seconds.observe(time.perf_counter() - started)
-                yield chunk
-        finally:
-            close = getattr(stream, "aclose", None)
-            if close is not None:
-                await close()
+        resource = None if voice.provider == "openai" else "tts"  # a remote voice costs no CPU
+        async with gated(self._scheduler, Work.ANSWER, resource):
+            started = time.perf_counter()
+            first = True
+            stream = self.inner.synthesize(text, voice)
+            try:
+                async for chunk in stream:
+                    if first:
+                        first = False
+                        self._metrics.tts_seconds.observe(time.perf_counter() - started)
+                    yield chunk
+            finally:
+                close = getattr(stream, "aclose", None)
+                if close is not None:
+                    await close()
 
 
 class StreamClock:

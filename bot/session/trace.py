@@ -14,7 +14,8 @@ __all__ = ["STAGES", "ToolUse", "TurnTrace"]
 
 #: Stage name -> (from timestamp, to timestamp). Order is the order of the pipeline.
 STAGES: dict[str, tuple[str, str]] = {
-    "stt_final": ("speech_end", "final_transcript"),
+    "endpoint": ("speech_end", "turn_end"),
+    "stt_final": ("turn_end", "final_transcript"),
     "queue": ("final_transcript", "dequeued"),
     "route": ("dequeued", "engine_start"),
     "llm_first_token": ("engine_start", "first_token"),
@@ -45,6 +46,8 @@ class TurnTrace:
     tier_reason: str = ""
     address_reason: str = ""
     speech_end: float | None = None
+    turn_end: float | None = None
+    """When the lane declared the player's turn over (end of speech + endpointing wait)."""
     final_transcript: float | None = None
     dequeued: float | None = None
     """When the NPC's worker took the turn (later than the final if the NPC was busy)."""
@@ -100,13 +103,21 @@ class TurnTrace:
             return None
         return round(max(0.0, v2v - self.model_ms() - self.waits_ms()), 2)
 
+    def heard_ms(self) -> float | None:
+        """End of speech to the final transcript: the endpointing wait plus recognition."""
+        if self.speech_end is None or self.final_transcript is None:
+            return None
+        return (self.final_transcript - self.speech_end) * 1000.0
+
     def waits_ms(self) -> float:
-        """Waiting that is policy, not overhead: the STT final beyond its compute time (VAD
-        hangover), the NPC finishing its previous answer, and another NPC holding the floor."""
+        """Waiting that is policy, not overhead: end of speech to the final beyond the
+        recognition time (the endpointing wait), the NPC finishing its previous answer, and
+        another NPC holding the floor."""
         stages = self.stages_ms()
         wait = 0.0
-        if stages["stt_final"] is not None:
-            wait += max(0.0, stages["stt_final"] - (self.stt_compute_ms or 0.0))
+        heard = self.heard_ms()
+        if heard is not None:
+            wait += max(0.0, heard - (self.stt_compute_ms or 0.0))
         if stages["queue"] is not None:
             wait += max(0.0, stages["queue"] - 5.0)  # a few ms of it are our own scheduling
         return wait + self.floor_wait_ms

@@ -2,10 +2,12 @@
 
 Transport-agnostic (no ``discord`` import): Discord, rehearsal and tests feed the same frames.
 
-Input:  ``SpeakerLane(speaker, stt=...)``; ``lane.push(frame)`` with 20 ms 48 kHz stereo s16le
-        frames (``FRAME_BYTES`` = 3840) from any thread; ``async for event in lane`` yields
-        ``SpeechStarted``, ``SpeechProgress``, ``PartialTranscript``, ``SpeechEnded``, then
-        ``FinalTranscript`` or ``Backchannel``. ``lane.end_input()`` / ``await lane.aclose()``.
+Input:  ``SpeakerLane(speaker, stt=..., turn_model=..., scheduler=...)``; ``lane.push(frame)``
+        with 20 ms frames of 48 kHz stereo s16le (``FRAME_BYTES`` = 3840) or 16 kHz mono
+        (``STT_FRAME_BYTES`` = 640) from any thread; ``async for event in lane`` yields
+        ``SpeechStarted``, ``SpeechProgress``, ``PartialTranscript``, ``TurnCheck`` (a judged
+        pause), ``SpeechEnded``, then ``FinalTranscript`` or ``Backchannel``.
+        ``lane.end_input()`` / ``await lane.aclose()``. ``CpuScheduler`` orders the CPU work.
 STT:    ``FasterWhisperStt`` (local, default tiny.en), ``OpenAiStt``; ``Vocabulary`` for names.
 TTS:    ``PiperTts``, ``OpenAiTts``, ``EspeakTts`` or ``VoiceRouter`` (by ``voice.provider``):
         ``synthesize(text, voice) -> AsyncIterator[AudioChunk]``; ``SentenceSplitter``;
@@ -32,6 +34,7 @@ from bot.speech.audio import (
     FRAME_SAMPLES,
     SAMPLE_RATE,
     SILENCE_FRAME,
+    STT_FRAME_BYTES,
     STT_SAMPLE_RATE,
     AudioChunk,
 )
@@ -70,6 +73,7 @@ __all__ = [
     "SAMPLE_RATE",
     "SILENCE_FRAME",
     "STAGES",
+    "STT_FRAME_BYTES",
     "STT_SAMPLE_RATE",
     "AmbiencePlayer",
     "AudioChunk",

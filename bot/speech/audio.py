@@ -20,10 +20,12 @@ __all__ = [
     "FRAME_SAMPLES",
     "SAMPLE_RATE",
     "SILENCE_FRAME",
+    "STT_FRAME_BYTES",
     "STT_SAMPLE_RATE",
     "AudioChunk",
     "InputResampler",
     "OutputResampler",
+    "SttInput",
     "float_to_pcm16",
     "pcm16_to_float",
     "stereo_frames_from_mono",
@@ -42,6 +44,8 @@ FRAME_BYTES = FRAME_SAMPLES * CHANNELS * 2
 SILENCE_FRAME = bytes(FRAME_BYTES)
 STT_SAMPLE_RATE = 16_000
 """What Whisper and the VADs consume (mono float32)."""
+STT_FRAME_BYTES = STT_SAMPLE_RATE * FRAME_MS // 1000 * 2
+"""Bytes in one 20 ms 16 kHz mono s16le frame (640): what the receiver decodes for STT."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +85,40 @@ class InputResampler:
         stereo = np.frombuffer(pcm, dtype="<i2").reshape(-1, CHANNELS).astype(np.float32)
         mono = stereo.mean(axis=1) / 32768.0
         return self._stream.resample_chunk(mono, last=last)
+
+
+class SttInput:
+    """20 ms frames in either format -> 16 kHz mono float32 for the VAD and the recognizer.
+
+    Discord-format frames (48 kHz stereo, ``FRAME_BYTES``) are resampled once; frames the
+    receiver already decoded at 16 kHz mono (``STT_FRAME_BYTES``) only change type. Frames of
+    both kinds may follow each other (e.g. silence filled in by another part).
+    """
+
+    def __init__(self) -> None:
+        self._resampler = InputResampler()
+
+    def process(self, frames: list[bytes], *, last: bool = False) -> np.ndarray:
+        pieces: list[np.ndarray] = []
+        run: list[bytes] = []
+        for frame in frames:
+            if run and len(frame) != len(run[0]):
+                pieces.append(self._convert(run))
+                run = []
+            run.append(frame)
+        if run:
+            pieces.append(self._convert(run))
+        if last:
+            pieces.append(self._resampler.process(b"", last=True))
+        if not pieces:
+            return np.zeros(0, dtype=np.float32)
+        return pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
+
+    def _convert(self, run: list[bytes]) -> np.ndarray:
+        pcm = b"".join(run)
+        if len(run[0]) == STT_FRAME_BYTES:
+            return np.frombuffer(pcm, dtype="<i2").astype(np.float32) / 32768.0
+        return self._resampler.process(pcm)
 
 
 class OutputResampler:

@@ -24,6 +24,7 @@ from bot.speech.audio import FRAME_BYTES, AudioChunk, InputResampler
 from bot.speech.events import FinalTranscript, SpeechEnded
 from bot.speech.lane import SpeakerLane
 from bot.speech.mixer import Mixer
+from bot.speech.scheduler import CpuScheduler
 from bot.speech.segmenter import Segmenter
 from bot.speech.stt_whisper import FasterWhisperStt
 from bot.speech.tts_espeak import EspeakTts
@@ -65,8 +66,12 @@ async def _final_latency(
 
     ``others`` players keep talking (with partials) while the measured player finishes.
     """
-    lane = SpeakerLane("bench", stt=stt, config=SpeechConfig())
-    company = [SpeakerLane(f"other-{i}", stt=stt, config=SpeechConfig()) for i in range(others)]
+    scheduler = CpuScheduler()  # one per table: the lanes share the cores through it
+    lane = SpeakerLane("bench", stt=stt, config=SpeechConfig(), scheduler=scheduler)
+    company = [
+        SpeakerLane(f"other-{i}", stt=stt, config=SpeechConfig(), scheduler=scheduler)
+        for i in range(others)
+    ]
     chatter = frames[:-76] + frames[25:]  # talking straight through the measured final
     voiced_until = 0.0
 

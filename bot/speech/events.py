@@ -2,10 +2,11 @@
 
 Times: ``stream_time`` is seconds of audio pushed into that lane (a per-speaker clock that works
 faster than real time in rehearsal); ``wall_time`` is ``time.monotonic()`` when the event was
-produced (for latency traces). One utterance: ``SpeechStarted`` -> ``SpeechProgress``* and
-``PartialTranscript``* -> ``SpeechEnded`` -> exactly one of ``FinalTranscript`` / ``Backchannel``
-(or nothing if the recognizer heard no words). Events of the next utterance may interleave with
-the final of the previous one; match them by ``utterance_id``.
+produced (for latency traces). One utterance: ``SpeechStarted`` -> ``SpeechProgress``*,
+``PartialTranscript``* and ``TurnCheck``* (one per judged pause) -> ``SpeechEnded`` -> exactly one
+of ``FinalTranscript`` / ``Backchannel`` (or nothing if the recognizer heard no words). Events of
+the next utterance may interleave with the final of the previous one; match them by
+``utterance_id``.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ __all__ = [
     "SpeechEnded",
     "SpeechProgress",
     "SpeechStarted",
+    "TurnCheck",
 ]
 
 
@@ -43,6 +45,8 @@ class SpeechProgress:
     """Speech so far in this utterance, from onset."""
     stream_time: float
     wall_time: float
+    trailing_silence_ms: float = 0.0
+    """Silence since the last voiced audio (small again when the player talks on)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,8 +61,24 @@ class PartialTranscript:
 
 
 @dataclass(frozen=True, slots=True)
+class TurnCheck:
+    """The lane judged a pause: the words so far and whether the turn sounds finished."""
+
+    speaker: str
+    utterance_id: int
+    text: str
+    complete: bool
+    wait_ms: float
+    """Silence the turn now needs before it ends."""
+    reason: str
+    probability: float | None
+    wall_time: float
+
+
+@dataclass(frozen=True, slots=True)
 class SpeechEnded:
-    """Hangover elapsed (or ``max_utterance_s`` hit, then ``truncated``); the final follows."""
+    """The turn is over (the lane's verdict, or the hangover; ``max_utterance_s`` hit, then
+    ``truncated``); the final follows."""
 
     speaker: str
     utterance_id: int
@@ -68,6 +88,10 @@ class SpeechEnded:
     """Stream time of the last voiced audio."""
     wall_time: float
     truncated: bool = False
+    reason: str = "hangover"
+    """``turn model`` (a judged pause), ``hangover``, ``max length`` or ``end of input``."""
+    silence_ms: float = 0.0
+    """Silence heard after the last voiced audio before the turn was declared over."""
 
     @property
     def duration_s(self) -> float:
@@ -87,6 +111,8 @@ class FinalTranscript:
     speech_end_wall_time: float
     """``wall_time`` of the matching ``SpeechEnded``: final latency = wall_time - this."""
     truncated: bool = False
+    stt_ms: float | None = None
+    """Recognition time of these words (at the pause they were heard at, or after the end)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,5 +126,11 @@ class Backchannel:
 
 
 LaneEvent = (
-    SpeechStarted | SpeechProgress | PartialTranscript | SpeechEnded | FinalTranscript | Backchannel
+    SpeechStarted
+    | SpeechProgress
+    | PartialTranscript
+    | TurnCheck
+    | SpeechEnded
+    | FinalTranscript
+    | Backchannel
 )

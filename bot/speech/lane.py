@@ -1,11 +1,13 @@
 """``SpeakerLane``: one player's audio in, that player's speech events out.
 
-Push 20 ms frames of 48 kHz stereo s16le (from any thread, never blocking); iterate the lane for
-typed events. The lane owns its tasks: a pump that resamples once to 16 kHz mono and runs the
-VAD segmenter in a worker thread (batches of frames when behind, so rehearsal can push faster
-than real time), at most one partial transcription at a time (skipped while the previous one
-still runs, which caps its cost), and the finals, emitted in utterance order. An error in any of
-them is re-raised to whoever iterates the lane.
+Push 20 ms frames (48 kHz stereo s16le as Discord sends, or 16 kHz mono s16le as the receiver
+decodes for STT) from any thread, never blocking; iterate the lane for typed events. The lane
+owns its tasks: a pump that brings the audio to 16 kHz mono and runs the VAD segmenter in a
+worker thread (batches of frames when behind, so rehearsal can push faster than real time), the
+pause checks that decide when the turn is over (:mod:`bot.speech.endpointing`), at most one
+partial transcription at a time, and the finals, emitted in utterance order. Every recognition
+and turn-model call goes through the table's :class:`~bot.speech.scheduler.CpuScheduler`. An
+error in any task is re-raised to whoever iterates the lane.
 """
 
 from __future__ import annotations
@@ -17,36 +19,53 @@ import threading
 import time
 from collections.abc import AsyncIterator
 
-import numpy as np
-
 from bot.config import SpeechConfig
-from bot.speech.audio import FRAME_BYTES, FRAME_MS, InputResampler
+from bot.speech.audio import FRAME_BYTES, FRAME_MS, STT_FRAME_BYTES, SttInput
 from bot.speech.backchannel import BackchannelDetector
+from bot.speech.endpointing import PauseCheck, PauseJudge, TurnModel
 from bot.speech.events import (
-    Backchannel,
-    FinalTranscript,
     LaneEvent,
     PartialTranscript,
     SpeechEnded,
     SpeechProgress,
     SpeechStarted,
+    TurnCheck,
 )
+from bot.speech.lane_stt import LANE_END, LaneTranscription
 from bot.speech.protocols import SttProvider, VadModel
-from bot.speech.segmenter import SegmentEnd, Segmenter, SegmentEvent, SegmentProgress, SegmentStart
+from bot.speech.scheduler import CpuScheduler
+from bot.speech.segmenter import (
+    SegmentEnd,
+    Segmenter,
+    SegmentEvent,
+    SegmentPause,
+    SegmentProgress,
+    SegmentStart,
+)
+from bot.speech.turn_end import TurnEndPolicy
 from bot.speech.vad import create_vad
 from bot.speech.vocabulary import Vocabulary
-from campaigns.errors import GlyphoxaError
 
 __all__ = ["SpeakerLane"]
 
 log = logging.getLogger(__name__)
 
-_END = object()
+_END = LANE_END
+_POLL = object()  # a verdict arrived: check the end rule without new audio
 _MAX_BATCH = 250  # frames (5 s) per worker-thread call
+_FRAME_SIZES = (FRAME_BYTES, STT_FRAME_BYTES)
+_SAMPLES_PER_FRAME = STT_FRAME_BYTES // 2  # 20 ms at 16 kHz, whatever the frame's format
 
 
-class SpeakerLane:
-    """Per-speaker VAD + streaming STT; ``async for event in lane`` until ``end_input()``."""
+class SpeakerLane(LaneTranscription):
+    """Per-speaker VAD, end of turn and streaming STT; ``async for event in lane`` until
+    ``end_input()``.
+
+    ``turn_model`` judges each pause with the transcript (``speech.turn``); without it turns end
+    after ``speech.vad.hangover_ms``. ``addressing`` (set by the table from the partials) says
+    whether the player talks to an NPC: partials of players who do not are the first to go when
+    the CPU is busy.
+    """
 
     def __init__(
         self,
@@ -57,14 +76,41 @@ class SpeakerLane:
         vad: VadModel | None = None,
         vocabulary: Vocabulary | None = None,
         max_backlog_s: float = 60.0,
+        scheduler: CpuScheduler | None = None,
+        turn_model: TurnModel | None = None,
     ) -> None:
         self.speaker = speaker
         self._config = config or SpeechConfig()
         self._stt = stt
+        self._stt_resource = "stt" if getattr(stt, "cpu_bound", True) else None
         self._vocabulary = vocabulary
+        self.scheduler = scheduler or CpuScheduler()
+        self.addressing: bool | None = None
+        """True: talking to an NPC; False: to other players; None: not known yet."""
         self._backchannels = BackchannelDetector(self._config.backchannels)
-        self._resampler = InputResampler()
-        self._segmenter = Segmenter(vad or create_vad(self._config.vad), self._config.vad)
+        self._input = SttInput()
+        turn = self._config.turn
+        model = turn_model if turn.detector != "off" else None
+        hangover = self._config.vad.hangover_ms
+        self._policy = TurnEndPolicy(turn, hangover, _names(vocabulary))
+        longest = turn.incomplete_ms if model is not None else hangover
+        # Without a model a pause only needs its words before the hangover ends the turn: judge
+        # it halfway, so short breaths mid-sentence cost no recognition.
+        pause_ms = turn.pause_ms if model is not None else max(turn.pause_ms, hangover / 2)
+        self._segmenter = Segmenter(
+            vad or create_vad(self._config.vad),
+            self._config.vad,
+            hangover_ms=longest,
+            pause_ms=pause_ms if pause_ms < longest else None,
+        )
+        self._judge = PauseJudge(
+            lane=speaker,
+            policy=self._policy,
+            model=model,
+            scheduler=self.scheduler,
+            transcribe=self._transcribe,
+            on_verdict=self._on_verdict,
+        )
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
         self._frames: asyncio.Queue[bytes | object] = asyncio.Queue()
@@ -72,6 +118,7 @@ class SpeakerLane:
         self._max_backlog = int(max_backlog_s * 1000 / FRAME_MS)
         self._ended = False
         self.dropped_frames = 0
+        self.skipped_partials = 0
         self._partial_task: asyncio.Task[None] | None = None
         self._last_partial_at = 0.0
         self._last_partial_text = ""
@@ -80,11 +127,24 @@ class SpeakerLane:
         self._error: BaseException | None = None
         self._pump = self._loop.create_task(self._run(), name=f"speaker-lane:{speaker}")
 
+    @property
+    def trailing_silence_ms(self) -> float:
+        """Silence since the player's last voiced audio in the utterance in progress."""
+        return self._segmenter.trailing_silence_s * 1000.0
+
+    @property
+    def judges_turns(self) -> bool:
+        """A turn model judges this lane's pauses (else the plain hangover ends turns)."""
+        return self._judge.has_model
+
     # --- input ---------------------------------------------------------------------------------
     def push(self, frame: bytes) -> None:
         """Queue one 20 ms frame; safe from any thread; drops (and counts) on a huge backlog."""
-        if len(frame) != FRAME_BYTES:
-            raise ValueError(f"expected {FRAME_BYTES}-byte frames, got {len(frame)}")
+        if len(frame) not in _FRAME_SIZES:
+            raise ValueError(
+                f"expected {FRAME_BYTES}-byte (48 kHz stereo) or {STT_FRAME_BYTES}-byte "
+                f"(16 kHz mono) frames, got {len(frame)}"
+            )
         if threading.get_ident() == self._loop_thread:
             self._enqueue(frame)
         else:
@@ -99,9 +159,11 @@ class SpeakerLane:
         """Recognise new names (an NPC was added or renamed) without reopening the lane.
 
         Transcriptions started from now on are prompted with ``vocabulary``; every text the
-        lane emits from now on is corrected toward it.
+        lane emits from now on is corrected toward it, and a new NPC's name alone no longer
+        ends a turn.
         """
         self._vocabulary = vocabulary
+        self._policy.names = _names(vocabulary)
 
     def _enqueue(self, frame: bytes) -> None:
         if self._ended:
@@ -138,6 +200,8 @@ class SpeakerLane:
     async def aclose(self) -> None:
         """Stop everything now (pending finals are dropped)."""
         self._ended = True
+        self._judge.drop()
+        self.scheduler.speaking(self.speaker, False)
         tasks = [self._pump, *self._final_tasks]
         if self._partial_task is not None:
             tasks.append(self._partial_task)
@@ -158,22 +222,31 @@ class SpeakerLane:
     async def _run(self) -> None:
         try:
             done = False
+            held: list[bytes] = []  # frames that cannot complete a VAD window yet
             while not done:
-                batch: list[bytes] = []
+                batch, held = held, []
+                poll = False
                 item = await self._frames.get()
                 while True:
                     if item is _END:
                         done = True
                         break
-                    batch.append(item)  # type: ignore[arg-type]
+                    if item is _POLL:
+                        poll = True
+                    else:
+                        batch.append(item)  # type: ignore[arg-type]
                     if len(batch) >= _MAX_BATCH or self._frames.empty():
                         break
                     item = self._frames.get_nowait()
-                events = await asyncio.to_thread(self._process, batch, done)
+                if not (done or poll) and self._short_of_a_window(batch):
+                    held = batch  # nothing the VAD could decide yet: no thread hop for it
+                    continue
+                events = await asyncio.to_thread(self._process, batch, done, poll)
                 for event in events:
                     self._handle(event)
             if self._partial_task is not None:
                 self._partial_task.cancel()
+            self._judge.drop()
             if self._previous_final is not None:
                 await asyncio.shield(self._previous_final)
         except asyncio.CancelledError:
@@ -183,10 +256,14 @@ class SpeakerLane:
             self._error = self._error or error
         self._events.put_nowait(_END)
 
-    def _process(self, batch: list[bytes], last: bool) -> list[SegmentEvent]:
-        """Worker thread: resample + VAD the batch."""
-        samples = self._resampler.process(b"".join(batch), last=last)
-        events = self._segmenter.process(samples)
+    def _short_of_a_window(self, batch: list[bytes]) -> bool:
+        pending = self._segmenter.pending_samples + len(batch) * _SAMPLES_PER_FRAME
+        return pending < self._segmenter.window_samples
+
+    def _process(self, batch: list[bytes], last: bool, poll: bool) -> list[SegmentEvent]:
+        """Worker thread: 16 kHz mono + VAD for the batch (and the end rule, on a poll)."""
+        events = self._segmenter.poll() if poll else []
+        events += self._segmenter.process(self._input.process(batch, last=last))
         if last:
             events += self._segmenter.flush()
         return events
@@ -199,101 +276,92 @@ class SpeakerLane:
         if isinstance(event, SegmentStart):
             self._last_partial_at = event.onset
             self._last_partial_text = ""
+            self.addressing = None
+            self.scheduler.speaking(self.speaker, True)
             self._emit(SpeechStarted(self.speaker, event.utterance_id, event.onset, now))
         elif isinstance(event, SegmentProgress):
             self._emit(
                 SpeechProgress(
-                    self.speaker, event.utterance_id, event.voiced_ms, event.stream_time, now
-                )
-            )
-            self._maybe_partial(event)
-        elif isinstance(event, SegmentEnd):
-            if self._partial_task is not None:
-                self._partial_task.cancel()  # if still queued, it never runs; the final matters
-            ended = SpeechEnded(
-                self.speaker, event.utterance_id, event.onset, event.end, now, event.truncated
-            )
-            self._emit(ended)
-            task = self._loop.create_task(
-                self._final(ended, event.audio, self._previous_final),
-                name=f"speaker-lane:{self.speaker}:final:{event.utterance_id}",
-            )
-            self._previous_final = task
-            self._final_tasks.add(task)
-            task.add_done_callback(self._final_tasks.discard)
-
-    # --- transcription -------------------------------------------------------------------------
-    def _maybe_partial(self, event: SegmentProgress) -> None:
-        interval = self._config.partial_interval_ms / 1000
-        if event.stream_time - self._last_partial_at < interval:
-            return
-        if event.trailing_silence_ms > 100:
-            return  # the player may be finishing: keep the recognizer free for the final
-        if self._partial_task is not None and not self._partial_task.done():
-            return  # the previous partial is still running: skip, never queue
-        if self._segmenter.utterance_id != event.utterance_id or not self._segmenter.in_speech:
-            return  # already ended within this batch; the final is coming
-        self._last_partial_at = event.stream_time
-        audio = self._segmenter.utterance_audio(event.audio_samples)
-        self._partial_task = self._loop.create_task(
-            self._partial(event, audio), name=f"speaker-lane:{self.speaker}:partial"
-        )
-
-    async def _partial(self, event: SegmentProgress, audio: np.ndarray) -> None:
-        try:
-            text = await self._stt.transcribe(audio, partial=True, vocabulary=self._vocabulary)
-        except Exception as error:  # partials are best effort; the final reports failures
-            log.warning("partial transcription failed for %s: %s", self.speaker, error)
-            return
-        text = self._correct(text)
-        still_speaking = (
-            self._segmenter.in_speech and self._segmenter.utterance_id == event.utterance_id
-        )
-        if text and text != self._last_partial_text and still_speaking:
-            self._last_partial_text = text
-            self._emit(
-                PartialTranscript(
-                    self.speaker, event.utterance_id, text, event.stream_time, time.monotonic()
-                )
-            )
-
-    async def _final(
-        self, ended: SpeechEnded, audio: np.ndarray, previous: asyncio.Task[None] | None
-    ) -> None:
-        try:
-            text = self._correct(
-                await self._stt.transcribe(audio, partial=False, vocabulary=self._vocabulary)
-            )
-            if previous is not None:
-                await asyncio.shield(previous)  # finals leave in utterance order
-        except asyncio.CancelledError:
-            raise
-        except GlyphoxaError as error:  # a service hiccup loses this turn, not the lane
-            log.error("transcription failed for %s: %s", self.speaker, error)
-            return
-        except BaseException as error:
-            self._error = self._error or error
-            self._emit(_END)  # type: ignore[arg-type]
-            raise
-        now = time.monotonic()
-        if not text:
-            log.debug("utterance %d of %s had no words", ended.utterance_id, self.speaker)
-        elif self._backchannels.is_backchannel(text):
-            self._emit(Backchannel(self.speaker, ended.utterance_id, text, now))
-        else:
-            self._emit(
-                FinalTranscript(
                     self.speaker,
-                    ended.utterance_id,
-                    text,
-                    ended.started_at,
-                    ended.stream_time,
+                    event.utterance_id,
+                    event.voiced_ms,
+                    event.stream_time,
                     now,
-                    ended.wall_time,
-                    ended.truncated,
+                    event.trailing_silence_ms,
                 )
             )
+            self._judge.resumed(event.stream_time - event.trailing_silence_ms / 1000)
+            self._maybe_partial(event)
+        elif isinstance(event, SegmentPause):
+            segmenter = self._segmenter
+            if segmenter.in_speech and segmenter.utterance_id == event.utterance_id:
+                audio = segmenter.utterance_audio(event.audio_samples)
+                spoken_s = event.voiced_end - segmenter.onset
+                self._judge.pause(event.utterance_id, event.voiced_end, audio, spoken_s)
+        elif isinstance(event, SegmentEnd):
+            self._ended_utterance(event, now)
 
-    def _correct(self, text: str) -> str:
-        text = " ".join(text.split())
-        return self._vocabulary.correct(text) if self._vocabulary else text
+    def _ended_utterance(self, event: SegmentEnd, now: float) -> None:
+        if self._partial_task is not None:
+            self._partial_task.cancel()  # if still queued, it never runs; the final matters
+        self.scheduler.speaking(self.speaker, False)
+        check = self._judge.current
+        reason = {"max length": "max length", "flush": "end of input"}.get(event.reason, "hangover")
+        if event.reason == "rule" and check is not None and check.verdict is not None:
+            reason = check.verdict.reason
+        reused = None if event.truncated else self._judge.take_words(event.utterance_id, event.end)
+        self._judge.drop()
+        ended = SpeechEnded(
+            self.speaker,
+            event.utterance_id,
+            event.onset,
+            event.end,
+            now,
+            event.truncated,
+            reason,
+            round(event.silence_s * 1000.0, 1),
+        )
+        self._emit(ended)
+        task = self._loop.create_task(
+            self._final(ended, event.audio, self._previous_final, reused),
+            name=f"speaker-lane:{self.speaker}:final:{event.utterance_id}",
+        )
+        self._previous_final = task
+        self._final_tasks.add(task)
+        task.add_done_callback(self._final_tasks.discard)
+
+    def _on_verdict(self, check: PauseCheck, text: str | None) -> None:
+        """A pause was judged: make its verdict the segmenter's end rule for that pause, and
+        (once its words are in: ``text`` not None) report it."""
+        verdict = check.verdict
+        segmenter = self._segmenter
+        if verdict is None or self._judge.current is not check:
+            return
+        if not (segmenter.in_speech and segmenter.utterance_id == check.utterance_id):
+            return
+        segmenter.set_end_rule(check.utterance_id, check.voiced_end, verdict.wait_ms / 1000)
+        if not self._ended:
+            self._frames.put_nowait(_POLL)
+        if text is None:
+            return
+        now = time.monotonic()
+        if text and text != self._last_partial_text:  # the freshest words so far
+            self._last_partial_text = text
+            stream_time = segmenter.stream_time
+            self._emit(PartialTranscript(self.speaker, check.utterance_id, text, stream_time, now))
+        self._emit(
+            TurnCheck(
+                self.speaker,
+                check.utterance_id,
+                text,
+                verdict.complete,
+                verdict.wait_ms,
+                verdict.reason,
+                verdict.probability,
+                now,
+            )
+        )
+
+
+def _names(vocabulary: Vocabulary | None) -> tuple[str, ...]:
+    return tuple(vocabulary.names) if vocabulary is not None else ()

@@ -4,6 +4,10 @@ Pure and synchronous (the lane runs it in a worker thread on batches of frames),
 to test on scripted audio. Speech starts after ``min_speech_ms`` of consecutive voiced windows
 and is back-dated to the first of them; the pre-roll in front keeps the first syllable; it ends
 after ``hangover_ms`` below the (hysteresis) threshold or at ``max_utterance_s``.
+
+With ``pause_s`` the segmenter also reports each pause (``SegmentPause``, once per stretch of
+silence) so the lane can judge it, and the lane's verdict shortens or lengthens the hangover of
+that one pause (``set_end_rule``); speech resuming cancels the rule.
 """
 
 from __future__ import annotations
@@ -19,7 +23,14 @@ from bot.config import VadConfig
 from bot.speech.audio import STT_SAMPLE_RATE
 from bot.speech.protocols import VadModel
 
-__all__ = ["SegmentEnd", "SegmentEvent", "SegmentProgress", "SegmentStart", "Segmenter"]
+__all__ = [
+    "SegmentEnd",
+    "SegmentEvent",
+    "SegmentPause",
+    "SegmentProgress",
+    "SegmentStart",
+    "Segmenter",
+]
 
 log = logging.getLogger(__name__)
 
@@ -45,27 +56,55 @@ class SegmentProgress:
 
 
 @dataclass(frozen=True, slots=True)
+class SegmentPause:
+    """The speaker fell silent ``pause_s`` ago: judge whether the turn is over."""
+
+    utterance_id: int
+    voiced_end: float
+    """Stream time of the last voiced audio (identifies this pause)."""
+    stream_time: float
+    audio_samples: int
+
+
+@dataclass(frozen=True, slots=True)
 class SegmentEnd:
     utterance_id: int
     onset: float
     end: float
     audio: np.ndarray
     truncated: bool
+    reason: str = "hangover"
+    """What ended it: ``hangover``, ``rule`` (the lane's verdict), ``max length``, ``flush``."""
+    silence_s: float = 0.0
+    """Silence after the last voiced audio when it ended (stream time)."""
 
 
-SegmentEvent = SegmentStart | SegmentProgress | SegmentEnd
+SegmentEvent = SegmentStart | SegmentProgress | SegmentPause | SegmentEnd
 
 
 class Segmenter:
     """Feed 16 kHz mono float32; get start/progress/end events with stream times in seconds."""
 
-    def __init__(self, vad: VadModel, config: VadConfig, *, progress_ms: float = 50.0) -> None:
+    def __init__(
+        self,
+        vad: VadModel,
+        config: VadConfig,
+        *,
+        progress_ms: float = 50.0,
+        hangover_ms: float | None = None,
+        pause_ms: float | None = None,
+    ) -> None:
+        """``hangover_ms`` overrides ``config.hangover_ms`` (the lane's longest wait when a turn
+        model judges pauses); ``pause_ms`` turns on ``SegmentPause`` events."""
         self._vad = vad
         self._config = config
         self._window = vad.window_samples
         self._window_s = self._window / STT_SAMPLE_RATE
         self._min_windows = max(1, math.ceil(config.min_speech_ms / 1000 / self._window_s))
-        self._hangover_s = config.hangover_ms / 1000
+        self._hangover_s = (config.hangover_ms if hangover_ms is None else hangover_ms) / 1000
+        self._pause_s = None if pause_ms is None else pause_ms / 1000
+        self._paused_at: float | None = None  # voiced_end of the pause already reported
+        self._rule: tuple[int, float, float] | None = None  # (utterance, voiced_end, silence_s)
         self._threshold = config.threshold
         self._neg_threshold = max(0.01, config.threshold - 0.15)
         preroll_windows = math.ceil(config.preroll_ms / 1000 / self._window_s)
@@ -94,6 +133,53 @@ class Segmenter:
     def stream_time(self) -> float:
         return self._processed / STT_SAMPLE_RATE
 
+    @property
+    def onset(self) -> float:
+        """Stream time at which the current utterance began."""
+        return self._onset
+
+    @property
+    def window_samples(self) -> int:
+        return self._window
+
+    @property
+    def pending_samples(self) -> int:
+        """Audio waiting for a whole VAD window."""
+        return int(self._pending.size)
+
+    @property
+    def voiced_end(self) -> float:
+        """Stream time of the last voiced audio of the current utterance."""
+        return self._last_voiced_end
+
+    @property
+    def trailing_silence_s(self) -> float:
+        """Silence since the last voiced audio of the utterance in progress (0 when none)."""
+        return self.stream_time - self._last_voiced_end if self._utterance is not None else 0.0
+
+    def set_end_rule(self, utterance_id: int, voiced_end: float, silence_s: float) -> None:
+        """End ``utterance_id`` after ``silence_s`` of silence, unless speech resumes after
+        ``voiced_end`` (the pause the rule was made for). Safe to call from another thread
+        while ``process`` runs (one atomic assignment)."""
+        self._rule = (utterance_id, voiced_end, silence_s)
+
+    def poll(self) -> list[SegmentEvent]:
+        """End the utterance now if its rule says the pause has lasted long enough (between
+        frames, e.g. when the verdict arrived after the silence it asks for)."""
+        silence = self._rule_silence()
+        if silence is not None and self.trailing_silence_s >= silence:
+            return [self._end(truncated=False, reason="rule")]
+        return []
+
+    def _rule_silence(self) -> float | None:
+        rule = self._rule
+        if self._utterance is None or rule is None:
+            return None
+        utterance_id, voiced_end, silence_s = rule
+        if utterance_id != self._utterance_id or voiced_end != self._last_voiced_end:
+            return None
+        return silence_s
+
     def utterance_audio(self, samples: int | None = None) -> np.ndarray:
         """The current utterance so far (optionally only its first ``samples``)."""
         if self._utterance is None:
@@ -114,7 +200,7 @@ class Segmenter:
         """End of input: close an utterance in progress."""
         events: list[SegmentEvent] = []
         if self._utterance is not None:
-            events.append(self._end(truncated=False))
+            events.append(self._end(truncated=False, reason="flush"))
         return events
 
     def _window_step(self, window: np.ndarray, events: list[SegmentEvent]) -> None:
@@ -136,11 +222,24 @@ class Segmenter:
         if probability >= self._neg_threshold:
             self._last_voiced_end = end
         if end - self._onset >= self._config.max_utterance_s:
-            events.append(self._end(truncated=True))
+            events.append(self._end(truncated=True, reason="max length"))
             return
-        if end - self._last_voiced_end >= self._hangover_s:
-            events.append(self._end(truncated=False))
+        silence = end - self._last_voiced_end
+        rule = self._rule_silence()
+        if silence >= (self._hangover_s if rule is None else rule):
+            events.append(self._end(truncated=False, reason="hangover" if rule is None else "rule"))
             return
+        if (
+            self._pause_s is not None
+            and silence >= self._pause_s
+            and self._paused_at != self._last_voiced_end
+        ):
+            self._paused_at = self._last_voiced_end
+            events.append(
+                SegmentPause(
+                    self._utterance_id, self._last_voiced_end, end, self._samples_in_utterance
+                )
+            )
         if end >= self._next_progress:
             self._next_progress = end + self._progress_s
             events.append(
@@ -170,8 +269,9 @@ class Segmenter:
         )
         self._next_progress = now + self._progress_s
 
-    def _end(self, *, truncated: bool) -> SegmentEnd:
+    def _end(self, *, truncated: bool, reason: str) -> SegmentEnd:
         assert self._utterance is not None
+        silence = self.stream_time - self._last_voiced_end
         audio = np.concatenate(self._utterance)
         trailing = self.stream_time - self._last_voiced_end - _TRAILING_KEEP_S
         if not truncated and trailing > 0:
@@ -181,7 +281,10 @@ class Segmenter:
             for start in range(0, kept_tail.size - self._window + 1, self._window):
                 self._preroll.append(kept_tail[start : start + self._window])
         end_time = self.stream_time if truncated else self._last_voiced_end
-        event = SegmentEnd(self._utterance_id, self._onset, end_time, audio, truncated)
+        event = SegmentEnd(
+            self._utterance_id, self._onset, end_time, audio, truncated, reason, silence
+        )
         self._utterance = None
+        self._rule = None
         self._samples_in_utterance = 0
         return event

@@ -60,6 +60,7 @@ class OpenAiStt:
         self.stream = stream
         self.partials = partials
         self.language = language
+        self.cpu_bound = False  # a remote service: the CPU scheduler need not wait for it
 
     def __repr__(self) -> str:
         return f"OpenAiStt(model={self.model!r}, base_url={str(self._client.base_url)!r})"

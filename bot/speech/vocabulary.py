@@ -46,7 +46,11 @@ def phonetic_key(word: str) -> str:
 class Vocabulary:
     """Names the recognizer should know, with a post-correction pass for near misses."""
 
-    def __init__(self, terms: Iterable[str], *, threshold: float = 0.84) -> None:
+    def __init__(
+        self, terms: Iterable[str], *, threshold: float = 0.84, names: Iterable[str] = ()
+    ) -> None:
+        """``names``: the NPC names and aliases among ``terms`` (a player calls them out)."""
+        self.names = tuple(names)
         unique: dict[str, str] = {}
         for term in terms:
             term = term.strip()
@@ -68,9 +72,10 @@ class Vocabulary:
         terms: list[str] = []
         for npc in campaign.npcs.values():
             terms += npc.names()
+        names = list(terms)
         for entity in campaign.entities.entities:
             terms += [entity.name, *entity.aliases]
-        return cls(terms)
+        return cls(terms, names=names)
 
     def __bool__(self) -> bool:
         return bool(self.terms)

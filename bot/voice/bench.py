@@ -3,6 +3,10 @@
 Real packets: a :class:`~bot.voice.loopback.LocalDaveGroup` with the bot and several remote
 speakers; each speaker Opus-encodes a tone, DAVE-encrypts and transport-encrypts like a Discord
 client. The bot side is the production :class:`~bot.voice.receiver.VoiceReceiver`.
+
+"Receive + lane CPU per active speaker" follows one speaker's packets all the way to the VAD
+segmenter, both ways side by side: decoded at 48 kHz stereo then resampled (the old path, still
+used for 48 kHz sources), and decoded straight to 16 kHz mono (what the bot does now).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from bot.voice.loopback import LocalDaveGroup, LoopbackSpeaker
 from bot.voice.opus_decode import SpeakerDecoder, ensure_opus_loaded
 from bot.voice.receiver import VoiceFrame, VoiceReceiver
 from bot.voice.rtp import parse_header
+from bot.voice.stt_decode import SttSpeakerDecoder
 from bot.voice.transport_crypto import make_cipher
 from campaigns.bench_result import BenchResult
 
@@ -58,8 +63,15 @@ class _Scenario:
             senders[n % speakers].packet(opus[(n // speakers) % len(opus)]) for n in range(packets)
         ]
 
-    def receiver(self, loop: asyncio.AbstractEventLoop, sink: Callable) -> VoiceReceiver:
-        receiver = VoiceReceiver(loop, sink, dave=DaveReceiver(lambda: (self.bot, 1)))
+    def receiver(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        sink: Callable,
+        decoder: type[SpeakerDecoder] = SpeakerDecoder,
+    ) -> VoiceReceiver:
+        receiver = VoiceReceiver(
+            loop, sink, dave=DaveReceiver(lambda: (self.bot, 1)), decoder=decoder
+        )
         receiver.set_transport(self.mode, _KEY)
         for ssrc, user in self.ssrc_users.items():
             receiver.map_ssrc(ssrc, user)
@@ -136,6 +148,7 @@ async def run_bench(quick: bool) -> list[BenchResult]:
             )
         )
     results.extend(await asyncio.to_thread(_stage_breakdown, scenario))
+    results.extend(await _per_speaker_cpu(loop, 500 if quick else 3000))
     # A fresh group: davey refuses to decrypt the same frames twice (replay protection).
     fresh = await asyncio.to_thread(_Scenario, scenario.mode, speakers, packets)
     handoff_us, _ = await _handoff_us(fresh)
@@ -173,15 +186,59 @@ def _stage_breakdown(scenario: _Scenario) -> list[BenchResult]:
     for frame in frames:
         bot.decrypt(2, davey.MediaType.audio, frame)
     dave_us = (time.perf_counter() - started) / len(frames) * 1e6
-    decoder = SpeakerDecoder(depth=0)
-    started = time.perf_counter()
-    for seq in range(len(frames)):
-        decoder.push(seq, scenario.opus[seq % 50])
-    opus_us = (time.perf_counter() - started) / len(frames) * 1e6
+    opus_us = {}
+    for name, kind in (("48 kHz stereo", SpeakerDecoder), ("16 kHz mono", SttSpeakerDecoder)):
+        decoder = kind(depth=0)
+        started = time.perf_counter()
+        for seq in range(len(frames)):
+            decoder.push(seq, scenario.opus[seq % 50])
+        opus_us[name] = (time.perf_counter() - started) / len(frames) * 1e6
     method = "2000 packets, perf_counter, stage in isolation"
     return [
         BenchResult("stage: RTP header parse", parse_us, "us", method),
         BenchResult("stage: transport AEAD decrypt (aes256gcm)", transport_us, "us", method),
         BenchResult("stage: DAVE decrypt (davey)", dave_us, "us", method),
-        BenchResult("stage: Opus decode 20 ms stereo (libopus)", opus_us, "us", method),
+        *[
+            BenchResult(f"stage: Opus decode 20 ms {name} (libopus)", us, "us", method)
+            for name, us in opus_us.items()
+        ],
     ]
+
+
+def _hear_one_speaker(receiver: VoiceReceiver, datagrams: list[bytes]) -> float:
+    """Thread CPU seconds to take ``datagrams`` from the socket to the segmenter's events."""
+    from bot.config import VadConfig
+    from bot.speech.audio import SttInput
+    from bot.speech.segmenter import Segmenter
+    from bot.speech.vad import create_vad
+
+    convert, segmenter = SttInput(), Segmenter(create_vad(VadConfig()), VadConfig())
+    started = time.thread_time()
+    for datagram in datagrams:
+        frames = receiver.process(datagram)
+        segmenter.process(convert.process([f.pcm for f in frames]))
+    return time.thread_time() - started
+
+
+async def _per_speaker_cpu(loop: asyncio.AbstractEventLoop, packets: int) -> list[BenchResult]:
+    """One speaker's packets through receive, format conversion, Silero VAD and segmentation,
+    frame by frame as at the table: thread CPU per second of audio, old path and new."""
+    cpu: dict[str, float] = {}
+    for name, decoder in (("48 kHz stereo + resample", SpeakerDecoder),
+                          ("16 kHz mono", SttSpeakerDecoder)):  # fmt: skip
+        scenario = await asyncio.to_thread(_Scenario, "aead_aes256_gcm_rtpsize", 1, packets)
+        receiver = scenario.receiver(loop, lambda frames: None, decoder)
+        seconds = await asyncio.to_thread(_hear_one_speaker, receiver, scenario.datagrams)
+        cpu[name] = seconds / (packets * 0.02) * 100
+    old, new = cpu["48 kHz stereo + resample"], cpu["16 kHz mono"]
+    method = (
+        f"{packets} packets (DAVE + AES-GCM) of one speaker -> receiver -> 16 kHz -> Silero "
+        "VAD -> segmenter, one packet at a time, thread CPU time per second of audio"
+    )
+    return [
+        BenchResult("receive + lane CPU per active speaker (old: 48 kHz stereo + resample)",
+                    old, "% of one core", method),
+        BenchResult("receive + lane CPU per active speaker (16 kHz mono decode)", new,
+                    "% of one core", method, goal="<= half of the old path",
+                    passed=new <= old / 2, extra={"ratio_new_to_old": round(new / old, 3)}),
+    ]  # fmt: skip

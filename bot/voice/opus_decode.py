@@ -4,6 +4,8 @@ UDP reorders and drops packets. Each SSRC gets its own libopus decoder (decoder 
 stream) and a reorder buffer of a few packets keyed by RTP sequence number: in-order packets
 are decoded at once; a gap is waited out for at most ``depth`` packets, then concealed with the
 next packet's in-band FEC (for the frame right before it) or libopus packet-loss concealment.
+Whatever the packet duration (2.5 to 120 ms), the output is whole 20 ms frames: shorter packets
+are joined, longer ones split, and only :meth:`SpeakerDecoder.flush` pads a remainder.
 """
 
 from __future__ import annotations
@@ -73,39 +75,41 @@ class _PcmDecoder:
 
     discord.py's ``Decoder.decode`` converts every sample through a Python list, which costs
     more than the decoding itself; this calls the same library (loaded by discord.py) with a
-    preallocated buffer and copies the result out once.
+    preallocated buffer and copies the result out once. ``owner`` sets the output format (its
+    ``SAMPLING_RATE`` and ``CHANNELS``; default 48 kHz stereo).
     """
 
-    _MAX_SAMPLES = 5760  # 120 ms, the longest Opus packet
-    _PLC_SAMPLES = 960
-
-    def __init__(self) -> None:
-        self._owner = discord.opus.Decoder()  # creates (and on GC destroys) the libopus state
+    def __init__(self, owner: discord.opus.Decoder | None = None) -> None:
+        self._owner = owner or discord.opus.Decoder()  # owns (and on GC frees) the libopus state
         self._state = self._owner._state
         self._lib = discord.opus._lib
-        self._buffer = (ctypes.c_int16 * (self._MAX_SAMPLES * 2))()
+        self._channels = self._owner.CHANNELS
+        self._max_samples = self._owner.SAMPLING_RATE * 120 // 1000  # the longest Opus packet
+        self._plc_samples = self._owner.SAMPLING_RATE * 20 // 1000
+        self._buffer = (ctypes.c_int16 * (self._max_samples * self._channels))()
         self._ptr = ctypes.cast(self._buffer, ctypes.POINTER(ctypes.c_int16))
 
     def decode(self, data: bytes | None, *, fec: bool = False) -> bytes:
         """Decode one packet (``None``: conceal a lost 20 ms frame). Raises OpusError."""
         if data is None:
-            samples = self._lib.opus_decode(self._state, None, 0, self._ptr, self._PLC_SAMPLES, 0)
+            samples = self._lib.opus_decode(self._state, None, 0, self._ptr, self._plc_samples, 0)
         elif fec:
             samples = self._lib.opus_decode(
-                self._state, data, len(data), self._ptr, self._PLC_SAMPLES, 1
+                self._state, data, len(data), self._ptr, self._plc_samples, 1
             )
         else:
             samples = self._lib.opus_decode(
-                self._state, data, len(data), self._ptr, self._MAX_SAMPLES, 0
+                self._state, data, len(data), self._ptr, self._max_samples, 0
             )
-        return ctypes.string_at(self._buffer, samples * 4)
+        return ctypes.string_at(self._buffer, samples * 2 * self._channels)
 
 
 @dataclass(frozen=True, slots=True)
 class DecodedFrame:
     sequence: int
     pcm: bytes
-    """48 kHz stereo s16le; 3840 bytes for Discord's 20 ms packets."""
+    """s16le in the decoder's format: 3840 bytes of 48 kHz stereo per 20 ms (or 640 bytes of
+    16 kHz mono from :class:`~bot.voice.stt_decode.SttSpeakerDecoder`)."""
     concealed: bool
 
 
@@ -124,21 +128,32 @@ class SpeakerDecoder:
     """One SSRC's decoder. Not thread-safe: the receiver calls it from the socket thread only.
 
     Every pushed packet ends up exactly once in ``stats.decoded``, ``late``, ``duplicate`` or
-    ``decode_errors``, or is still held in the buffer (``buffered``).
+    ``decode_errors``, or is still held in the buffer (``buffered``). Output: 20 ms frames of
+    48 kHz stereo; a subclass may decode to another format (:mod:`bot.voice.stt_decode`).
     """
+
+    frame_bytes = FRAME_BYTES
+    """Bytes in one 20 ms output frame."""
 
     def __init__(self, *, depth: int = 3, max_conceal: int = 5) -> None:
         ensure_opus_loaded()
-        self._decoder = _PcmDecoder()
+        self._decoder = self._new_pcm_decoder()
         self._depth = depth
         self._max_conceal = max_conceal
         self._next: int | None = None
         self._buffer: dict[int, bytes] = {}
+        self._carry = b""
+        """Decoded audio short of a whole 20 ms frame (from packets shorter than 20 ms)."""
+        self._carry_concealed = False
+        self._last_sequence = 0
         self.stats = DecoderStats()
 
     @property
     def buffered(self) -> int:
         return len(self._buffer)
+
+    def _new_pcm_decoder(self) -> _PcmDecoder:
+        return _PcmDecoder()
 
     def push(self, sequence: int, opus: bytes) -> list[DecodedFrame]:
         """Accept one packet; return the frames that are now ready, in order."""
@@ -169,6 +184,10 @@ class SpeakerDecoder:
         if self._next is None and self._buffer:
             self._next = self._earliest()
         self._drain(out, force=True)
+        if self._carry:
+            pcm = self._carry.ljust(self.frame_bytes, b"\0")
+            out.append(DecodedFrame(self._last_sequence, pcm, self._carry_concealed))
+            self._carry, self._carry_concealed = b"", False
         return out
 
     def _start(self, sequence: int, opus: bytes, out: list[DecodedFrame]) -> list[DecodedFrame]:
@@ -219,7 +238,7 @@ class SpeakerDecoder:
             except discord.opus.OpusError:
                 continue
             self.stats.concealed += 1
-            out.append(DecodedFrame(lost, pcm, True))
+            self._emit(lost, pcm, True, out)
         self._next = following
 
     def _decode(self, sequence: int, payload: bytes, out: list[DecodedFrame]) -> None:
@@ -231,10 +250,19 @@ class SpeakerDecoder:
             self.stats.decode_errors += 1
             return
         self.stats.decoded += 1
-        if len(pcm) <= FRAME_BYTES:
-            out.append(DecodedFrame(sequence, pcm, False))
+        self._emit(sequence, pcm, False, out)
+
+    def _emit(self, sequence: int, pcm: bytes, concealed: bool, out: list[DecodedFrame]) -> None:
+        """Hand on ``pcm`` as whole 20 ms frames; keep the rest for the next packet."""
+        self._last_sequence = sequence
+        size = self.frame_bytes
+        if not self._carry and len(pcm) == size:  # Discord's usual 20 ms packet
+            out.append(DecodedFrame(sequence, pcm, concealed))
             return
-        # 40/60 ms packets: hand the lanes 20 ms frames.
-        for start in range(0, len(pcm), FRAME_BYTES):
-            chunk = pcm[start : start + FRAME_BYTES]
-            out.append(DecodedFrame(sequence, chunk.ljust(FRAME_BYTES, b"\0"), False))
+        pcm = self._carry + pcm
+        concealed = concealed or self._carry_concealed
+        whole = len(pcm) - len(pcm) % size
+        for start in range(0, whole, size):
+            out.append(DecodedFrame(sequence, pcm[start : start + size], concealed))
+        self._carry = pcm[whole:]
+        self._carry_concealed = concealed and bool(self._carry)

@@ -19,14 +19,23 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from bot.voice.dave import DaveDecryptError, DaveNotReady, DaveReceiver
+from bot.voice.dave import OPUS_SILENCE, DaveDecryptError, DaveNotReady, DaveReceiver
 from bot.voice.opus_decode import DecodedFrame, SpeakerDecoder
-from bot.voice.rtp import NONCE_SIZE, RtpParseError, parse_header, strip_padding_and_extension
+from bot.voice.rtp import (
+    NONCE_SIZE,
+    RtpParseError,
+    parse_header,
+    parse_ssrc,
+    parse_user_id,
+    strip_padding_and_extension,
+)
 from bot.voice.transport_crypto import TransportCipher, TransportDecryptError, make_cipher
 
 __all__ = ["DropReason", "FrameSink", "ReceiveCounters", "VoiceFrame", "VoiceReceiver"]
 
 log = logging.getLogger(__name__)
+
+_FATAL = (KeyboardInterrupt, SystemExit, GeneratorExit)
 
 OP_READY = 2
 OP_SESSION_DESCRIPTION = 4
@@ -51,7 +60,8 @@ class DropReason(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class VoiceFrame:
-    """20 ms of one speaker's audio, 48 kHz stereo s16le (3840 bytes)."""
+    """20 ms of one speaker's audio: 48 kHz stereo s16le (3840 bytes), or 16 kHz mono (640
+    bytes) from a receiver made with ``decoder=SttSpeakerDecoder``."""
 
     user_id: int
     ssrc: int
@@ -69,6 +79,8 @@ class ReceiveCounters:
     received: int = 0
     accepted: int = 0
     """Datagrams handed to a speaker's decoder."""
+    silence: int = 0
+    """Of those, Opus silence frames (a client that stopped talking sends a few)."""
     dropped: dict[DropReason, int] = field(default_factory=lambda: dict.fromkeys(DropReason, 0))
     decoded: int = 0
     concealed: int = 0
@@ -83,8 +95,9 @@ class ReceiveCounters:
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             k: getattr(self, k)
-            for k in ("received", "accepted", "decoded", "concealed", "late", "duplicate")
+            for k in ("received", "accepted", "silence", "decoded", "concealed", "late")
         }
+        out["duplicate"] = self.duplicate
         out["decode_errors"] = self.decode_errors
         out["discarded"] = self.discarded
         out["delivered"] = self.delivered
@@ -108,6 +121,9 @@ class VoiceReceiver:
         dave: DAVE decryption; ``None`` means a channel without end-to-end encryption.
         reorder_depth: packets a gap is waited out before it is concealed (~20 ms each).
         idle_flush_s: a speaker silent this long has its reorder buffer flushed.
+        decoder: the per-SSRC decoder class (its output format; ``SttSpeakerDecoder`` decodes
+            straight to the 16 kHz mono the speech lanes want).
+        clock: monotonic seconds (tests replay time with their own).
     """
 
     def __init__(
@@ -118,12 +134,16 @@ class VoiceReceiver:
         dave: DaveReceiver | None = None,
         reorder_depth: int = 3,
         idle_flush_s: float = 0.1,
+        decoder: type[SpeakerDecoder] = SpeakerDecoder,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._loop = loop
+        self._clock = clock
         self._sink = sink
         self.dave = dave
         self._depth = reorder_depth
         self._idle_flush = idle_flush_s
+        self._decoder = decoder
         self._lock = threading.Lock()
         self._cipher: TransportCipher | None = None
         self._own_ssrc: int | None = None
@@ -135,18 +155,47 @@ class VoiceReceiver:
         self._next_idle_check = 0.0
         self._closed = False
         self.counters = ReceiveCounters()
+        self.last_decoded_at = 0.0
+        """``clock()`` when a packet other than the Opus silence frame last decoded."""
+        self._heard: dict[int, float] = {}
+        self._arrived: dict[int, float] = {}
 
     # -- configuration (event loop thread) -------------------------------------------------
 
     def set_transport(self, mode: str, key: bytes | Sequence[int]) -> None:
-        """Install the key from SESSION_DESCRIPTION (op 4); a reconnect brings a new one."""
-        cipher = make_cipher(mode, key)
-        with self._lock:
-            self._cipher = cipher
+        """Install the key from SESSION_DESCRIPTION (op 4); a reconnect brings a new one.
+
+        Raises:
+            ValueError: unsupported mode or a key that is not 32 bytes. The previous key is
+                removed all the same: it belongs to a session that no longer exists, and packets
+                are better counted as ``no_key`` than decrypted with it.
+        """
+        try:
+            if not isinstance(key, bytes | bytearray | list | tuple):
+                raise ValueError(f"voice secret key must be a list of bytes, not {type(key)}")
+            cipher: TransportCipher | None = make_cipher(mode, key)
+        except (ValueError, TypeError, OverflowError) as error:
+            cipher = None
+            raise ValueError(str(error)) from None
+        finally:
+            with self._lock:
+                self._cipher = cipher
 
     def set_own_ssrc(self, ssrc: int | None) -> None:
         with self._lock:
             self._own_ssrc = ssrc
+
+    def new_session(self, own_ssrc: int) -> None:
+        """READY (op 2): a new voice session. Every SSRC is announced again (op 5) and decoder
+        state belongs to the old streams, so both go; the transport key comes with op 4."""
+        with self._lock:
+            self._own_ssrc = own_ssrc
+            self._ssrc_users.clear()
+            for ssrc in list(self._speakers):
+                self._retire(ssrc)
+            self._cipher = None
+        if self.dave is not None:
+            self.dave.reset()
 
     def map_ssrc(self, ssrc: int, user_id: int) -> None:
         """SPEAKING (op 5): ``ssrc`` now carries ``user_id``'s audio."""
@@ -168,20 +217,30 @@ class VoiceReceiver:
     def user_for(self, ssrc: int) -> int | None:
         return self._ssrc_users.get(ssrc)
 
+    def arrived_at(self, user_id: int) -> float | None:
+        """``clock()`` when a packet of ``user_id`` last reached the decoder (socket thread)."""
+        return self._arrived.get(user_id)
+
+    def heard_at(self, user_id: int) -> float | None:
+        """``clock()`` when audio (not the silence frame) of ``user_id`` last decoded."""
+        return self._heard.get(user_id)
+
     def handle_gateway(self, message: dict[str, Any]) -> None:
         """Apply one voice gateway JSON message (the discord.py websocket hook calls this)."""
         op = message.get("op")
-        data = message.get("d") or {}
+        data = message.get("d")
         try:
+            if not isinstance(data, dict):
+                return
             if op == OP_SPEAKING and "ssrc" in data and "user_id" in data:
-                self.map_ssrc(int(data["ssrc"]), int(data["user_id"]))
+                self.map_ssrc(parse_ssrc(data["ssrc"]), parse_user_id(data["user_id"]))
             elif op == OP_CLIENT_DISCONNECT and "user_id" in data:
-                self.forget_user(int(data["user_id"]))
+                self.forget_user(parse_user_id(data["user_id"]))
             elif op == OP_READY and "ssrc" in data:
-                self.set_own_ssrc(int(data["ssrc"]))
+                self.new_session(parse_ssrc(data["ssrc"]))
             elif op == OP_SESSION_DESCRIPTION and "secret_key" in data:
                 self.set_transport(str(data.get("mode")), data["secret_key"])
-        except (TypeError, ValueError) as error:
+        except (TypeError, ValueError, OverflowError) as error:
             log.warning("ignoring malformed voice gateway op %s: %s", op, error)
 
     def snapshot(self) -> ReceiveCounters:
@@ -190,6 +249,7 @@ class VoiceReceiver:
             out = ReceiveCounters(
                 received=self.counters.received,
                 accepted=self.counters.accepted,
+                silence=self.counters.silence,
                 dropped=dict(self.counters.dropped),
                 delivered=self.counters.delivered,
             )
@@ -228,7 +288,7 @@ class VoiceReceiver:
         be flushed when the next datagram arrives.
         """
         with self._lock:
-            frames = self._flush_idle(time.monotonic())
+            frames = self._flush_idle(self._clock())
         self._hand_off(frames)
 
     def _hand_off(self, frames: list[VoiceFrame]) -> None:
@@ -249,14 +309,16 @@ class VoiceReceiver:
             self.counters.received += 1
             try:
                 reason, frames = self._process_locked(data)
-            except Exception:  # a bug must not kill discord.py's socket thread
+            except BaseException as error:  # a bug (or a panic) must not kill the socket thread
+                if isinstance(error, _FATAL):
+                    raise
                 log.exception("voice receive failed on a %d-byte datagram", len(data))
                 reason, frames = DropReason.INTERNAL_ERROR, []
             if reason is None:
                 self.counters.accepted += 1
             else:
                 self.counters.dropped[reason] += 1
-            now = time.monotonic()
+            now = self._clock()
             if now >= self._next_idle_check:
                 self._next_idle_check = now + self._idle_flush
                 frames.extend(self._flush_idle(now))
@@ -289,12 +351,16 @@ class VoiceReceiver:
             except DaveDecryptError:
                 return DropReason.DAVE_FAILED, []
         speaker = self._speakers.get(header.ssrc)
-        now = time.monotonic()
+        now = self._clock()
         if speaker is None:
-            speaker = _Speaker(user_id, SpeakerDecoder(depth=self._depth), now)
+            speaker = _Speaker(user_id, self._decoder(depth=self._depth), now)
             self._speakers[header.ssrc] = speaker
-        speaker.last_packet = now
+        speaker.last_packet = self._arrived[user_id] = now
         decoded = speaker.decoder.push(header.sequence, opus)
+        if opus == OPUS_SILENCE:  # proves neither talking nor hearing
+            self.counters.silence += 1
+        elif decoded:
+            self.last_decoded_at = self._heard[user_id] = now
         return None, self._frames(header.ssrc, user_id, decoded)
 
     def _flush_idle(self, now: float, idle: float | None = None) -> list[VoiceFrame]:

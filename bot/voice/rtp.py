@@ -18,6 +18,8 @@ __all__ = [
     "RtpParseError",
     "build_header",
     "parse_header",
+    "parse_ssrc",
+    "parse_user_id",
     "strip_padding_and_extension",
 ]
 
@@ -120,3 +122,27 @@ def build_header(
     if extension:
         out += struct.pack(">HH", 0xBEDE, extension_words)
     return out
+
+
+def parse_ssrc(value: object) -> int:
+    """An SSRC from a voice gateway payload: an unsigned 32-bit integer.
+
+    Raises:
+        ValueError: anything else (the caller ignores the malformed message).
+    """
+    number = int(value)  # type: ignore[call-overload]
+    if not 0 <= number <= 0xFFFFFFFF:
+        raise ValueError(f"SSRC out of range: {value!r}")
+    return number
+
+
+def parse_user_id(value: object) -> int:
+    """A Discord user id (snowflake) from a voice gateway payload.
+
+    Raises:
+        ValueError: not a positive 64-bit integer.
+    """
+    number = int(value)  # type: ignore[call-overload]
+    if not 0 < number < 1 << 64:
+        raise ValueError(f"user id out of range: {value!r}")
+    return number

@@ -5,15 +5,16 @@ from __future__ import annotations
 import asyncio
 import math
 import struct
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+import discord
 import discord.opus
 import pytest
 
 from bot.voice.dave import DaveReceiver
 from bot.voice.loopback import LocalDaveGroup, LoopbackSpeaker
-from bot.voice.opus_decode import ensure_opus_loaded
+from bot.voice.opus_decode import SpeakerDecoder, ensure_opus_loaded
 from bot.voice.receiver import VoiceFrame, VoiceReceiver
 from bot.voice.transport_crypto import XChaCha20Cipher
 
@@ -50,16 +51,29 @@ def tone(frames: int, freq: float = 440.0, amplitude: int = 9000) -> list[bytes]
     return out
 
 
-def reference_decode(packets: list[bytes]) -> list[bytes]:
-    """What a fresh libopus decoder makes of ``packets`` in order: the PCM we must reproduce."""
-    decoder = discord.opus.Decoder()
+def reference_decode(packets: list[bytes], *, stt: bool = False) -> list[bytes]:
+    """What a fresh libopus decoder makes of ``packets`` in order: the PCM we must reproduce
+    (48 kHz stereo, or with ``stt`` 16 kHz mono as the bot's client decodes for the lanes)."""
+
+    class Mono16k(discord.opus.Decoder):
+        SAMPLING_RATE = 16_000
+        CHANNELS = 1
+
+    decoder = Mono16k() if stt else discord.opus.Decoder()
     return [decoder.decode(p, fec=False) for p in packets]
 
 
 class Rig:
     """A bot-side receiver in a real DAVE group with one remote speaker."""
 
-    def __init__(self, *, dave: bool = True, recovery: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        dave: bool = True,
+        recovery: Callable[[], None] | None = None,
+        decoder: type[SpeakerDecoder] = SpeakerDecoder,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
         self.group = LocalDaveGroup(CHANNEL)
         self.bot_session = self.group.new_session(BOT_USER) if dave else None
         self.remote_session = self.group.new_session(SPEAKER_USER) if dave else None
@@ -72,7 +86,10 @@ class Rig:
             failure_threshold=5,
         )
         loop = asyncio.get_running_loop()
-        self.receiver = VoiceReceiver(loop, self.frames.extend, dave=self.dave)
+        options: dict[str, Any] = {"decoder": decoder}
+        if clock is not None:
+            options["clock"] = clock
+        self.receiver = VoiceReceiver(loop, self.frames.extend, dave=self.dave, **options)
         self.receiver.set_transport("aead_xchacha20_poly1305_rtpsize", KEY)
         self.receiver.set_own_ssrc(1)
         self.receiver.handle_gateway(
@@ -94,3 +111,12 @@ class Rig:
 @pytest.fixture
 async def rig() -> Rig:
     return Rig()
+
+
+@pytest.fixture
+async def client(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[discord.Client]:
+    """A real discord.Client logged in to the local REST API (see ``voice_rig``)."""
+    from .voice_rig import logged_in_client
+
+    async for bot in logged_in_client(monkeypatch):
+        yield bot

@@ -22,14 +22,12 @@ from discord.gateway import DiscordWebSocket
 
 from bot.config import GlyphoxaConfig
 from bot.discord_bot import GlyphoxaBot, TableParts
+from bot.local_discord import LocalDiscord
 from bot.metrics import Metrics
 from bot.voice.dave import DaveReceiver
-from bot.voice.loopback import LoopbackSpeaker
 from bot.voice.receiver import VoiceReceiver
-from bot.voice.transport_crypto import make_cipher
 
 from .discord_api import APP_ID, BOT_ID, FakeDiscordApi, user
-from .local_discord import LocalDiscord
 
 GUILD, TEXT, VOICE, DM_ROLE = 9100, 9101, 9102, 9103
 DM_USER, PLAYER = 601, 602
@@ -44,40 +42,6 @@ def _member(user_id: int, name: str, roles: list[int]) -> dict[str, Any]:
         "deaf": False,
         "mute": False,
         "flags": 0,
-    }
-
-
-def _guild() -> dict[str, Any]:
-    roles = [
-        {"id": str(GUILD), "name": "@everyone", "permissions": "0", "position": 0},
-        {"id": str(DM_ROLE), "name": "DM", "permissions": "0", "position": 1},
-    ]
-    for r in roles:
-        r.update(color=0, hoist=False, managed=False, mentionable=False, flags=0)
-    voice = {"id": str(VOICE), "type": 2, "name": "Tavern", "position": 1}
-    voice.update(bitrate=64000, user_limit=0)
-    in_voice = [
-        {"user_id": str(u), "channel_id": str(VOICE), "session_id": f"s{u}", "deaf": False,
-         "mute": False, "self_deaf": False, "self_mute": False, "self_video": False,
-         "suppress": False, "request_to_speak_timestamp": None}
-        for u in (DM_USER, PLAYER)
-    ]  # fmt: skip
-    return {
-        "id": str(GUILD),
-        "name": "Table",
-        "owner_id": "1",
-        "unavailable": False,
-        "large": False,
-        "member_count": 3,
-        "roles": roles,
-        "emojis": [],
-        "features": [],
-        "channels": [{"id": str(TEXT), "type": 0, "name": "table", "position": 0}, voice],
-        "members": [_member(DM_USER, "dm", [DM_ROLE]), _member(PLAYER, "Aria", [])],
-        "voice_states": in_voice,
-        "threads": [],
-        "stage_instances": [],
-        "guild_scheduled_events": [],
     }
 
 
@@ -105,20 +69,23 @@ def _interaction(name: str, sub: str) -> dict[str, Any]:
 
 @pytest.fixture
 async def world(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    monkeypatch: pytest.MonkeyPatch,
 ) -> AsyncIterator[tuple[LocalDiscord, FakeDiscordApi]]:
     api = FakeDiscordApi()
     await api.start()
-    discord_side = LocalDiscord(
-        guild=_guild(), bot_user=user(BOT_ID, "Glyphoxa", bot=True), app_id=APP_ID,
-        tls_dir=str(tmp_path),
+    local = LocalDiscord(
+        players={DM_USER: "dm", PLAYER: "Aria"}, guild_id=GUILD, text_id=TEXT, voice_id=VOICE,
+        bot_id=BOT_ID, app_id=APP_ID, roles={DM_ROLE: "DM"}, member_roles={DM_USER: [DM_ROLE]},
     )  # fmt: skip
-    await discord_side.start(remote_user=PLAYER)
-    # Only Discord's addresses change; every byte is produced and parsed by discord.py.
+    await local.start()
+    await local.player_joins(DM_USER)
+    await local.player_joins(PLAYER)
+    # Only Discord's addresses change; every byte is produced and parsed by discord.py. The
+    # REST stand-in here also answers interactions.
     monkeypatch.setattr(discord.http.Route, "BASE", api.base)
-    monkeypatch.setattr(DiscordWebSocket, "DEFAULT_GATEWAY", yarl.URL(discord_side.gateway_url))
-    yield discord_side, api
-    await discord_side.close()
+    monkeypatch.setattr(DiscordWebSocket, "DEFAULT_GATEWAY", yarl.URL(local.gateway_url))
+    yield local, api
+    await local.close()
     await api.close()
 
 
@@ -154,7 +121,7 @@ async def test_session_start_hears_players_and_plays_the_mixer(
     try:
         await asyncio.wait_for(bot.wait_until_ready(), timeout=20)
         await local.dispatch("INTERACTION_CREATE", _interaction("session", "start"))
-        await asyncio.wait_for(local.dave_ready.wait(), timeout=20)
+        await asyncio.wait_for(local.voice.bot_welcomed.wait(), timeout=20)
         await api.wait_for_call(
             lambda c: c[1] == f"webhooks/{APP_ID}/tok-start" and "Session started" in str(c[2])
         )
@@ -174,14 +141,15 @@ async def test_session_start_hears_players_and_plays_the_mixer(
 
         # The remote player speaks (DAVE + transport encrypted) over UDP, once the bot has
         # seen their SPEAKING (op 5): before that their SSRC is unknown and dropped.
-        assert local.remote is not None
-        await asyncio.wait_for(local.speaking_sent.wait(), timeout=10)
-        await _eventually(lambda: vc.receiver.user_for(local.remote_ssrc) == PLAYER)
-        cipher = make_cipher(local.mode, local.secret_key)
-        speaker = LoopbackSpeaker(local.remote_ssrc, cipher, local.remote)
+        voice = local.voice
+        player = voice.players[PLAYER]
+        await voice.set_speaking(PLAYER, True)
+        await _eventually(lambda: vc.receiver.user_for(player.ssrc) == PLAYER)
+        assert player.speaker is not None
+        quiet = player.speaker.encode(bytes(3840))
         for _ in range(15):
-            local.udp.send(speaker.packet(b"\xf8\xff\xfe"))  # silence: no STT work needed
-            local.udp.send(speaker.packet(speaker.encode(bytes(3840))))
+            voice.send(PLAYER, b"\xf8\xff\xfe")  # silence: no STT work needed
+            voice.send(PLAYER, quiet)
         session = sessions[0]
         await _eventually(lambda: "Aria" in session.status()["speakers"])
         # DM voice commands are read only from the lane of a member with the DM role.
@@ -201,14 +169,17 @@ async def test_session_start_hears_players_and_plays_the_mixer(
         # The bot plays the session's mixer; the remote member can decrypt and decode it.
         # (Packets sent before the bot's DAVE session was ready are plain, as discord.py sends
         # them during the transition; look only at what was sent after.)
-        local.udp.from_bot.clear()
-        await _eventually(lambda: len(local.udp.from_bot) >= 10)
+        sent = voice.stats.recent_from_bot
+        sent.clear()
+        await _eventually(lambda: len(sent) >= 10)
         ears = VoiceReceiver(
-            asyncio.get_running_loop(), lambda f: None, dave=DaveReceiver(lambda: (local.remote, 1))
+            asyncio.get_running_loop(),
+            lambda f: None,
+            dave=DaveReceiver(lambda: (player.session, 1)),
         )
-        ears.set_transport(local.mode, local.secret_key)
-        ears.map_ssrc(local.bot_ssrc, BOT_ID)
-        for datagram in list(local.udp.from_bot):
+        ears.set_transport(voice.mode, voice.secret_key)
+        ears.map_ssrc(voice.bot_ssrc, BOT_ID)
+        for datagram in list(sent):
             ears.process(datagram)
         counters = ears.snapshot()
         assert counters.accepted > 0 and counters.dropped["decrypt_failed"] == 0
@@ -221,6 +192,51 @@ async def test_session_start_hears_players_and_plays_the_mixer(
         assert local.voice_states[-1]["channel_id"] is None  # the bot left voice
         assert session._stopped
         assert packets("received") == 0.0  # the stopped table's receiver is no longer tracked
+    finally:
+        await bot.close()
+        await asyncio.wait_for(runner, timeout=10)
+
+
+async def test_a_kicked_table_tells_the_dm_and_the_cog_forgets_it(
+    world: tuple[LocalDiscord, FakeDiscordApi], whisper_stt: Any
+) -> None:
+    local, api = world
+    from bot.session.session import TableSession
+    from bot.speech import EspeakTts
+    from npcs.campaign import load_campaign
+
+    config = GlyphoxaConfig.model_validate(
+        {"discord": {"guild_ids": [GUILD], "dm_role": "DM", "transcription_notice": False}}
+    )
+    sessions: list[TableSession] = []
+
+    async def factory(campaign: str | None) -> TableParts:
+        session = TableSession(
+            config=config, campaign=load_campaign(EXAMPLE), stt=whisper_stt, tts=EspeakTts(),
+            engines=lambda npc: None, metrics=Metrics(),
+        )  # fmt: skip
+        sessions.append(session)
+        return TableParts(session=session)
+
+    bot = GlyphoxaBot(config, factory, connector=aiohttp.TCPConnector(ssl=False))
+    runner = asyncio.create_task(bot.start("test-token"))
+    try:
+        await asyncio.wait_for(bot.wait_until_ready(), timeout=20)
+        await local.dispatch("INTERACTION_CREATE", _interaction("session", "start"))
+        await asyncio.wait_for(local.voice.bot_welcomed.wait(), timeout=20)
+        await api.wait_for_call(lambda c: "Session started" in str(c[2]))
+        await local.kick_bot()
+        notice = await api.wait_for_call(
+            lambda c: c[1] == f"channels/{TEXT}/messages" and "removed from" in str(c[2])
+        )
+        assert "/session start" in notice[2]["content"]
+        cog = bot.get_cog("TableCog")
+        assert cog is not None and cog.tables == {}  # type: ignore[attr-defined]
+        await _eventually(lambda: sessions[0]._stopped)
+        # A new session can start right away: nothing of the old one is left in the cog.
+        await local.dispatch("INTERACTION_CREATE", _interaction("session", "start"))
+        started = lambda: [c for c in api.calls if "Session started" in str(c[2])]  # noqa: E731
+        await api.wait_for_call(lambda c: len(started()) == 2)
     finally:
         await bot.close()
         await asyncio.wait_for(runner, timeout=10)

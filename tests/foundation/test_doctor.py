@@ -56,8 +56,8 @@ def test_the_healthy_offline_stack_passes_every_check(
 ) -> None:
     code, lines = doctor(capsys, write_config(tmp_path))
     assert code == 0, "\n".join(lines.values())
-    expected = ["config", "campaign", "opus", "espeak", "voices", "vad", "stt", "llm", "memory",
-                "tables", "tools", "discord-token"]  # fmt: skip
+    expected = ["config", "campaign", "opus", "espeak", "voices", "vad", "stt", "turn", "llm",
+                "memory", "tables", "tools", "discord-token"]  # fmt: skip
     assert list(lines)[:-1] == expected
     assert all(lines[name].startswith("PASS") for name in expected[:-1])
     assert lines["discord-token"].startswith("SKIP")  # offline: only glyphoxa run needs it
@@ -97,6 +97,31 @@ def test_a_missing_whisper_model_fails_the_stt_check(
     assert code == 1 and lines["voices"].startswith("PASS")
     assert lines["stt"].startswith("FAIL") and "speech recognizer did not load" in lines["stt"]
     assert str(missing) in lines["stt"] and "-> fix: check providers.stt.model" in lines["stt"]
+
+
+def test_a_missing_turn_model_fails_the_turn_check_and_off_passes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "no-such-turn-model.onnx"
+    speech = {"turn": {"model_path": str(missing)}}
+    code, lines = doctor(capsys, write_config(tmp_path, speech=speech), "--only", "turn")
+    assert code == 1 and lines["voices"].startswith("PASS")
+    assert lines["turn"].startswith("FAIL") and str(missing) in lines["turn"]
+    assert "after the 500 ms hangover instead" in lines["turn"]
+    assert "-> fix: ./scripts/setup (installs pipecat-ai==1.14.0 --no-deps)" in lines["turn"]
+    off = {"turn": {"detector": "off"}}
+    code, lines = doctor(capsys, write_config(tmp_path, speech=off), "--only", "turn")
+    assert code == 0 and lines["turn"].startswith("PASS")
+    assert "turns end after the 500 ms VAD hangover" in lines["turn"]
+
+
+def test_the_turn_model_scores_the_finished_sample_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, lines = doctor(capsys, write_config(tmp_path), "--only", "turn")
+    assert code == 0 and lines["turn"].startswith("PASS"), lines["turn"]
+    score = float(lines["turn"].split("a finished line scores ")[1].split(";")[0])
+    assert score >= 0.5  # speech.turn.threshold: the sample line sounds finished
 
 
 @pytest.mark.skipif(not llama_cpp_available(), reason="llama-cpp-python[server] missing")

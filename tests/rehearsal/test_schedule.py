@@ -6,7 +6,7 @@ from __future__ import annotations
 from bot.rehearsal.players import LineAudio
 from bot.rehearsal.scene import Scene
 from bot.rehearsal.schedule import ScenePlan
-from bot.speech import FRAME_BYTES
+from bot.speech import STT_FRAME_BYTES
 
 
 def _plan(wait: bool = True) -> ScenePlan:
@@ -21,7 +21,7 @@ def _plan(wait: bool = True) -> ScenePlan:
             "wait_for_answers": wait,
         }
     )
-    audio = b"\x10\x00" * (FRAME_BYTES // 2 * 10)  # 200 ms, not silence
+    audio = b"\x10\x00" * (STT_FRAME_BYTES // 2 * 10)  # 200 ms, not silence
     lines = [LineAudio(line, audio, 0.2) for line in scene.lines]
     return ScenePlan(scene, lines)
 
@@ -50,3 +50,29 @@ def test_fixed_timing_when_not_waiting_for_answers() -> None:
     plan.advance(50, quiet=True, npc_audible=False)
     assert [i.line.at for i in plan.advance(150, quiet=False, npc_audible=False)] == [3]
     assert plan.shift == 0
+
+
+def test_table_talk_starts_on_time_and_holds_nobody_up() -> None:
+    scene = Scene.model_validate(
+        {
+            "lines": [
+                {"at": 1, "speaker": "A", "text": "Bartok, hi."},
+                {"at": 1.5, "speaker": "T", "text": "Nice boots.", "overlap": True},
+                {"at": 2, "speaker": "A", "text": "Bartok, an ale."},
+                {"at": 4, "speaker": "M", "text": "Thanks.", "overlap": True},
+            ]
+        }
+    )
+    long = b"\x10\x00" * (STT_FRAME_BYTES // 2 * 100)  # 2 s of talk
+    plan = ScenePlan(scene, [LineAudio(line, long, 2.0) for line in scene.lines])
+    assert scene.table_talkers() == {"T", "M"}
+    assert [i.line.speaker for i in plan.advance(50, quiet=True, npc_audible=False)] == ["A"]
+    # table talk starts while A still talks and while the table is not quiet...
+    assert [i.line.speaker for i in plan.advance(75, quiet=False, npc_audible=True)] == ["T"]
+    # ...and A's next line waits for A's audio and a quiet table, not for the table talk
+    assert plan.advance(150, quiet=False, npc_audible=False) == []
+    assert [i.line.speaker for i in plan.advance(150, quiet=True, npc_audible=False)] == ["A"]
+    assert plan.shift == 50  # A's second line started 1 s late...
+    assert plan.advance(249, quiet=False, npc_audible=False) == []
+    started = plan.advance(250, quiet=False, npc_audible=False)  # ...so M's talk shifted too
+    assert [i.line.speaker for i in started] == ["M"] and plan.all_started

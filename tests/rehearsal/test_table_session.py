@@ -233,27 +233,26 @@ async def test_answer_starts_on_the_partial_when_the_final_confirms_it(
     await asyncio.wait_for(confirmed(), 1)  # adopted: tools with side effects may run
 
 
-async def test_early_transcript_replaces_a_stale_partial_and_routes_at_the_end_of_speech(
+async def test_the_words_heard_at_the_pause_are_the_final_and_start_the_answer(
     speculating_table: Table,
 ) -> None:
     table = speculating_table
     table.engine.replies["Bartok"] = ["Dark ale."]
-    table.engine.hold = asyncio.Event()  # keep the "LLM" running so cancellation is visible
     table.driver.say("Arin", "Bartok, what is on tap tonight?")  # partials: first half only
-    await table.driver.run_until(lambda: len(table.driver.of_type(Routed)) == 1)
-    texts = [r.text for r in table.engine.requests]
-    assert texts == ["Bartok, what is", "Bartok, what is on tap tonight?"]
-    assert table.engine.cancelled == ["Bartok"]  # the guess on the stale partial
-    table.engine.hold.set()
     await table.driver.run_until(lambda: len(spoken(table)) == 1)
-    await table.driver.run_until(lambda: table.driver.stt.finals == 2)  # early + lane final
     for _ in range(10):
         await table.driver.tick()
+    # Never guessed on the stale partial: the answer started on the words heard at the pause,
+    # and those words were the final (recognized once, not again after the end of the turn).
+    assert [r.text for r in table.engine.requests] == ["Bartok, what is on tap tonight?"]
+    assert table.engine.cancelled == []
+    assert table.driver.stt.finals == 1
     trace = spoken(table)[0].trace
     assert trace.speculative and trace.heard == "Bartok, what is on tap tonight?"
     assert trace.spoken == "Dark ale."
-    assert len(table.driver.of_type(Routed)) == 1  # the lane's final only confirmed it
-    assert len(table.engine.requests) == 2
+    assert trace.turn_end is not None and trace.speech_end is not None
+    assert trace.speech_end <= trace.turn_end <= trace.final_transcript  # type: ignore[operator]
+    assert len(table.driver.of_type(Routed)) == 1
 
 
 async def test_talking_on_after_a_pause_drops_the_early_guess(speculating_table: Table) -> None:
@@ -308,7 +307,11 @@ async def test_after_an_answer_the_npc_is_prefilled_for_its_players_reply(
 ) -> None:
     table = prefilling_table
     table.engine.replies["Bartok"] = ["Dark ale."]
-    table.driver.say("Arin", "Bartok, what is on tap?", stable=True)
+    table.engine.hold = asyncio.Event()  # the answer runs until the prefill while Arin talked is
+    table.driver.say("Arin", "Bartok, what is on tap?", stable=True)  # over (one at a time)
+    prefiller = table.session.prefiller
+    await table.driver.run_until(lambda: bool(table.engine.prefills) and not prefiller.busy)
+    table.engine.hold.set()
     await table.driver.run_until(lambda: len(spoken(table)) == 1)
     _, request = table.engine.prefills[-1]
     assert (request.npc.name, request.speaker, request.text) == ("Bartok", "Arin", "")

@@ -28,3 +28,10 @@ def player_audio(piper: PiperTts) -> list[tuple[str, bytes, int]]:
     if shutil.which("espeak-ng"):
         lines += [(text, *espeak_pcm(text)) for text in ESPEAK_LINES]
     return lines
+
+
+@pytest.fixture(scope="session")
+def turn_model():  # type: ignore[no-untyped-def]
+    from bot.speech.turn_model import SmartTurnModel
+
+    return SmartTurnModel()

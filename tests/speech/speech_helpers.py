@@ -119,3 +119,60 @@ def espeak_pcm(text: str, voice: str = "en-us") -> tuple[bytes, int]:
 requires_espeak = pytest.mark.skipif(
     shutil.which("espeak-ng") is None, reason="espeak-ng not installed (apt-get install espeak-ng)"
 )
+
+
+def stt_frames(pcm: bytes, rate: int, *, trim: bool = True) -> list[bytes]:
+    """Mono s16le at ``rate`` -> 20 ms 16 kHz mono frames (what the receiver decodes for STT),
+    with the synthesizer's own leading and trailing silence cut (``trim``) so a test decides
+    exactly how long each pause is."""
+    samples = np.frombuffer(pcm, dtype="<i2").astype(np.float32)
+    if rate != 16_000:
+        samples = soxr.resample(samples, rate, 16_000)
+    if trim:
+        loud = np.nonzero(np.abs(samples) > 500)[0]
+        samples = samples[loud[0] : loud[-1] + 1] if loud.size else samples[:0]
+    mono = np.clip(samples, -32768, 32767).astype("<i2")
+    mono = np.concatenate([mono, np.zeros((-mono.size) % 320, dtype="<i2")]).tobytes()
+    return [mono[i : i + 640] for i in range(0, len(mono), 640)]
+
+
+def stt_silence(seconds: float) -> list[bytes]:
+    return [bytes(640)] * round(seconds * 50)
+
+
+class LaneWatch:
+    """Reads a lane in the background; ``await watch.next(Kind)`` waits for the next event of a
+    kind (event-driven: no sleeps, a generous timeout only against a hang)."""
+
+    def __init__(self, lane: SpeakerLane) -> None:
+        self.lane = lane
+        self.events: list[LaneEvent] = []
+        self._seen = 0
+        self._changed = asyncio.Event()
+        self.task = asyncio.create_task(self._read())
+
+    async def _read(self) -> None:
+        async for event in self.lane:
+            self.events.append(event)
+            self._changed.set()
+        self._changed.set()
+
+    async def next(self, kind: type, limit_s: float = 120.0):  # type: ignore[no-untyped-def]
+        async with asyncio.timeout(limit_s):
+            while True:
+                for index in range(self._seen, len(self.events)):
+                    if isinstance(self.events[index], kind):
+                        self._seen = index + 1
+                        return self.events[index]
+                if self.task.done():
+                    raise AssertionError(f"the lane ended before a {kind.__name__}")
+                self._changed.clear()
+                await self._changed.wait()
+
+    def of(self, kind: type) -> list:  # type: ignore[type-arg]
+        return [e for e in self.events if isinstance(e, kind)]
+
+    async def close(self) -> list[LaneEvent]:
+        self.lane.end_input()
+        await asyncio.wait_for(self.task, 120)
+        return self.events

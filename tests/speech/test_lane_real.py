@@ -51,8 +51,9 @@ async def test_partials_arrive_before_the_final(whisper: FasterWhisperStt, piper
     lane = SpeakerLane(
         "bob", stt=whisper, vocabulary=Vocabulary(["Greymantle", "Shadowfell", "Bartok"])
     )
+    # Paced like a player (real time): a partial is only emitted while the player still talks.
     events = await asyncio.wait_for(
-        run_lane(lane, pcm_to_frames(pcm, rate, pad_s=0.6), realtime_factor=2.0), timeout=60
+        run_lane(lane, pcm_to_frames(pcm, rate, pad_s=0.6), realtime_factor=1.0), timeout=60
     )
     kinds = [type(e) for e in events if not isinstance(e, SpeechProgress)]
     assert kinds[0] is SpeechStarted

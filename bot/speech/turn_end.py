@@ -1,0 +1,92 @@
+"""End of turn: when may a pause in a player's speech end their turn?
+
+At each pause the lane asks the turn model how the utterance *sounds* (Smart Turn: falling
+intonation, a finished phrase) and looks at what was *said* (the words up to the pause). Either
+can say "not done": a trailing "and" or "um", words trailing off ("..."), or a name alone
+("Bartok," then a breath before the question). A complete turn ends after ``complete_ms`` of
+silence, an unfinished one only after ``incomplete_ms``; without the model the lane keeps the
+plain VAD hangover. Pure and synchronous, so every rule is easy to test.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from bot.config import TurnConfig
+
+__all__ = ["TurnEndPolicy", "TurnVerdict", "unfinished_words"]
+
+_WORD = re.compile(r"[a-z0-9']+")
+#: Words a finished sentence does not end with: conjunctions, fillers, articles.
+_DANGLING = frozenset(
+    "and or but so because cause then if when while although though nor plus "
+    "um umm uh uhh er erm ah eh hmm the a an".split()
+)  # fmt: skip
+#: Words that may stand next to a name without making it a request ("hey Bartok").
+_CALLS = frozenset("hey hi hello oi okay ok so well oh um uh er excuse me".split())
+_TRAILING_OFF = ("...", "\u2026", ",", "-", "\u2014", ":", ";")
+
+
+def _words(text: str) -> list[str]:
+    return _WORD.findall(text.lower().replace("-", " "))
+
+
+def unfinished_words(text: str, names: Iterable[str] = ()) -> str | None:
+    """Why ``text`` reads as unfinished (None when it may be a whole turn).
+
+    ``names``: the NPC names a player may call out before saying what they want.
+    """
+    stripped = text.strip()
+    words = _words(stripped)
+    if not words:
+        return None
+    if words[-1] in _DANGLING:
+        return f'ends with "{words[-1]}"'
+    if stripped.endswith(_TRAILING_OFF):
+        return "trails off"
+    name_words = {w for name in names for w in _words(name)}
+    content = [w for w in words if w not in _CALLS]
+    if content and all(w in name_words for w in content):
+        return "a name alone"
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class TurnVerdict:
+    """What the lane decided at one pause."""
+
+    complete: bool
+    wait_ms: float
+    """Silence after the last voiced audio before the turn ends."""
+    reason: str
+    probability: float | None = None
+    """The turn model's score (None: no model, or it was not asked)."""
+
+
+class TurnEndPolicy:
+    """Combines the turn model's score with the words, per ``speech.turn``; without a model,
+    the plain VAD hangover (``hangover_ms``)."""
+
+    def __init__(self, config: TurnConfig, hangover_ms: float, names: Iterable[str] = ()) -> None:
+        self.config = config
+        self.hangover_ms = float(hangover_ms)
+        self.names = tuple(names)
+
+    def fallback(self) -> TurnVerdict:
+        """No turn model (switched off, missing or failed): the plain hangover."""
+        return TurnVerdict(False, self.hangover_ms, "no turn model", None)
+
+    def verdict(self, probability: float | None, text: str | None) -> TurnVerdict:
+        """``probability``: the model's score at the pause (None: it could not score, so the
+        plain hangover applies); ``text``: the words up to the pause."""
+        config = self.config
+        if probability is None:
+            return self.fallback()
+        why = unfinished_words(text, self.names) if text else None
+        if why is not None:
+            return TurnVerdict(False, config.incomplete_ms, why, probability)
+        if probability >= config.threshold:
+            return TurnVerdict(True, config.complete_ms, "sounds finished", probability)
+        return TurnVerdict(False, config.incomplete_ms, "sounds unfinished", probability)

@@ -1,0 +1,39 @@
+"""``glyphoxa bench soak --quick`` in CI: a compressed game night through the real receive path.
+
+Five synthesized players talk to the example campaign's NPCs through the local Discord (real
+DAVE group, Opus, discord.py voice connection, Whisper, the instant LLM, Piper) while players
+join late, one drops and rejoins, a client is left on a stale epoch, packets are lost in bursts,
+the DM mutes and overrides, and the voice server moves. Every goal of the full run but memory
+growth (20 simulated minutes are too short to tell a leak from warm-up) must hold.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.rehearsal.soak import run_soak
+from bot.rehearsal.soak_report import DEAF_GOAL_S
+
+pytestmark = pytest.mark.slow
+
+
+async def test_quick_soak_answers_every_addressed_turn_and_stays_hearing() -> None:
+    report = await run_soak(quick=True)
+    results = {r.name: r for r in report.bench_results()}
+    addressed = report.of("addressed")
+    assert len(addressed) == 12
+    missed = results["addressed turns answered"].extra["missed"]  # type: ignore[index]
+    assert [r for r in addressed if not r.answered] == [], missed
+    assert report.unexpected_answers() == []  # muted NPC and table talk stay unanswered
+    assert len(report.of("muted")) == 1 and len(report.of("stale")) == 1
+    deaf = report.longest_deaf()
+    assert deaf is not None and deaf.deaf_s <= DEAF_GOAL_S, deaf
+    assert report.tasks_left == [] and report.fds_leaked <= 0
+    assert len(report.outages_s) == 1 and report.outages_s[0] < 10
+    assert report.dm_notices == []  # nothing ended the table
+    # The stale client's line (its old keys expired) was not heard, yet the healthy player
+    # talking over it was answered.
+    stale = report.of("stale")[0]
+    assert stale.heard_after_s is None
+    over_it = next(r for r in addressed if r.line.at == stale.line.at)
+    assert over_it.answered

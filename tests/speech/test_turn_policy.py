@@ -1,0 +1,49 @@
+"""The end-of-turn policy: the model's score and the words, combined (pure, no model)."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.config import TurnConfig
+from bot.speech.turn_end import TurnEndPolicy, unfinished_words
+
+NAMES = ["Bartok", "Greymantle", "Captain Vessa", "the barkeep"]
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("Bartok, and", 'ends with "and"'),
+        ("Bartok, and um", 'ends with "um"'),
+        ("I want the", 'ends with "the"'),
+        ("So I went to the market and uh", 'ends with "uh"'),
+        ("Well, I was thinking...", "trails off"),
+        ("Greymantle,", "trails off"),
+        ("Bartok.", "a name alone"),
+        ("Hey, Captain Vessa.", "a name alone"),
+        ("The barkeep?", "a name alone"),
+        ("Bartok, what's on tap tonight?", None),
+        ("Great, pour me a pint.", None),
+        ("What are you looking at?", None),
+        ("Roll a die for me, Bartok.", None),
+        ("", None),
+    ],
+)
+def test_words_that_say_the_player_is_not_done(text: str, why: str | None) -> None:
+    assert unfinished_words(text, NAMES) == why
+
+
+def test_the_verdict_combines_the_score_with_the_words() -> None:
+    config = TurnConfig(complete_ms=200, incomplete_ms=1000, threshold=0.5)
+    policy = TurnEndPolicy(config, hangover_ms=500, names=NAMES)
+    done = policy.verdict(0.97, "Bartok, what's on tap tonight?")
+    assert (done.complete, done.wait_ms, done.reason) == (True, 200, "sounds finished")
+    named = policy.verdict(0.97, "Bartok.")  # sounds finished, but it is only a name
+    assert (named.complete, named.wait_ms, named.reason) == (False, 1000, "a name alone")
+    doubt = policy.verdict(0.2, "Bartok, what's on tap tonight?")
+    assert (doubt.complete, doubt.wait_ms, doubt.reason) == (False, 1000, "sounds unfinished")
+    unheard = policy.verdict(0.9, "")  # no words yet: the sound decides
+    assert unheard.complete
+    fallback = policy.verdict(None, "Bartok, and")  # the model could not score: plain hangover
+    assert (fallback.complete, fallback.wait_ms, fallback.reason) == (False, 500, "no turn model")
+    assert policy.fallback() == fallback
