@@ -154,6 +154,17 @@ class TierSelector:
             return found.tier, f"DM override {found.tier.label} {scope}{left}"
         return None
 
+    def active_overrides(self, now: float) -> list[tuple[str | None, Tier, float | None]]:
+        """Every override still in force: ``(npc or None for all, tier, seconds left or None)``
+        (what a resumed table must restore)."""
+        active = []
+        for npc, found in list(self._overrides.items()):
+            left = None if found.expires_at is None else found.expires_at - now
+            if left is not None and left <= 0:
+                continue
+            active.append((npc, found.tier, left))
+        return active
+
     # -- selection --------------------------------------------------------------------------
 
     def select(

@@ -26,8 +26,9 @@ TARGETS: dict[str, str] = {
     "memory": "campaigns.bench",
     "e2e": "bot.rehearsal.bench",
     "soak": "bot.rehearsal.soak",
+    "tables": "bot.rehearsal.tables_bench",
 }
-_ON_REQUEST = ("e2e", "soak")
+_ON_REQUEST = ("e2e", "soak", "tables")
 """Long runs: only when named."""
 
 
@@ -37,7 +38,7 @@ def register(sub: Any) -> None:
         "targets",
         nargs="*",
         metavar="TARGET",
-        help=f"one or more of: {', '.join(TARGETS)} (default: all but {' and '.join(_ON_REQUEST)})",
+        help=f"one or more of: {', '.join(TARGETS)} (default: all but {', '.join(_ON_REQUEST)})",
     )
     parser.add_argument("--json", action="store_true", help="print results as JSON")
     parser.add_argument("--quick", action="store_true", help="fewer iterations (smoke run)")

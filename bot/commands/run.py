@@ -1,4 +1,9 @@
-"""``glyphoxa run``: start the Discord bot (slash commands; the DM starts sessions in voice)."""
+"""``glyphoxa run``: start the Discord bot (slash commands; the DM starts sessions in voice).
+
+``--shard-count N --shard-ids 0,1`` runs some of the bot's Discord shards in this process
+(``bot/discord_bot/sharding.py``); open tables are kept in ``memory.url``'s database so that,
+on PostgreSQL, a restarted or replaced process resumes its guilds' tables.
+"""
 
 from __future__ import annotations
 
@@ -21,25 +26,74 @@ def register(sub: Any) -> None:
     parser.add_argument(
         "--campaign", default=None, help="campaign folder (default: campaign.path from the config)"
     )
+    parser.add_argument(
+        "--shard-count",
+        type=int,
+        default=None,
+        help="total Discord shards over every process (Discord requires sharding above 2,500 "
+        "guilds); every process gets the same number",
+    )
+    parser.add_argument(
+        "--shard-ids",
+        default=None,
+        help="the shards this process runs, e.g. 0,1 or 0-3 (default: all of --shard-count)",
+    )
     parser.set_defaults(func=_run)
 
 
 async def _run(args: argparse.Namespace) -> int:
-    import aiohttp
-    import discord
-
     from bot.config_loader import load_config, require_discord_token
-    from bot.discord_bot import GlyphoxaBot
-    from bot.discord_bot.tables import configured_tables
+    from bot.discord_bot.sharding import parse_shard_ids
     from bot.logging_setup import configure_logging
+    from bot.metrics import METRICS, start_metrics_server
     from bot.voice.opus_decode import ensure_opus_loaded
+    from campaigns.memory.table_registry import TableRegistry
+    from npcs.inference_http import InferencePool
 
     config = load_config(args.config)
     configure_logging(config.logging, verbose=getattr(args, "verbose", False))
+    shard_ids = parse_shard_ids(args.shard_ids, args.shard_count)
     token = require_discord_token(config)
     library = ensure_opus_loaded()  # fail now, not when the first player speaks
     log.info("libopus: %s", library)
-    bot = GlyphoxaBot(config, configured_tables(config, args.campaign))
+    registry = await TableRegistry.open(config.memory.url)
+    inference = InferencePool()  # connections to model servers, shared by every table
+    detach = METRICS.attach(inference.registry)
+    server = start_metrics_server(config.metrics)  # one /metrics for every table here
+    try:
+        return await _serve(config, token, args, shard_ids, registry, inference)
+    finally:
+        if server is not None:
+            server.close()
+        detach()
+        await inference.aclose()
+        await registry.close()
+
+
+async def _serve(
+    config: Any,
+    token: str,
+    args: argparse.Namespace,
+    shard_ids: list[int] | None,
+    registry: Any,
+    inference: Any,
+) -> int:
+    import aiohttp
+    import discord
+
+    from bot.discord_bot.sharding import make_bot
+    from bot.discord_bot.tables import configured_tables
+
+    bot = make_bot(
+        config,
+        configured_tables(config, args.campaign, inference),
+        shard_count=args.shard_count,
+        shard_ids=shard_ids,
+        table_registry=registry,
+    )
+    if args.shard_count is not None:
+        shards = ", ".join(map(str, shard_ids)) if shard_ids else "all"
+        print(f"Shards {shards} of {args.shard_count}.", flush=True)
     loop = asyncio.get_running_loop()
     closing: list[asyncio.Task[None]] = []
     for sig in (signal.SIGINT, signal.SIGTERM):

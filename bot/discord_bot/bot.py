@@ -12,6 +12,7 @@ from bot.config import GlyphoxaConfig
 from bot.discord_bot.cog import TableCog
 from bot.discord_bot.runtime import RuntimeFactory
 from campaigns.errors import GlyphoxaError
+from campaigns.memory.table_registry import TableRegistry
 
 __all__ = ["GlyphoxaBot"]
 
@@ -22,8 +23,14 @@ class GlyphoxaBot(commands.Bot):
     """``commands.Bot`` with the table cog; slash commands only (no message content intent)."""
 
     def __init__(
-        self, config: GlyphoxaConfig, runtime_factory: RuntimeFactory, **options: Any
+        self,
+        config: GlyphoxaConfig,
+        runtime_factory: RuntimeFactory,
+        *,
+        table_registry: TableRegistry | None = None,
+        **options: Any,
     ) -> None:
+        """``table_registry`` shares open tables with other processes (``keeper.py``)."""
         intents = discord.Intents.default()
         intents.voice_states = True
         intents.members = False
@@ -35,6 +42,7 @@ class GlyphoxaBot(commands.Bot):
         )
         self.config = config
         self.runtime_factory = runtime_factory
+        self.table_registry = table_registry
         self._campaign = None
 
     async def setup_hook(self) -> None:

@@ -14,13 +14,12 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot.discord_bot.approval import DiscordApprover
 from bot.discord_bot.host import TableHost
+from bot.discord_bot.keeper import TableElsewhere, TableKeeper
 from bot.discord_bot.messages import MESSAGE_LIMIT, fit_message
 from bot.discord_bot.permissions import (
     NotDungeonMaster,
     dm_only,
-    dm_voice_resolver,
     is_dungeon_master,
 )
 from bot.discord_bot.runtime import TableRuntime
@@ -43,22 +42,30 @@ class TableCog(commands.Cog):
 
     def __init__(self, bot: TableHost) -> None:
         self.bot = bot
-        self.tables: dict[int, TableRuntime] = {}
+        self.keeper = TableKeeper(bot)
+        """Claims, shared state and resume of this process's tables (``keeper.py``)."""
+        self.tables: dict[int, TableRuntime] = self.keeper.tables
+
+    async def cog_load(self) -> None:
+        await self.keeper.start()
 
     async def cog_unload(self) -> None:
         await self.stop_all()
 
     async def stop_all(self) -> None:
-        for guild_id in list(self.tables):
-            await self.tables.pop(guild_id).stop()
+        await self.keeper.close()
 
-    def _forget(self, guild_id: int, table: TableRuntime) -> None:
-        """A table that ended on its own (kicked, channel deleted, voice lost) is gone."""
-        if self.tables.get(guild_id) is table:
-            del self.tables[guild_id]
+    async def interaction_check(self, interaction: discord.Interaction) -> bool:
+        """Two processes holding one shard both get every interaction: the one that does not
+        run the guild's table stays silent and lets the other answer."""
+        if await self.keeper.held_elsewhere(interaction.guild_id or 0):
+            raise TableElsewhere("the table runs in another process")
+        return True
 
     def _table(self, interaction: discord.Interaction) -> TableRuntime:
         table = self.tables.get(interaction.guild_id or 0)
+        if table is None and self.keeper.starting(interaction.guild_id or 0):
+            raise GlyphoxaError("The session is starting; try again in a moment.")
         if table is None:
             raise GlyphoxaError("No session is running here. Start one with `/session start`.")
         return table
@@ -72,40 +79,20 @@ class TableCog(commands.Cog):
         self, interaction: discord.Interaction, campaign: str | None = None
     ) -> None:
         """Join your voice channel and start the table session."""
-        if interaction.guild_id in self.tables:
-            raise GlyphoxaError("A session is already running; `/session stop` it first.")
         voice = getattr(interaction.user, "voice", None)
         channel = voice.channel if voice is not None else None
         if channel is None:
             raise GlyphoxaError("Join a voice channel first, then run `/session start` again.")
-        await interaction.response.defer(ephemeral=True, thinking=True)
-        parts = await self.bot.runtime_factory(campaign)
-        if interaction.guild is not None:  # DM voice commands: the DM role's own voice lane
-            dm_role = self.bot.config.discord.dm_role
-            parts.session.dm_resolver = dm_voice_resolver(interaction.guild, dm_role)
-        if parts.tools is not None:  # tool calls that need approval ask this DM in private
-            approver = DiscordApprover(interaction.user)
-            parts.tools.approvals.configure(approver=approver)
-            parts.closers.append(approver.aclose)
         guild_id = interaction.guild_id or 0
+        await self.keeper.claim(guild_id)  # one process per table, even on a shared shard
+        await interaction.response.defer(ephemeral=True, thinking=True)
         here = interaction.channel or self.bot.get_channel(interaction.channel_id or 0)
         alerts = here if isinstance(here, discord.abc.Messageable) else None
-        settings = self.bot.config.discord
-        table = TableRuntime(
-            parts,
-            self.bot.transcript_channel(interaction.guild),
-            alerts=alerts,
-            on_ended=lambda ended: self._forget(guild_id, ended),
-            rejoin_attempts=settings.rejoin_attempts,
-            deaf_after_s=settings.deaf_after_s,
+        table = await self.keeper.open_table(
+            guild_id, channel, alerts, campaign, dm=interaction.user
         )
-        try:
-            await table.start(channel)
-        except Exception:
-            await table.stop()
-            raise
-        self.tables[guild_id] = table
-        npcs = ", ".join(sorted(parts.session.campaign.npcs)) or "none"
+        settings = self.bot.config.discord
+        npcs = ", ".join(sorted(table.session.campaign.npcs)) or "none"
         await interaction.followup.send(f"Session started in {channel.mention}. NPCs: {npcs}.")
         if settings.transcription_notice and alerts is not None:
             await alerts.send("This voice session is transcribed so the NPCs can answer you.")
@@ -114,10 +101,9 @@ class TableCog(commands.Cog):
     @dm_only()
     async def session_stop(self, interaction: discord.Interaction) -> None:
         """Leave voice and end the session (the transcript is kept)."""
-        table = self._table(interaction)
+        self._table(interaction)
         await interaction.response.defer(ephemeral=True, thinking=True)
-        del self.tables[interaction.guild_id or 0]
-        await table.stop()
+        await self.keeper.stop_table(interaction.guild_id or 0, close=True)
         await interaction.followup.send("Session stopped.")
 
     @session_group.command(name="status")
@@ -305,6 +291,11 @@ class TableCog(commands.Cog):
         original: BaseException = error
         if isinstance(error, app_commands.CommandInvokeError):
             original = error.original
+        if isinstance(original, TableElsewhere):
+            log.info(
+                "%s: %s; not answering", interaction.command and interaction.command.name, original
+            )
+            return
         if isinstance(original, NotDungeonMaster):
             message = str(original)
         elif isinstance(original, GlyphoxaError | ValueError):

@@ -8,6 +8,7 @@ import discord
 
 from bot.config import GlyphoxaConfig
 from bot.discord_bot.runtime import RuntimeFactory
+from campaigns.memory.table_registry import TableRegistry
 
 __all__ = ["TableHost"]
 
@@ -17,8 +18,19 @@ class TableHost(Protocol):
 
     config: GlyphoxaConfig
     runtime_factory: RuntimeFactory
+    table_registry: TableRegistry | None
+    """Open tables shared with other processes (None: this process only)."""
+
+    @property
+    def shard_count(self) -> int | None: ...
 
     def get_channel(self, id: int, /) -> Any: ...
+
+    def get_guild(self, id: int, /) -> discord.Guild | None: ...
+
+    async def fetch_user(self, user_id: int, /) -> discord.User: ...
+
+    def add_listener(self, func: Any, /, name: str = ...) -> None: ...
 
     def transcript_channel(self, guild: discord.Guild | None) -> discord.abc.Messageable | None:
         """The configured live-transcript channel of ``guild``, if any."""

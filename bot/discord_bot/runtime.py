@@ -46,8 +46,9 @@ class TableParts:
     """Awaited (in reverse order) when the table stops."""
 
 
-RuntimeFactory = Callable[[str | None], Awaitable[TableParts]]
-"""campaign path or None (configured default) -> the pieces of a new table."""
+RuntimeFactory = Callable[..., Awaitable[TableParts]]
+"""``factory(campaign)``: campaign path or None (configured default) -> the pieces of a new
+table; a table resumed after a restart is opened with ``memory_session_id=`` as well."""
 
 
 class TableRuntime:

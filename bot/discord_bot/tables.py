@@ -13,6 +13,7 @@ from typing import Any
 
 from bot.config import GlyphoxaConfig
 from bot.discord_bot.runtime import RuntimeFactory, TableParts
+from npcs.inference_http import InferencePool
 
 __all__ = ["configured_tables"]
 
@@ -22,11 +23,16 @@ _STOP_TIMEOUT_S = 30.0
 
 
 def configured_tables(
-    config: GlyphoxaConfig, default_campaign: str | None = None
+    config: GlyphoxaConfig,
+    default_campaign: str | None = None,
+    inference: InferencePool | None = None,
 ) -> RuntimeFactory:
-    """A factory opening tables as ``glyphoxa.yaml`` describes (providers, tools, memory)."""
+    """A factory opening tables as ``glyphoxa.yaml`` describes (providers, tools, memory);
+    ``inference``: the process's connection pools to remote model servers, shared by tables."""
 
-    async def open_configured_table(campaign: str | None) -> TableParts:
+    async def open_configured_table(
+        campaign: str | None, *, memory_session_id: str | None = None
+    ) -> TableParts:
         from bot.session.build import open_table
 
         loop = asyncio.get_running_loop()
@@ -35,7 +41,13 @@ def configured_tables(
 
         async def own_table() -> None:
             try:
-                async with open_table(config, campaign=campaign or default_campaign) as session:
+                async with open_table(
+                    config,
+                    campaign=campaign or default_campaign,
+                    memory_session_id=memory_session_id,
+                    inference=inference,
+                    serve_metrics=False,  # glyphoxa run serves /metrics once for the process
+                ) as session:
                     ready.set_result(session)
                     await stop.wait()
             except BaseException as error:

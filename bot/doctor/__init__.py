@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from bot.doctor.runner import Check, DoctorContext, Outcome, run_checks
+from bot.doctor.scaling_checks import check_tables
 from bot.doctor.service_checks import (
     check_campaign,
     check_config,
@@ -35,6 +36,7 @@ _CHECKS = (
     Check("turn", check_turn),
     Check("llm", check_llm, timeout_s=150.0),
     Check("memory", check_memory),
+    Check("tables", check_tables),
     Check("tools", check_tools),
     Check("discord-token", check_discord_token),
 )

@@ -24,6 +24,7 @@ from campaigns.errors import GlyphoxaError
 from npcs.campaign import Campaign, load_campaign
 from npcs.context import MAX_SCENE_CHARS
 from npcs.engines import CascadedEngine, Engine
+from npcs.inference_http import InferencePool
 from npcs.schema import EngineKind, NpcDefinition
 from tools.host import Invocation, ToolHost
 from tools.host.persistence import store_invocation_logger
@@ -39,8 +40,9 @@ log = logging.getLogger(__name__)
 Progress = Callable[[str], None]
 
 
-async def load_stt(provider: ProviderConfig) -> SttProvider:
-    """The configured recognizer, loaded off the event loop."""
+async def load_stt(provider: ProviderConfig, pool: InferencePool | None = None) -> SttProvider:
+    """The configured recognizer, loaded off the event loop; a remote one goes through
+    ``pool`` (pooled connections, this table's request limit, retries)."""
     if provider.name in ("faster-whisper", "whisper", "local"):
         options = provider.options
         return await FasterWhisperStt.load(
@@ -54,6 +56,7 @@ async def load_stt(provider: ProviderConfig) -> SttProvider:
             model=provider.model or "gpt-4o-mini-transcribe",
             base_url=provider.base_url,
             api_key=provider.api_key,
+            client=pool.for_provider("stt", provider) if pool is not None else None,
         )
     raise GlyphoxaError(
         f"unknown providers.stt.name {provider.name!r}; choose faster-whisper or openai"
@@ -100,8 +103,16 @@ async def open_table(
     dm_speakers: Iterable[str] = (),
     title: str | None = None,
     progress: Progress | None = None,
+    memory_session_id: str | None = None,
+    inference: InferencePool | None = None,
+    serve_metrics: bool = True,
 ) -> AsyncIterator[TableSession]:
-    """A started ``TableSession`` with every provider the config names; all closed on exit."""
+    """A started ``TableSession`` with every provider the config names; all closed on exit.
+    ``memory_session_id`` continues that memory session (a table resumed after a restart);
+    ``inference`` is the process's connection pools to remote model servers (``glyphoxa
+    run`` shares one between its tables; without it the table has its own);
+    ``serve_metrics=False`` when the process serves ``/metrics`` itself (``glyphoxa run``:
+    one endpoint however many tables run)."""
     say = progress or (lambda message: log.info("%s", message))
     if not isinstance(campaign, Campaign):
         campaign = load_campaign(campaign or config.campaign.path)
@@ -109,14 +120,18 @@ async def open_table(
     from tools.builtin import build_tool_context, create_builtin_servers
 
     async with contextlib.AsyncExitStack() as stack:
-        server = start_metrics_server(config.metrics, metrics)
+        server = start_metrics_server(config.metrics, metrics) if serve_metrics else None
         if server is not None:
             stack.callback(server.close)
             say(f"metrics at {server.url}")
+        if inference is None:
+            inference = InferencePool()
+            stack.push_async_callback(inference.aclose)
+            stack.callback(metrics.attach(inference.registry))
         say("loading speech recognizer")
-        stt = stt or await load_stt(config.providers.stt)
+        stt = stt or await load_stt(config.providers.stt, inference)
         turn_model = await load_turn_model(config.speech.turn)
-        tts = tts or VoiceRouter.from_config(config.providers.tts)
+        tts = tts or _voices(config.providers.tts, inference)
         say("opening campaign memory")
         seeded = config.model_copy(
             update={"campaign": config.campaign.model_copy(update={"path": str(campaign.path)})}
@@ -159,7 +174,7 @@ async def open_table(
         )
         await stack.enter_async_context(host)
         engines, warm_up = await _engines(
-            config, host, llm_base_url, stack, say, campaign.npcs.values(), session_ref
+            config, host, llm_base_url, stack, say, campaign.npcs.values(), session_ref, inference
         )
         session = TableSession(
             config=config,
@@ -176,6 +191,7 @@ async def open_table(
             prefill=bool(
                 config.providers.llm.options.get("prefill", config.providers.llm.name == "local")
             ),
+            memory_session_id=memory_session_id,
             turn_model=turn_model,
         )
         session.tools = host
@@ -186,6 +202,11 @@ async def open_table(
         context.session_id = session.recorder.session_id
         stack.push_async_callback(session.stop)
         yield session
+
+
+def _voices(tts: ProviderConfig, pool: InferencePool) -> VoiceRouter:
+    remote = pool.for_provider("tts", tts) if tts.name == "openai" else None
+    return VoiceRouter.from_config(tts, client=remote)
 
 
 def _speculation_policy(config: GlyphoxaConfig) -> bool:
@@ -212,6 +233,7 @@ async def _engines(
     say: Progress,
     npcs: Iterable[NpcDefinition] = (),
     sessions: list[TableSession] | None = None,
+    pool: InferencePool | None = None,
 ) -> tuple[Callable[[NpcDefinition], Engine | None], asyncio.Task[None] | None]:
     """Engine per NPC kind, and the background warm-up of the LLM's prompt cache (if any).
     Realtime needs ``providers.realtime``; without it realtime NPCs answer through the
@@ -241,11 +263,14 @@ async def _engines(
         server.on_change.append(tell_dm)
     else:
         model = llm.model or ("local" if local else "gpt-4o-mini")
-    api_key = llm.api_key.get_secret_value() if llm.api_key else "not-needed"
-    timeout = float(options.get("timeout_s", 60.0))
-    client = AsyncOpenAI(
-        base_url=base_url or llm.base_url, api_key=api_key, max_retries=0, timeout=timeout
-    )
+    if bundled or pool is None:  # supervised local server: fail at once, never retry
+        api_key = llm.api_key.get_secret_value() if llm.api_key else "not-needed"
+        timeout = float(options.get("timeout_s", 60.0))
+        client = AsyncOpenAI(
+            base_url=base_url or llm.base_url, api_key=api_key, max_retries=0, timeout=timeout
+        )
+    else:  # an inference server: pooled, limited per table, retried on 429/5xx
+        client = pool.for_provider("llm", llm, base_url=base_url)
     stack.push_async_callback(client.close)
     cascaded = CascadedEngine(
         client,

@@ -43,12 +43,25 @@ class TranscriptRecorder:
         # monotonic -> epoch seconds, fixed once so lines keep their spacing
         self._epoch_offset = time.time() - time.monotonic()
 
-    async def start(self, title: str | None = None) -> str | None:
+    async def start(self, title: str | None = None, *, resume: str | None = None) -> str | None:
+        """Open a memory session, or continue ``resume`` (a table resumed by another process)
+        when it still exists."""
         if self.memory is None:
             return None
-        self.session_id = await self.memory.start_session(self.campaign, title)
+        self.session_id = await self._continue(resume) if resume else None
+        if self.session_id is None:
+            self.session_id = await self.memory.start_session(self.campaign, title)
         self._writer = asyncio.create_task(self._write(), name="table:transcript-writer")
         return self.session_id
+
+    async def _continue(self, session_id: str) -> str | None:
+        try:
+            return str(await self.memory.resolve_session(session_id))
+        except Exception as error:  # deleted or unreadable: a new session keeps the table going
+            log.warning(
+                "cannot continue memory session %s (%s); starting a new one", session_id, error
+            )
+            return None
 
     def player(self, speaker: str, text: str, started_at: float, ended_at: float) -> None:
         self._put(_Line(speaker, text, None, started_at, ended_at, None, False))

@@ -90,6 +90,7 @@ class TableSession(Routing, DmControls, VoiceCommands):
         session_title: str | None = None,
         speculate: bool | Callable[[NpcDefinition, Tier], bool] = True,
         prefill: bool = False,
+        memory_session_id: str | None = None,
         scheduler: CpuScheduler | None = None,
         turn_model: TurnModel | None = None,
     ) -> None:
@@ -109,6 +110,8 @@ class TableSession(Routing, DmControls, VoiceCommands):
         self._tts = TimedTts(tts, metrics, self.scheduler)
         self._engines = engines
         self._title = session_title
+        self._resume_memory = memory_session_id
+        """A memory session to continue (a table resumed after a restart) instead of a new one."""
         self.speculate = bool(speculate)
         """Start answers on partials; a callable decides per NPC and tier."""
         self._may_speculate = speculate if callable(speculate) else None
@@ -174,7 +177,7 @@ class TableSession(Routing, DmControls, VoiceCommands):
             return
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
-        await self.recorder.start(self._title)
+        await self.recorder.start(self._title, resume=self._resume_memory)
         # The watcher remembers every NPC file now, so reload_npcs() sees later edits even
         # when background hot reload is off.
         self._watcher = CampaignWatcher(self.campaign)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import logging
 import wave
+from typing import TYPE_CHECKING
 
 import numpy as np
 from pydantic import SecretStr
@@ -18,6 +19,9 @@ from bot.speech.audio import STT_SAMPLE_RATE, float_to_pcm16
 from bot.speech.vocabulary import Vocabulary
 from campaigns.errors import GlyphoxaError
 from npcs.openai_client import openai_client
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
 
 __all__ = ["OpenAiStt", "wav_bytes"]
 
@@ -48,8 +52,10 @@ class OpenAiStt:
         partials: bool = False,
         language: str | None = "en",
         timeout_s: float = 15.0,
+        client: AsyncOpenAI | None = None,
     ) -> None:
-        self._client = openai_client(api_key, base_url, timeout_s=timeout_s)
+        """``client``: a pooled, retrying one (``npcs.inference_http``) instead of our own."""
+        self._client = client or openai_client(api_key, base_url, timeout_s=timeout_s)
         self.model = model
         self.stream = stream
         self.partials = partials

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterable, AsyncIterator, Iterable
+from typing import TYPE_CHECKING
 
 from bot.config import ProviderConfig
 from bot.speech.audio import AudioChunk
@@ -24,6 +25,9 @@ from bot.speech.tts_piper import PiperTts
 from campaigns.errors import GlyphoxaError
 from npcs.schema import VoiceSettings
 from npcs.sentences import SentenceSplitter
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
 
 __all__ = ["VoiceRouter", "speak_stream", "speak_text"]
 
@@ -46,13 +50,23 @@ class VoiceRouter:
         self.fallback = fallback
 
     @classmethod
-    def from_config(cls, tts: ProviderConfig | None = None) -> VoiceRouter:
-        """Piper and espeak always; OpenAI when ``providers.tts`` names it (for its URL/key)."""
+    def from_config(
+        cls, tts: ProviderConfig | None = None, *, client: AsyncOpenAI | None = None
+    ) -> VoiceRouter:
+        """Piper and espeak always; OpenAI when ``providers.tts`` names it (for its URL/key;
+        ``client`` is a pooled one for it). ``options.all_voices: true`` sends Piper voices
+        to that endpoint too (a TTS server of their own, which knows their names); espeak-ng
+        stays local, also as the fallback."""
         providers: dict[str, TtsProvider] = {"piper": PiperTts(), "espeak": EspeakTts()}
         if tts is not None and tts.name == "openai":
             providers["openai"] = OpenAiTts(
-                model=tts.model or "gpt-4o-mini-tts", base_url=tts.base_url, api_key=tts.api_key
+                model=tts.model or "gpt-4o-mini-tts",
+                base_url=tts.base_url,
+                api_key=tts.api_key,
+                client=client,
             )
+            if bool(tts.options.get("all_voices", False)):
+                providers["piper"] = providers["openai"]
         elif tts is not None and tts.name == "piper" and tts.model:
             providers["piper"] = PiperTts(tts.model)
         return cls(providers)

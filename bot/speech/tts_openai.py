@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
 
 from pydantic import SecretStr
 
@@ -16,6 +17,9 @@ from bot.speech.tts_piper import pitch_factor
 from campaigns.errors import GlyphoxaError
 from npcs.openai_client import openai_client
 from npcs.schema import VoiceSettings
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
 
 __all__ = ["OPENAI_TTS_RATE", "OpenAiTts"]
 
@@ -36,8 +40,10 @@ class OpenAiTts:
         api_key: SecretStr | str | None = None,
         default_voice: str = "alloy",
         timeout_s: float = 15.0,
+        client: AsyncOpenAI | None = None,
     ) -> None:
-        self._client = openai_client(api_key, base_url, timeout_s=timeout_s)
+        """``client``: a pooled, retrying one (``npcs.inference_http``) instead of our own."""
+        self._client = client or openai_client(api_key, base_url, timeout_s=timeout_s)
         self.model = model
         self.default_voice = default_voice
 

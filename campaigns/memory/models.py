@@ -15,6 +15,7 @@ from typing import Any, cast
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Boolean,
     Float,
     ForeignKey,
@@ -33,6 +34,7 @@ __all__ = [
     "Base",
     "Chunk",
     "Entity",
+    "OpenTable",
     "ProposedFact",
     "Relation",
     "Session",
@@ -177,6 +179,30 @@ class ToolCalibration(Base):
     tool: Mapped[str] = mapped_column(String(200))
     samples: Mapped[list[list[Any]]] = mapped_column(JSON, default=list)
     """``[[duration_ms, ok], ...]``, oldest first (the host's rolling window)."""
+    updated_at: Mapped[float] = mapped_column(Float)
+
+
+class OpenTable(Base):
+    """A table running in a Discord guild: what a restarted or replaced process needs to resume
+    it (voice channel, campaign, the DM's overrides and mutes, the scene). The row exists from
+    ``/session start`` to ``/session stop``; which process runs it is a claim (an advisory lock
+    on PostgreSQL), not a column, so a crashed process never leaves a stale owner behind."""
+
+    __tablename__ = "open_tables"
+
+    guild_id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    voice_channel_id: Mapped[int] = mapped_column(BigInteger)
+    text_channel_id: Mapped[int | None] = mapped_column(BigInteger)
+    """Where the DM started the session: alerts and the "resumed" notice go there."""
+    campaign: Mapped[str | None] = mapped_column(String(500))
+    """The campaign folder given to ``/session start`` (NULL: the configured one)."""
+    memory_session_id: Mapped[str | None] = mapped_column(String(36))
+    """The campaign-memory session the transcript continues in after a resume."""
+    state: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    """Scene lines, mutes and tier overrides (``bot.session.snapshot.TableState``)."""
+    owner: Mapped[str | None] = mapped_column(String(200))
+    """host:pid of the process that last ran it (for people reading the table, not for locking)."""
+    opened_at: Mapped[float] = mapped_column(Float)
     updated_at: Mapped[float] = mapped_column(Float)
 
 

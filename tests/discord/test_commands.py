@@ -278,7 +278,8 @@ async def test_glyphoxa_run_reports_a_rejected_token_cleanly(
     from bot.cli import main
 
     config = tmp_path / "glyphoxa.yaml"
-    config.write_text("discord:\n  token: not-a-valid-token\n")
+    memory = f"sqlite+aiosqlite:///{tmp_path / 'memory.db'}"  # glyphoxa run opens it first
+    config.write_text(f"discord:\n  token: not-a-valid-token\nmemory:\n  url: {memory}\n")
     harness.api.reject_token = True
     code = await asyncio.to_thread(main, ["--config", str(config), "run"])
     assert code == 2

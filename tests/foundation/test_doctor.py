@@ -57,7 +57,7 @@ def test_the_healthy_offline_stack_passes_every_check(
     code, lines = doctor(capsys, write_config(tmp_path))
     assert code == 0, "\n".join(lines.values())
     expected = ["config", "campaign", "opus", "espeak", "voices", "vad", "stt", "turn", "llm",
-                "memory", "tools", "discord-token"]  # fmt: skip
+                "memory", "tables", "tools", "discord-token"]  # fmt: skip
     assert list(lines)[:-1] == expected
     assert all(lines[name].startswith("PASS") for name in expected[:-1])
     assert lines["discord-token"].startswith("SKIP")  # offline: only glyphoxa run needs it
