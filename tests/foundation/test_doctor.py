@@ -62,7 +62,7 @@ def test_the_healthy_offline_stack_passes_every_check(
     assert all(lines[name].startswith("PASS") for name in expected[:-1])
     assert lines["discord-token"].startswith("SKIP")  # offline: only glyphoxa run needs it
     assert "answered a chat and called a tool" in lines["llm"]
-    assert lines["summary"].startswith("doctor: 11 passed, 0 failed, 1 skipped in ")
+    assert lines["summary"].startswith("doctor: 12 passed, 0 failed, 1 skipped in ")
     seconds = float(lines["summary"].rsplit(" in ", 1)[1].split()[0])
     assert seconds < 60
 
