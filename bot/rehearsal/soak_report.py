@@ -84,6 +84,9 @@ class SoakReport:
     receive: dict[str, Any] = field(default_factory=dict)
     """The last voice connection's receive counters."""
     overflow: int = 0
+    clean_hearing: dict[tuple[str, str], str] = field(default_factory=dict)
+    """What the recognizer makes of a missed line's own audio, never sent (speaker, text):
+    the same mishearing from clean audio is the model's, not the connection's."""
     """Frames dropped because a speaker's queue to the session was full (a slow consumer)."""
 
     def of(self, expected: str) -> list[LineResult]:
@@ -143,6 +146,10 @@ class SoakReport:
                 )
         return total
 
+    def _clean(self, speaker: str, text: str) -> str:
+        heard = self.clean_hearing.get((speaker, text))
+        return "" if heard is None else f" (its audio heard straight, never sent: {heard!r})"
+
     def bench_results(self) -> list[BenchResult]:
         mode = "--quick (20 simulated min)" if self.quick else f"{self.hours:g} simulated h"
         method = (
@@ -156,6 +163,7 @@ class SoakReport:
         unexpected = self.unexpected_answers()
         missed = [f"{r.line.at:.0f}s {r.line.speaker}: {r.line.text!r} heard as "
                   f"{r.transcript!r} -> {', '.join(r.routed_to) or 'nobody'}"
+                  + self._clean(r.line.speaker, r.line.text)
                   for r in addressed if not r.answered]  # fmt: skip
         out = [
             BenchResult(

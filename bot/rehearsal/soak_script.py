@@ -21,7 +21,8 @@ PLAYERS: dict[str, VoiceSettings] = {
     "Arin": VoiceSettings(provider="piper", speed=1.1, pitch_shift=3.0),
     "Tobble": VoiceSettings(provider="piper", speed=1.0, pitch_shift=-3.0),
     "Mirela": VoiceSettings(provider="piper", speed=1.05, pitch_shift=5.0),
-    "Dusk": VoiceSettings(provider="piper", speed=0.95, pitch_shift=-5.0),
+    # The lowest voice; at -5 Whisper tiny.en heard "Bartok" as "Alright" even from clean audio.
+    "Dusk": VoiceSettings(provider="piper", speed=0.95, pitch_shift=-3.5),
     "Quill": VoiceSettings(provider="piper", speed=1.0, pitch_shift=1.0),
 }
 _AT_START = ("Arin", "Tobble", "Mirela")
