@@ -30,7 +30,7 @@ from bot.voice.local_dave import LocalDaveGroup
 from bot.voice.loopback import LoopbackSpeaker
 from bot.voice.transport_crypto import make_cipher
 
-__all__ = ["LocalVoiceServer", "RemotePlayer"]
+__all__ = ["LocalVoiceServer", "RemotePlayer", "ip_discovery_reply"]
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +41,18 @@ _OP_HELLO, _OP_RESUMED, _OP_DISCONNECT = 8, 9, 13
 _OP_EXECUTE, _OP_TRANSITION_READY = 22, 23
 _OP_EXTERNAL_SENDER, _OP_KEY_PACKAGE, _OP_PROPOSALS = 25, 26, 27
 _OP_COMMIT, _OP_WELCOME, _OP_INVALID = 29, 30, 31
+
+
+def ip_discovery_reply(data: bytes, addr: tuple[str, int]) -> bytes | None:
+    """The voice server's answer to a client's IP discovery request (74 bytes, type 1): the
+    address the datagram came from. None: ``data`` is not such a request (RTP from the bot)."""
+    if len(data) != 74 or data[1] != 1:
+        return None
+    reply = bytearray(74)
+    struct.pack_into(">HHI", reply, 0, 2, 70, struct.unpack_from(">I", data, 4)[0])
+    reply[8 : 8 + len(addr[0])] = addr[0].encode()
+    struct.pack_into(">H", reply, 72, addr[1])
+    return bytes(reply)
 
 
 @dataclass(slots=True)
@@ -365,14 +377,11 @@ class LocalVoiceServer:
     def _on_datagram(self, data: bytes, addr: tuple[str, int]) -> None:
         if self.down:
             return
-        if len(data) == 74 and data[1] == 1:  # IP discovery
+        reply = ip_discovery_reply(data, addr)
+        if reply is not None:
             self._bot_addr = addr
-            reply = bytearray(74)
-            struct.pack_into(">HHI", reply, 0, 2, 70, struct.unpack_from(">I", data, 4)[0])
-            reply[8 : 8 + len(addr[0])] = addr[0].encode()
-            struct.pack_into(">H", reply, 72, addr[1])
             assert self._udp is not None
-            self._udp.sendto(bytes(reply), addr)
+            self._udp.sendto(reply, addr)
             return
         self.stats.from_bot += 1
         self.stats.recent_from_bot.append(data)

@@ -1,4 +1,7 @@
-"""A local Discord for end-to-end tests: main gateway, voice gateway (TLS) and UDP voice server.
+"""A minimal local Discord for one guild's voice (the sharded tests' per-guild voice server).
+
+``bot.local_discord`` is the full one (REST, players joining and leaving, disruptions); this
+one keeps the small surface ``sharded_discord.py`` builds on.
 
 Each speaks the real wire protocol discord.py implements, with just enough state for one guild:
 the main gateway answers IDENTIFY with READY + GUILD_CREATE and voice-state requests (op 4) with
@@ -10,60 +13,17 @@ and the DAVE handshake (external sender, welcome, transition) as the voice serve
 from __future__ import annotations
 
 import asyncio
-import datetime
-import ipaddress
 import json
-import os
 import ssl
 import struct
 from typing import Any
 
 import davey
 from aiohttp import WSMsgType, web
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
+from bot.local_discord.tls import self_signed_tls
+from bot.local_discord.voice_server import ip_discovery_reply
 from bot.voice.loopback import LocalDaveGroup
-
-
-def self_signed_tls(tmp_dir: str) -> ssl.SSLContext:
-    key = ec.generate_private_key(ec.SECP256R1())
-    # A name of its own: a trust store holding several of these finds each one's own key.
-    unique = x509.NameAttribute(NameOID.ORGANIZATION_NAME, f"voice {os.urandom(6).hex()}")
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1"), unique])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(1)
-        .not_valid_before(now - datetime.timedelta(minutes=1))
-        .not_valid_after(now + datetime.timedelta(hours=1))
-        # The IP as a subject alternative name: a client that verifies (a bot process given this
-        # certificate as SSL_CERT_FILE) accepts it for 127.0.0.1.
-        .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.IPv4Address("127.0.0.1"))]),
-            critical=False,
-        )
-        .sign(key, hashes.SHA256())
-    )
-    cert_path, key_path = f"{tmp_dir}/voice.crt", f"{tmp_dir}/voice.key"
-    with open(cert_path, "wb") as f:
-        f.write(cert.public_bytes(serialization.Encoding.PEM))
-    with open(key_path, "wb") as f:
-        f.write(
-            key.private_bytes(
-                serialization.Encoding.PEM,
-                serialization.PrivateFormat.PKCS8,
-                serialization.NoEncryption(),
-            )
-        )
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.load_cert_chain(cert_path, key_path)
-    return context
 
 
 class UdpVoice(asyncio.DatagramProtocol):
@@ -77,14 +37,11 @@ class UdpVoice(asyncio.DatagramProtocol):
         self.transport = transport  # type: ignore[assignment]
 
     def datagram_received(self, data: bytes, addr: tuple[str, int]) -> None:
-        if len(data) == 74 and data[1] == 1:
+        reply = ip_discovery_reply(data, addr)
+        if reply is not None:
             self.client = addr
-            reply = bytearray(74)
-            struct.pack_into(">HHI", reply, 0, 2, 70, struct.unpack_from(">I", data, 4)[0])
-            reply[8 : 8 + len(addr[0])] = addr[0].encode()
-            struct.pack_into(">H", reply, 72, addr[1])
             assert self.transport is not None
-            self.transport.sendto(bytes(reply), addr)
+            self.transport.sendto(reply, addr)
             return
         self.from_bot.append(data)
         self.got_audio.set()

@@ -22,6 +22,7 @@ import pytest
 from discord.gateway import DiscordVoiceWebSocket
 from discord.voice_state import ConnectionFlowState
 
+from bot.local_discord.voice_server import ip_discovery_reply
 from bot.voice.client import ListeningVoiceClient
 from bot.voice.loopback import LocalDaveGroup
 from bot.voice.receiver import VoiceFrame
@@ -71,18 +72,14 @@ class UdpVoiceServer(asyncio.DatagramProtocol):
         self.transport = transport  # type: ignore[assignment]
 
     def datagram_received(self, data: bytes, addr: tuple[str, int]) -> None:
-        if len(data) != 74 or data[1] != 1:
+        reply = ip_discovery_reply(data, addr)
+        if reply is None:
             if self.on_datagram is not None:  # RTP from the bot
                 self.on_datagram(data)
             return
-        if True:  # IP discovery request
-            self.client = addr
-            reply = bytearray(74)
-            struct.pack_into(">HHI", reply, 0, 2, 70, struct.unpack_from(">I", data, 4)[0])
-            reply[8 : 8 + len(addr[0])] = addr[0].encode()
-            struct.pack_into(">H", reply, 72, addr[1])
-            assert self.transport is not None
-            self.transport.sendto(bytes(reply), addr)
+        self.client = addr
+        assert self.transport is not None
+        self.transport.sendto(reply, addr)
 
     def send(self, datagram: bytes) -> None:
         assert self.transport is not None and self.client is not None
