@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import threading
-import uuid
 from collections.abc import AsyncIterator, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -20,48 +18,21 @@ from typing import Any
 
 import asyncpg
 import pytest
-from sqlalchemy.engine import make_url
 
 from campaigns.content import EntitiesFile
 from campaigns.memory import MemoryStore
 from campaigns.yamlio import load_model
 
-PG_URL = os.environ.get("GLYPHOXA_TEST_POSTGRES_URL")
+from ..postgres_db import BACKENDS, asyncpg_dsn, throwaway_database
+
 EXAMPLE_ENTITIES = Path(__file__).resolve().parents[2] / "campaigns/example/entities.yaml"
-BACKENDS = [
-    "sqlite",
-    pytest.param(
-        "postgres",
-        marks=[
-            pytest.mark.postgres,
-            pytest.mark.skipif(not PG_URL, reason="GLYPHOXA_TEST_POSTGRES_URL is not set"),
-        ],
-    ),
-]
-
-
-def _asyncpg_dsn(url: str) -> str:
-    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
 
 
 @pytest.fixture(scope="session")
 async def postgres_database() -> AsyncIterator[str | None]:
     """One throw-away PostgreSQL database for the test session (dropped at the end)."""
-    if PG_URL is None:
-        yield None
-        return
-    name = f"glyphoxa_t_{uuid.uuid4().hex[:12]}"
-    admin = await asyncpg.connect(_asyncpg_dsn(PG_URL))
-    try:
-        await admin.execute(f'CREATE DATABASE "{name}"')
-    finally:
-        await admin.close()
-    yield make_url(PG_URL).set(database=name).render_as_string(hide_password=False)
-    admin = await asyncpg.connect(_asyncpg_dsn(PG_URL))
-    try:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    finally:
-        await admin.close()
+    async with throwaway_database("glyphoxa_t") as url:
+        yield url
 
 
 @pytest.fixture(params=BACKENDS)
@@ -74,7 +45,7 @@ async def memory_url(
         return
     url = postgres_database
     assert url is not None
-    connection = await asyncpg.connect(_asyncpg_dsn(url))
+    connection = await asyncpg.connect(asyncpg_dsn(url))
     try:  # empty every table, keep the migrated schema (much faster than a new database)
         tables = await connection.fetch(
             "SELECT tablename FROM pg_tables WHERE schemaname = 'public' "
