@@ -59,6 +59,20 @@ def _heard(rig: VoiceRig, user_id: int) -> list[bytes]:
     return [f.pcm for f in rig.heard if f.user_id == user_id]
 
 
+async def _listening(rig: VoiceRig, *speakers: tuple[int, int]) -> None:
+    """Connected, each (user, SSRC) announced as speaking, the receiver listening."""
+    await rig.connect()
+    for user, ssrc in speakers:
+        await rig.speaking(user, ssrc)
+    rig.vc.start_listening()
+
+
+def _stranger_noise() -> tuple[LoopbackSpeaker, bytes]:
+    """A sender on a DAVE group we are not in, and one Opus frame it encrypts."""
+    stranger = LoopbackSpeaker(STRANGER_SSRC, make_cipher(MODE, KEY), _stranger())
+    return stranger, stranger.encode(tone(1)[0])
+
+
 async def _settled(rig: VoiceRig, sent: int) -> None:
     """Every datagram read, and every decoded frame delivered to the sink."""
     receiver = rig.vc.receiver
@@ -76,15 +90,11 @@ async def _settled(rig: VoiceRig, sent: int) -> None:
 async def test_a_failing_sender_never_silences_a_healthy_one(client: discord.Client) -> None:
     rig = VoiceRig(client)
     try:
-        await rig.connect()
-        await rig.speaking(SPEAKER, SPEAKER_SSRC)
-        await rig.speaking(STRANGER, STRANGER_SSRC)
-        rig.vc.start_listening()
+        await _listening(rig, (SPEAKER, SPEAKER_SSRC), (STRANGER, STRANGER_SSRC))
         key_packages = rig.fake.sent.count(OP_KEY_PACKAGE)
         healthy = LoopbackSpeaker(SPEAKER_SSRC, make_cipher(MODE, KEY), rig.remote)
-        stranger = LoopbackSpeaker(STRANGER_SSRC, make_cipher(MODE, KEY), _stranger())
+        stranger, noise = _stranger_noise()
         opus = [healthy.encode(pcm) for pcm in tone(60)]
-        noise = stranger.encode(tone(1)[0])
         datagrams = []
         for frame in opus:  # two undecryptable frames for every good one
             datagrams += [stranger.packet(noise), stranger.packet(noise), healthy.packet(frame)]
@@ -105,12 +115,8 @@ async def test_recovery_sends_op31_then_a_key_package_once_and_hearing_resumes(
 ) -> None:
     rig = VoiceRig(client)
     try:
-        await rig.connect()
-        await rig.speaking(SPEAKER, SPEAKER_SSRC)
-        await rig.speaking(STRANGER, STRANGER_SSRC)
-        rig.vc.start_listening()
-        stranger = LoopbackSpeaker(STRANGER_SSRC, make_cipher(MODE, KEY), _stranger())
-        noise = stranger.encode(tone(1)[0])
+        await _listening(rig, (SPEAKER, SPEAKER_SSRC), (STRANGER, STRANGER_SSRC))
+        stranger, noise = _stranger_noise()
         rig.fake.changed.clear()
         for _ in range(40):  # only failures: it is our group state that is broken
             rig.server.send(stranger.packet(noise))
@@ -145,12 +151,9 @@ async def test_failures_are_not_counted_while_a_transition_is_pending(
 ) -> None:
     rig = VoiceRig(client)
     try:
-        await rig.connect()
-        await rig.speaking(STRANGER, STRANGER_SSRC)
-        rig.vc.start_listening()
+        await _listening(rig, (STRANGER, STRANGER_SSRC))
         await rig.add_member(NEWCOMER, transition=8)  # commit processed, execute not yet
-        stranger = LoopbackSpeaker(STRANGER_SSRC, make_cipher(MODE, KEY), _stranger())
-        noise = stranger.encode(tone(1)[0])
+        stranger, noise = _stranger_noise()
         await _send(rig, [stranger.packet(noise) for _ in range(60)])
         await _settled(rig, 60)
         assert OP_INVALID_COMMIT_WELCOME not in rig.fake.sent
@@ -173,10 +176,7 @@ async def test_plain_frames_pass_while_the_session_reforms_encrypted_ones_do_not
     """A v0 -> v1 upgrade (op 24, epoch 1): our session is re-created and not ready yet."""
     rig = VoiceRig(client)
     try:
-        await rig.connect()
-        await rig.speaking(SPEAKER, SPEAKER_SSRC)
-        await rig.speaking(STRANGER, STRANGER_SSRC)
-        rig.vc.start_listening()
+        await _listening(rig, (SPEAKER, SPEAKER_SSRC), (STRANGER, STRANGER_SSRC))
         await rig.ws.received_message({"op": 24, "d": {"epoch": 1, "protocol_version": 1}})
         assert rig.state.dave_session is not None and not rig.state.dave_session.ready
         plain = LoopbackSpeaker(SPEAKER_SSRC, make_cipher(MODE, KEY))  # not yet upgraded
