@@ -26,6 +26,7 @@ from bot.local_discord import LocalDiscord
 from bot.metrics import Metrics
 from bot.voice.dave import DaveReceiver
 from bot.voice.receiver import VoiceReceiver
+from campaigns.memory.table_registry import TableRegistry
 
 from .discord_api import APP_ID, BOT_ID, FakeDiscordApi, user
 
@@ -198,8 +199,10 @@ async def test_session_start_hears_players_and_plays_the_mixer(
 
 
 async def test_a_kicked_table_tells_the_dm_and_the_cog_forgets_it(
-    world: tuple[LocalDiscord, FakeDiscordApi], whisper_stt: Any
+    world: tuple[LocalDiscord, FakeDiscordApi], whisper_stt: Any, tmp_path: Path
 ) -> None:
+    """The open table's row goes too: a restarted bot must not rejoin a channel it was
+    kicked from (the DM was told the session ended)."""
     local, api = world
     from bot.session.session import TableSession
     from bot.speech import EspeakTts
@@ -218,13 +221,17 @@ async def test_a_kicked_table_tells_the_dm_and_the_cog_forgets_it(
         sessions.append(session)
         return TableParts(session=session)
 
-    bot = GlyphoxaBot(config, factory, connector=aiohttp.TCPConnector(ssl=False))
+    registry = await TableRegistry.open(f"sqlite+aiosqlite:///{tmp_path / 'memory.db'}")
+    bot = GlyphoxaBot(
+        config, factory, table_registry=registry, connector=aiohttp.TCPConnector(ssl=False)
+    )
     runner = asyncio.create_task(bot.start("test-token"))
     try:
         await asyncio.wait_for(bot.wait_until_ready(), timeout=20)
         await local.dispatch("INTERACTION_CREATE", _interaction("session", "start"))
         await asyncio.wait_for(local.voice.bot_welcomed.wait(), timeout=20)
         await api.wait_for_call(lambda c: "Session started" in str(c[2]))
+        assert await registry.get(GUILD) is not None  # recorded for a restart
         await local.kick_bot()
         notice = await api.wait_for_call(
             lambda c: c[1] == f"channels/{TEXT}/messages" and "removed from" in str(c[2])
@@ -233,6 +240,11 @@ async def test_a_kicked_table_tells_the_dm_and_the_cog_forgets_it(
         cog = bot.get_cog("TableCog")
         assert cog is not None and cog.tables == {}  # type: ignore[attr-defined]
         await _eventually(lambda: sessions[0]._stopped)
+        for _ in range(200):  # the keeper removes the row in a task of its own
+            if await registry.get(GUILD) is None:
+                break
+            await asyncio.sleep(0.02)
+        assert await registry.get(GUILD) is None and not registry.holds(GUILD)
         # A new session can start right away: nothing of the old one is left in the cog.
         await local.dispatch("INTERACTION_CREATE", _interaction("session", "start"))
         started = lambda: [c for c in api.calls if "Session started" in str(c[2])]  # noqa: E731
@@ -240,6 +252,7 @@ async def test_a_kicked_table_tells_the_dm_and_the_cog_forgets_it(
     finally:
         await bot.close()
         await asyncio.wait_for(runner, timeout=10)
+        await registry.close()
 
 
 async def _eventually(condition: Any, timeout_s: float = 10.0) -> None:
