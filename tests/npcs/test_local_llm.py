@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+from collections.abc import AsyncIterator
 
 import pytest
 from openai import AsyncOpenAI
@@ -30,12 +31,16 @@ ROLL_TOOL = {
 }
 
 
-def client_for(server) -> AsyncOpenAI:
-    return AsyncOpenAI(base_url=server.base_url, api_key="local", max_retries=0, timeout=60)
+@pytest.fixture
+async def client(local_llm) -> AsyncIterator[AsyncOpenAI]:
+    """An SDK client of the local server, closed after the test (no socket left open)."""
+    async with AsyncOpenAI(
+        base_url=local_llm.base_url, api_key="local", max_retries=0, timeout=60
+    ) as client:
+        yield client
 
 
-async def test_streaming_chat_completion(local_llm) -> None:
-    client = client_for(local_llm)
+async def test_streaming_chat_completion(local_llm, client) -> None:
     stream = await client.chat.completions.create(
         model=local_llm.model_id,
         messages=[{"role": "user", "content": "Say hello to the tavern."}],
@@ -48,8 +53,7 @@ async def test_streaming_chat_completion(local_llm) -> None:
     assert "".join(pieces).strip()
 
 
-async def test_tool_call_and_follow_up_with_results(local_llm) -> None:
-    client = client_for(local_llm)
+async def test_tool_call_and_follow_up_with_results(local_llm, client) -> None:
     messages = [
         {"role": "system", "content": "You roll dice with the roll_die function."},
         {"role": "user", "content": "Roll a twenty-sided die."},
@@ -93,7 +97,7 @@ async def test_tool_call_and_follow_up_with_results(local_llm) -> None:
     assert text.strip()
 
 
-async def test_cascaded_engine_streams_a_spoken_turn(local_llm) -> None:
+async def test_cascaded_engine_streams_a_spoken_turn(local_llm, client) -> None:
     # Tool rounds are covered above with a forced tool choice: llama.cpp's automatic tool
     # choice runs a grammar sampler that takes minutes on a shared CI core.
     npc = NpcDefinition(
@@ -101,7 +105,7 @@ async def test_cascaded_engine_streams_a_spoken_turn(local_llm) -> None:
         personality="A gruff dwarf barkeep.",
         llm={"max_tokens": 40, "temperature": 0.0},
     )
-    engine = CascadedEngine(client_for(local_llm), model=local_llm.model_id)
+    engine = CascadedEngine(client, model=local_llm.model_id)
     request = TurnRequest(npc, "Alice", "Bartok, what's on tap tonight?", Tier.FAST)
     async with contextlib.aclosing(engine.respond(request)) as events:
         seen = await asyncio.wait_for(_all(events), 120)
@@ -126,10 +130,9 @@ def _roll(call_id: str, sides: int) -> list[dict[str, object]]:
     ]  # fmt: skip
 
 
-async def test_automatic_tool_call_streams_as_a_real_tool_call(local_llm) -> None:
+async def test_automatic_tool_call_streams_as_a_real_tool_call(local_llm, client) -> None:
     """With tools offered and ``tool_choice`` auto, the model's own call (here copied from two
     earlier exchanges, greedy sampling) arrives as a ``tool_calls`` delta, not as text."""
-    client = client_for(local_llm)
     messages = [
         {"role": "system", "content": "You roll dice with the roll_die tool."},
         {"role": "user", "content": "Roll a d20."},
@@ -156,8 +159,7 @@ async def test_automatic_tool_call_streams_as_a_real_tool_call(local_llm) -> Non
     assert "<tool_call>" not in text and finish == "tool_calls"
 
 
-async def test_a_round_with_tools_offered_streams_its_text(local_llm) -> None:
-    client = client_for(local_llm)
+async def test_a_round_with_tools_offered_streams_its_text(local_llm, client) -> None:
     stream = await client.chat.completions.create(
         model=local_llm.model_id,
         messages=[{"role": "user", "content": "Describe the tavern in three sentences."}],
@@ -167,9 +169,8 @@ async def test_a_round_with_tools_offered_streams_its_text(local_llm) -> None:
     assert len(pieces) > 5  # token by token, not one block after a tool decision
 
 
-async def test_a_second_request_waits_instead_of_cutting_the_first_short(local_llm) -> None:
+async def test_a_second_request_waits_instead_of_cutting_the_first_short(local_llm, client) -> None:
     """llama-cpp-python's default ends a streaming answer when another request arrives."""
-    client = client_for(local_llm)
 
     async def count(max_tokens: int) -> tuple[int, str | None]:
         stream = await client.chat.completions.create(
@@ -191,8 +192,7 @@ async def test_a_second_request_waits_instead_of_cutting_the_first_short(local_l
     assert second[1] in ("length", "stop")
 
 
-async def test_a_whole_completion_counts_its_tokens(local_llm) -> None:
-    client = client_for(local_llm)
+async def test_a_whole_completion_counts_its_tokens(local_llm, client) -> None:
     response = await client.chat.completions.create(
         model=local_llm.model_id,
         messages=[{"role": "user", "content": "Name a tavern."}],
