@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import sys
-from collections.abc import AsyncIterator
+import threading
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -14,11 +16,29 @@ from table_script import EnergyVad, ScriptedEngine, TableDriver, ToneStt, ToneTt
 
 from bot.config import GlyphoxaConfig
 from bot.metrics import Metrics
+from bot.rehearsal.instant_llm import InstantLlm
 from bot.session.session import TableSession
 from campaigns.memory import MemoryStore
 from npcs.campaign import Campaign, load_campaign
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "campaigns" / "example"
+
+
+@pytest.fixture
+def llm() -> Iterator[InstantLlm]:
+    """The scripted LLM server on its own loop thread (the CLI runs its own asyncio.run)."""
+    loop = asyncio.new_event_loop()
+    server = InstantLlm()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    asyncio.run_coroutine_threadsafe(server.__aenter__(), loop).result(10)
+    try:
+        yield server
+    finally:
+        asyncio.run_coroutine_threadsafe(server.__aexit__(), loop).result(10)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(5)
+        loop.close()
 
 
 @pytest.fixture

@@ -6,14 +6,11 @@ The override takes effect for the next turn, and the player's identical words do
 
 from __future__ import annotations
 
-import asyncio
 import json
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import yaml
+from scripted_config import scripted_config
 
 from bot.cli import main
 from bot.rehearsal.instant_llm import InstantLlm
@@ -21,23 +18,6 @@ from bot.rehearsal.instant_llm import InstantLlm
 EXAMPLE = Path(__file__).resolve().parents[2] / "campaigns" / "example"
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def llm() -> Iterator[InstantLlm]:
-    """The scripted server on its own loop thread (the CLI runs its own asyncio.run)."""
-    loop = asyncio.new_event_loop()
-    server = InstantLlm()
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    asyncio.run_coroutine_threadsafe(server.__aenter__(), loop).result(10)
-    try:
-        yield server
-    finally:
-        asyncio.run_coroutine_threadsafe(server.__aexit__(), loop).result(10)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(5)
-        loop.close()
 
 
 def _greymantle_tools(llm: InstantLlm) -> list[set[str]]:
@@ -53,28 +33,8 @@ def _greymantle_tools(llm: InstantLlm) -> list[set[str]]:
 
 
 def test_dm_voice_command_in_a_rehearsal_scene(tmp_path: Path, llm: InstantLlm) -> None:
-    config = tmp_path / "glyphoxa.yaml"
-    config.write_text(
-        yaml.safe_dump(
-            {
-                "providers": {
-                    "llm": {
-                        "name": "openai",
-                        "base_url": llm.base_url,
-                        "model": "scripted",
-                        "api_key": "scripted",
-                        # one request per turn: no speculative or prefill requests to tell apart
-                        "options": {"speculate": False},
-                    }
-                },
-                "campaign": {"path": str(EXAMPLE), "hot_reload": False},
-                "tools": {
-                    "sandbox_dir": str(tmp_path / "files"),
-                    "calibration_path": str(tmp_path / "calibration.json"),
-                },
-            }
-        )
-    )
+    # one request per turn: no speculative or prefill requests to tell apart
+    config = scripted_config(tmp_path, llm, speculate=False)
     out = tmp_path / "out"
     scene = EXAMPLE / "dm_voice.yaml"
     code = main(["--config", str(config), "rehearse", str(scene), "--out", str(out),

@@ -4,15 +4,13 @@ invocation log. Real Whisper and espeak-ng, the real tool host, the scripted LLM
 
 from __future__ import annotations
 
-import asyncio
 import shutil
 import sqlite3
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
+from scripted_config import scripted_config
 
 from bot.cli import main
 from bot.rehearsal.instant_llm import InstantLlm
@@ -25,22 +23,6 @@ pytestmark = [
 ]
 
 
-@pytest.fixture
-def llm() -> Iterator[InstantLlm]:
-    loop = asyncio.new_event_loop()
-    server = InstantLlm()
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    asyncio.run_coroutine_threadsafe(server.__aenter__(), loop).result(10)
-    try:
-        yield server
-    finally:
-        asyncio.run_coroutine_threadsafe(server.__aexit__(), loop).result(10)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(5)
-        loop.close()
-
-
 def test_scene_scripts_the_dms_answers(tmp_path: Path, llm: InstantLlm) -> None:
     campaign = tmp_path / "campaign"
     shutil.copytree(EXAMPLE, campaign)
@@ -48,26 +30,7 @@ def test_scene_scripts_the_dms_answers(tmp_path: Path, llm: InstantLlm) -> None:
     bartok = yaml.safe_load(bartok_file.read_text())
     bartok["approval"] = {"tools": {"roll": "always_ask"}}
     bartok_file.write_text(yaml.safe_dump(bartok))
-    config = tmp_path / "glyphoxa.yaml"
-    config.write_text(
-        yaml.safe_dump(
-            {
-                "providers": {
-                    "llm": {
-                        "name": "openai",
-                        "base_url": llm.base_url,
-                        "model": "scripted",
-                        "api_key": "scripted",
-                    }
-                },
-                "campaign": {"path": str(campaign), "hot_reload": False},
-                "tools": {
-                    "sandbox_dir": str(tmp_path / "files"),
-                    "calibration_path": str(tmp_path / "calibration.json"),
-                },
-            }
-        )
-    )
+    config = scripted_config(tmp_path, llm, campaign)
     scene = tmp_path / "scene.yaml"
     scene.write_text(
         yaml.safe_dump(

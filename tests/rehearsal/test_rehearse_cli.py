@@ -4,20 +4,18 @@ needs no llama.cpp: a tool call, a barge-in, a DM line, every output file."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 import shutil
 import socket
-import threading
 import wave
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 import soxr
 import yaml
+from scripted_config import scripted_config
 
 from bot.cli import main
 from bot.rehearsal.instant_llm import ANSWERS, InstantLlm
@@ -29,23 +27,6 @@ pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(shutil.which("espeak-ng") is None, reason="espeak-ng missing"),
 ]
-
-
-@pytest.fixture
-def llm() -> Iterator[InstantLlm]:
-    """The scripted server on its own loop thread (the CLI runs its own asyncio.run)."""
-    loop = asyncio.new_event_loop()
-    server = InstantLlm()
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    asyncio.run_coroutine_threadsafe(server.__aenter__(), loop).result(10)
-    try:
-        yield server
-    finally:
-        asyncio.run_coroutine_threadsafe(server.__aexit__(), loop).result(10)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(5)
-        loop.close()
 
 
 def _words(text: str) -> list[str]:
@@ -62,26 +43,7 @@ def _transcribe(path: Path) -> str:
 
 
 def test_rehearse_command_end_to_end(tmp_path: Path, llm: InstantLlm) -> None:
-    config = tmp_path / "glyphoxa.yaml"
-    config.write_text(
-        yaml.safe_dump(
-            {
-                "providers": {
-                    "llm": {
-                        "name": "openai",
-                        "base_url": llm.base_url,
-                        "model": "scripted",
-                        "api_key": "scripted",
-                    }
-                },
-                "campaign": {"path": str(EXAMPLE), "hot_reload": False},
-                "tools": {
-                    "sandbox_dir": str(tmp_path / "files"),
-                    "calibration_path": str(tmp_path / "calibration.json"),
-                },
-            }
-        )
-    )
+    config = scripted_config(tmp_path, llm)
     scene = tmp_path / "scene.yaml"
     scene.write_text(
         yaml.safe_dump(
