@@ -20,6 +20,7 @@ from tools.spec import BuiltinServer, LatencyMeta, ToolDef
 from tools.tiers import Tier
 
 from .discord_api import APP_ID, user
+from .discord_api import message as api_message
 from .test_commands import DM_USER, PLAYER, Harness, harness
 
 _ids = itertools.count(90_000)
@@ -92,21 +93,8 @@ class Questions:
             for item in row["components"]
         }
         payload = {
-            "id": str(message.id),
-            "channel_id": channel,
-            "author": user(4001, "Glyphoxa", bot=True),
-            "content": body["content"],
-            "timestamp": "2026-01-01T00:00:00+00:00",
-            "edited_timestamp": None,
-            "tts": False,
-            "mention_everyone": False,
-            "mentions": [],
-            "mention_roles": [],
-            "attachments": [],
-            "embeds": [],
+            **api_message(channel, body["content"], message.id),
             "components": body["components"],
-            "pinned": False,
-            "type": 0,
         }
         return payload, buttons
 

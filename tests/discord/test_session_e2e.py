@@ -28,22 +28,12 @@ from bot.voice.dave import DaveReceiver
 from bot.voice.receiver import VoiceReceiver
 from campaigns.memory.table_registry import TableRegistry
 
-from .discord_api import APP_ID, BOT_ID, FakeDiscordApi, user
+from .discord_api import APP_ID, BOT_ID, FakeDiscordApi
+from .guild_payloads import member
 
 GUILD, TEXT, VOICE, DM_ROLE = 9100, 9101, 9102, 9103
 DM_USER, PLAYER = 601, 602
 EXAMPLE = Path(__file__).resolve().parents[2] / "campaigns" / "example"
-
-
-def _member(user_id: int, name: str, roles: list[int]) -> dict[str, Any]:
-    return {
-        "user": user(user_id, name),
-        "roles": [str(r) for r in roles],
-        "joined_at": "2026-01-01T00:00:00+00:00",
-        "deaf": False,
-        "mute": False,
-        "flags": 0,
-    }
 
 
 def _interaction(name: str, sub: str) -> dict[str, Any]:
@@ -56,7 +46,7 @@ def _interaction(name: str, sub: str) -> dict[str, Any]:
         "guild_id": str(GUILD),
         "channel_id": str(TEXT),
         "channel": {"id": str(TEXT), "type": 0, "name": "table", "guild_id": str(GUILD)},
-        "member": {**_member(DM_USER, "dm", [DM_ROLE]), "permissions": "0"},
+        "member": {**member(DM_USER, "dm", [DM_ROLE]), "permissions": "0"},
         "app_permissions": "0",
         "attachment_size_limit": 10_485_760,
         "locale": "en-US",
