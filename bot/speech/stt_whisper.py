@@ -9,8 +9,12 @@ of it, even for a two-second turn. ``window_s`` (option ``providers.stt.options.
 encodes shorter audio over a shorter window: 15 s is two to three times faster, but measured on
 Piper lines it lost words a 30 s window keeps (word error 7.8 % vs 3.3 %; "Greymantle. What
 happened at the old mill?" came back without the name, which decides who answers), so the
-default stays 30 s, and a transcript that only repeats one sentence (a shorter window's decoder
-loop) is heard again over the full window.
+default stays 30 s for finals, and a transcript that only repeats one sentence (a shorter
+window's decoder loop) is heard again over the full window. Partials are another matter: while a
+player talks they run back to back, and the final of the turn waits behind the one in flight. So
+partials use ``partial_window_s`` (10 s by default, when the audio fits): 2.6 times cheaper
+(140 vs 370 ms per call here), about the same word error on the bench lines (15.3 % vs 14.9 %),
+but more names missed (12 vs 4 of 75 lines), which only the final decides.
 """
 
 from __future__ import annotations
@@ -78,6 +82,16 @@ def _repeats_itself(text: str) -> bool:
     return len(sentences) >= 2 and len(set(sentences)) == 1
 
 
+class _Window:
+    """An encoder window: its mel frames, and the longest audio it takes (with room for the
+    trailing pause)."""
+
+    def __init__(self, seconds: float) -> None:
+        seconds = min(max(seconds, 2.0), 30.0)
+        self.frames = int(seconds * 100)  # Whisper's mel frames are 10 ms
+        self.samples = int((seconds - 0.5) * 16_000)
+
+
 @cache
 def _windowed_model_class() -> type[Any]:
     """faster-whisper's ``WhisperModel`` whose encoder sees only the first ``window_frames``
@@ -111,16 +125,16 @@ class FasterWhisperStt:
         beam_size: int = 1,
         language: str | None = None,
         window_s: float = 30.0,
+        partial_window_s: float = 10.0,
     ) -> None:
         """``window_s``: audio shorter than this is encoded over a window this long instead of
-        Whisper's 30 s (30, the default, keeps the full window; see the module docstring)."""
+        Whisper's 30 s (30, the default, keeps the full window; see the module docstring);
+        ``partial_window_s`` likewise for partials."""
         self.model_path = resolve_whisper_model(model)
         self._model = _windowed_model_class()(
             str(self.model_path), device="cpu", compute_type=compute_type, cpu_threads=cpu_threads
         )
-        window_s = min(max(window_s, 2.0), 30.0)
-        self._window_frames = int(window_s * 100)  # Whisper's mel frames are 10 ms
-        self._window_samples = int((window_s - 0.5) * 16_000)  # room for the trailing pause
+        self._windows = {False: _Window(window_s), True: _Window(partial_window_s)}
         self._beam_size = beam_size
         multilingual = bool(getattr(self._model.model, "is_multilingual", False))
         self._language = language or (None if multilingual else "en")
@@ -151,9 +165,12 @@ class FasterWhisperStt:
         if audio.size < 1600:  # under 0.1 s: nothing a recognizer can use
             return ""
         prompt = vocabulary.prompt() if vocabulary else None
-        short = audio.size <= self._window_samples
-        text = self._decode(audio, partial, prompt, self._window_frames if short else None)
+        window = self._windows[partial]
+        short = window.frames < _FULL_WINDOW_FRAMES and audio.size <= window.samples
+        text = self._decode(audio, partial, prompt, window.frames if short else None)
         if short and _repeats_itself(text):
+            if partial:  # a partial is a glimpse, not worth a second decode: say it once
+                return _SENTENCE_END.split(text.strip())[0]
             text = self._decode(audio, partial, prompt, None)
         return text
 
