@@ -32,6 +32,10 @@ __all__ = ["LANE_END", "LaneTranscription"]
 
 log = logging.getLogger(__name__)
 
+#: Trailing silence from which no partial starts: two silent VAD windows (the pause is judged at
+#: three) mean the player may be done, and a partial started now would hold up the final.
+_FINISHING_MS = 60.0
+
 LANE_END = object()
 """Ends a lane's event stream (and its input queue)."""
 
@@ -73,7 +77,7 @@ class LaneTranscription:
         base = self._config.partial_interval_ms / 1000
         if event.stream_time - self._last_partial_at < self.scheduler.partial_interval(base, work):
             return
-        if event.trailing_silence_ms > 100:
+        if event.trailing_silence_ms >= _FINISHING_MS:
             return  # the player may be finishing: keep the recognizer free for the final
         if self._partial_task is not None and not self._partial_task.done():
             return  # the previous partial is still running: skip, never queue
