@@ -20,6 +20,7 @@ import random
 import ssl
 import struct
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -78,6 +79,8 @@ class ServerStats:
     relayed: int = 0
     lost: int = 0
     """Player packets dropped by simulated loss or an outage."""
+    welcomes: int = 0
+    """DAVE welcomes sent to the bot: one per (re)join that finished the handshake."""
     from_bot: int = 0
     recent_from_bot: deque[bytes] = field(default_factory=lambda: deque(maxlen=500))
 
@@ -106,6 +109,8 @@ class LocalVoiceServer:
         self.welcome_bot = True
         """False: ignore the bot's key packages (a voice server that never re-adds it)."""
         self.bot_welcomed = asyncio.Event()
+        self.on_welcome: Callable[[], None] | None = None
+        """Called after each welcome (a test Discord that waits on its own state changes)."""
         self._ws: web.WebSocketResponse | None = None
         self._request: web.Request | None = None
         self._seq = 0
@@ -272,7 +277,10 @@ class LocalVoiceServer:
             transition = next(self._transitions)
             await self._binary(_OP_WELCOME, struct.pack(">H", transition) + result.welcome)
             await self._execute(transition)
+            self.stats.welcomes += 1
             self.bot_welcomed.set()
+            if self.on_welcome is not None:
+                self.on_welcome()
             for player in self.players.values():
                 if player.speaking:
                     await self._speaking(player)

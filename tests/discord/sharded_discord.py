@@ -5,8 +5,8 @@ The main gateway accepts any number of connections. Each IDENTIFY names its shar
 (``(guild_id >> 22) % count``) and a GUILD_CREATE follows for each. Events of a guild go to
 every live connection of its shard, as Discord does when two sessions identify as the same
 shard. A voice state request (op 4) is answered on the connection that sent it; each guild has
-its own voice server (``LocalDiscord``'s TLS voice gateway, UDP and DAVE), which also serves a
-bot that comes back after its process was killed.
+its own voice server (``bot.local_discord``'s TLS voice gateway, UDP relay and DAVE group),
+which also serves a bot that comes back after its process was killed.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
-from .local_discord import LocalDiscord
+from bot.local_discord.tls import self_signed_tls
+from bot.local_discord.voice_server import LocalVoiceServer, RemotePlayer
 
 
 @dataclass(eq=False)
@@ -38,31 +39,62 @@ class Connection:
     """The client's TCP port (tells which bot process holds this connection)."""
 
 
-class GuildVoice(LocalDiscord):
-    """The voice server of one guild; its voice-state answers go to the connection that asked."""
+class GuildVoice:
+    """One guild's voice server (``bot.local_discord``'s) with the member who speaks there; its
+    voice-state answers go to the gateway connection that asked."""
 
-    def __init__(self, gateway: ShardedDiscord, guild: dict[str, Any], tls_dir: str) -> None:
-        super().__init__(
-            guild=guild, bot_user=gateway.bot_user, app_id=gateway.app_id, tls_dir=tls_dir
-        )
+    def __init__(self, gateway: ShardedDiscord, guild: dict[str, Any], tls_dir: Path) -> None:
         self.gateway = gateway
-        self.via: Connection | None = None
-        self.ready_count = 0
+        self.guild_id = str(guild["id"])
+        channel = next(int(c["id"]) for c in guild["channels"] if c["type"] == 2)
+        self.server = LocalVoiceServer(
+            channel_id=channel, bot_id=int(gateway.bot_user["id"]), tls=self_signed_tls(tls_dir)
+        )
+        self.server.on_welcome = gateway.changed
+        self.voice_states: list[dict[str, Any]] = []
+        """The bot's voice states (op 4 answers), in order."""
+        self.remote_user = 0
+
+    @property
+    def ready_count(self) -> int:
         """Voice connections that finished the DAVE handshake (one more per (re)join)."""
+        return self.server.stats.welcomes
 
-    async def dispatch(self, event: str, data: dict[str, Any]) -> None:
-        assert self.via is not None
-        await self.gateway.send(self.via, event, data)
+    @property
+    def remote(self) -> RemotePlayer:
+        """The member who speaks in this guild's channel."""
+        return self.server.players[self.remote_user]
 
-    async def _voice_json(self, op: int, data: dict[str, Any]) -> None:
-        await super()._voice_json(op, data)
-        if op == 5:  # sent right after the DAVE transition executed: this join is ready
-            self.ready_count += 1
-            self.gateway.changed()
+    async def start(self, remote_user: int) -> None:
+        self.remote_user = remote_user
+        await self.server.start()
+        await self.server.join(remote_user)
+        await self.server.set_speaking(remote_user, True)  # told to the bot once it is welcomed
+
+    async def close(self) -> None:
+        await self.server.close()
 
     async def answer(self, connection: Connection, data: dict[str, Any]) -> None:
-        self.via = connection
-        await self._voice_state_request(data)
+        state = {
+            "guild_id": self.guild_id,
+            "channel_id": data["channel_id"],
+            "user_id": self.gateway.bot_user["id"],
+            "session_id": "voice-session",
+            "deaf": False,
+            "mute": False,
+            "self_deaf": data.get("self_deaf", False),
+            "self_mute": data.get("self_mute", False),
+            "self_video": False,
+            "suppress": False,
+            "request_to_speak_timestamp": None,
+        }
+        self.voice_states.append(state)
+        await self.gateway.send(connection, "VOICE_STATE_UPDATE", state)
+        if data["channel_id"] is not None:
+            server = {"token": "voice-token", "guild_id": self.guild_id}
+            await self.gateway.send(
+                connection, "VOICE_SERVER_UPDATE", {**server, "endpoint": self.server.endpoint}
+            )
 
 
 class ShardedDiscord:
@@ -83,7 +115,7 @@ class ShardedDiscord:
         self.app_id = app_id
         self.connections: list[Connection] = []
         self.voices = {
-            guild_id: GuildVoice(self, guild, str(_folder(tls_dir / str(guild_id))))
+            guild_id: GuildVoice(self, guild, _folder(tls_dir / str(guild_id)))
             for guild_id, guild in self.guilds.items()
         }
         self.gateway_url = ""

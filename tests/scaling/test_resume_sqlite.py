@@ -1,9 +1,10 @@
 """One process on SQLite (the default): a restarted bot resumes its table; /session stop ends it.
 
 The production ``GlyphoxaBot`` with a ``TableRegistry`` on SQLite, against the local Discord
-(main gateway, TLS voice gateway, UDP, DAVE) and its REST stand-in. The bot is closed as
-``glyphoxa run`` closes it on SIGTERM (the table stops, its row stays), and a new bot over the
-same database rejoins the voice channel with the DM's mute kept, telling the DM.
+(one shard of ``ShardedDiscord``: main gateway, TLS voice gateway, UDP, DAVE) and its REST
+stand-in. The bot is closed as ``glyphoxa run`` closes it on SIGTERM (the table stops, its row
+stays), and a new bot over the same database rejoins the voice channel with the DM's mute kept,
+telling the DM.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from npcs.campaign import load_campaign
 
 from ..discord.discord_api import APP_ID, BOT_ID, FakeDiscordApi, user
 from ..discord.guild_payloads import guild, ids, interaction, sub
-from ..discord.local_discord import LocalDiscord
+from ..discord.sharded_discord import ShardedDiscord
 
 GUILD = (5 << 22) | 3
 PLAYER = (602, "Aria")
@@ -45,14 +46,14 @@ class NoStt:
 @pytest.fixture
 async def world(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> AsyncIterator[tuple[LocalDiscord, FakeDiscordApi]]:
+) -> AsyncIterator[tuple[ShardedDiscord, FakeDiscordApi]]:
     api = FakeDiscordApi()
     await api.start()
-    local = LocalDiscord(
-        guild=guild(GUILD, PLAYER), bot_user=user(BOT_ID, "Glyphoxa", bot=True), app_id=APP_ID,
-        tls_dir=str(tmp_path),
+    local = ShardedDiscord(
+        [guild(GUILD, PLAYER)], shard_count=1, bot_user=user(BOT_ID, "Glyphoxa", bot=True),
+        app_id=APP_ID, tls_dir=tmp_path / "tls",
     )  # fmt: skip
-    await local.start(remote_user=PLAYER[0])
+    await local.start({GUILD: PLAYER[0]})
     # Only Discord's addresses change; every byte is produced and parsed by discord.py.
     monkeypatch.setattr(discord.http.Route, "BASE", api.base)
     monkeypatch.setattr(DiscordWebSocket, "DEFAULT_GATEWAY", yarl.URL(local.gateway_url))
@@ -62,9 +63,10 @@ async def world(
 
 
 async def test_a_restarted_bot_resumes_its_table_from_sqlite(
-    world: tuple[LocalDiscord, FakeDiscordApi], tmp_path: Path
+    world: tuple[ShardedDiscord, FakeDiscordApi], tmp_path: Path
 ) -> None:
     local, api = world
+    voice_states = local.voices[GUILD].voice_states
     url = f"sqlite+aiosqlite:///{tmp_path / 'memory.db'}"
     config = GlyphoxaConfig.model_validate(
         {"discord": {"guild_ids": [GUILD], "dm_role": "DM", "transcription_notice": False},
@@ -95,7 +97,7 @@ async def test_a_restarted_bot_resumes_its_table_from_sqlite(
 
     async def command(name: str, options: list[dict[str, Any]]) -> str:
         payload = interaction(GUILD, name, options)
-        await local.dispatch("INTERACTION_CREATE", payload)
+        assert await local.dispatch_guild(GUILD, "INTERACTION_CREATE", payload) == 1
         call = await api.wait_for_call(
             lambda c: (c[1] == f"webhooks/{APP_ID}/{payload['token']}"
                        or c[1].startswith(f"interactions/{payload['id']}/"))
@@ -110,11 +112,11 @@ async def test_a_restarted_bot_resumes_its_table_from_sqlite(
         await _until_saved(registry, lambda state: state.get("muted") == ["Captain Vessa"])
         await bot.close()  # as on SIGTERM: the table stops, its row stays
         await asyncio.wait_for(runner, timeout=10)
-        assert local.voice_states[-1]["channel_id"] is None  # it left voice
+        assert voice_states[-1]["channel_id"] is None  # it left voice
         kept = await registry.get(GUILD)
         assert kept is not None and kept.memory_session_id is not None
 
-        joins = len(local.voice_states)
+        joins = len(voice_states)
         bot, runner = await run_bot()
         await api.wait_for_call(
             lambda c: (
@@ -122,7 +124,7 @@ async def test_a_restarted_bot_resumes_its_table_from_sqlite(
                 and "the session continues" in str(c[2])
             )
         )
-        rejoined = local.voice_states[joins:]
+        rejoined = voice_states[joins:]
         assert [int(s["channel_id"]) for s in rejoined] == [ids(GUILD)["voice"]]
         # The transcript continues in the same memory session.
         assert memory_sessions == [None, kept.memory_session_id]

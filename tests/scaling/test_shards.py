@@ -38,9 +38,7 @@ from bot.rehearsal.instant_audio import InstantAudio
 from bot.rehearsal.instant_llm import ANSWERS, InstantLlm
 from bot.speech import EspeakTts
 from bot.voice.dave import DaveReceiver
-from bot.voice.loopback import LoopbackSpeaker
 from bot.voice.receiver import VoiceReceiver
-from bot.voice.transport_crypto import make_cipher
 from campaigns.memory.table_registry import TableRegistry
 from npcs.schema import VoiceSettings
 
@@ -388,23 +386,21 @@ async def _until_stored(world: World, guild: int, check: Callable[[dict[str, Any
 
 async def _speak_and_hear_the_npc(world: World, guild: int, bot: Bot) -> None:
     """The guild's player says the line over UDP; the NPC's answer must come back to them."""
-    voice = world.discord.voices[guild]
-    assert voice.remote is not None
+    server, remote = world.discord.voices[guild].server, world.discord.voices[guild].remote
+    assert remote.speaker is not None
     player = PLAYERS[guild][1]
-    speaker = LoopbackSpeaker(
-        voice.remote_ssrc, make_cipher(voice.mode, voice.secret_key), voice.remote
-    )
     asked = len(world.audio.requests)
     silence = [bytes(3840)] * 40
     for frame in [*silence[:10], *world.speech, *silence]:
-        voice.udp.send(speaker.packet(speaker.encode(frame)))
+        assert server.send(remote.user_id, remote.speaker.encode(frame))
         await asyncio.sleep(0.02)  # a client sends one packet per 20 ms
-    voice.udp.from_bot.clear()
+    from_bot = server.stats.recent_from_bot
+    from_bot.clear()
 
     def answered() -> bool:
         spoke = [r for r in world.llm.requests if player in str(r["messages"])]
         speech = [f for route, f in world.audio.requests[asked:] if route == "speech"]
-        return bool(spoke) and bool(speech) and len(voice.udp.from_bot) > 100
+        return bool(spoke) and bool(speech) and len(from_bot) > 100
 
     async with asyncio.timeout(45):
         while not answered():
@@ -412,12 +408,12 @@ async def _speak_and_hear_the_npc(world: World, guild: int, bot: Bot) -> None:
                 pytest.fail(f"bot exited:\n{bot.tail()}")
             await asyncio.sleep(0.05)  # three servers, no common event
     ears = VoiceReceiver(
-        asyncio.get_running_loop(), lambda f: None, dave=DaveReceiver(lambda: (voice.remote, 1))
+        asyncio.get_running_loop(), lambda f: None, dave=DaveReceiver(lambda: (remote.session, 1))
     )
-    ears.set_transport(voice.mode, voice.secret_key)
-    ears.map_ssrc(voice.bot_ssrc, BOT_ID)
+    ears.set_transport(server.mode, server.secret_key)
+    ears.map_ssrc(server.bot_ssrc, BOT_ID)
     frames = []
-    for datagram in list(voice.udp.from_bot):
+    for datagram in list(from_bot):
         frames += ears.process(datagram)
     counters = ears.snapshot()
     assert counters.dropped["decrypt_failed"] == 0 and counters.dropped["dave_failed"] == 0
