@@ -49,7 +49,7 @@ async def load_stt(provider: ProviderConfig, pool: InferencePool | None = None) 
             provider.model,
             cpu_threads=int(options.get("cpu_threads", 2)),
             beam_size=int(options.get("beam_size", 1)),
-            window_s=float(options.get("window_s", 30.0)),
+            window_s=float(options.get("window_s", 10.0)),
             partial_window_s=float(options.get("partial_window_s", 10.0)),
         )
     if provider.name == "openai":

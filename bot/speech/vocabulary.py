@@ -27,6 +27,8 @@ _ARTICLE = re.compile(r"^(the|a|an)\s+", re.IGNORECASE)
 _MIN_CORRECTED = 5
 """Shorter names ("Bart", "Grey") go into the prompt only: too many words sound like them."""
 _TOKEN = re.compile(r"\S+")
+_VOCATIVE = re.compile(r"^\s*[\w'-]+(?: [\w'-]+)?,|, [\w'-]+(?: [\w'-]+)?[.!?]*\s*$")
+"""One or two words set off by a comma at the start or the end: where a player calls a name."""
 _LETTERS = re.compile(r"[^a-z]")
 _SOUND_RULES = (
     ("ph", "f"), ("ck", "k"), ("gh", "g"), ("qu", "kw"), ("q", "k"), ("x", "ks"), ("z", "s"),
@@ -86,6 +88,21 @@ class Vocabulary:
 
     def hotwords(self) -> str:
         return " ".join(self.terms)
+
+    def may_hide_name(self, text: str) -> bool:
+        """True when ``text`` names nobody yet has a name's slot ("Mardok, another ale", "Roll
+        for me, Bar up"): a recognizer that misheard a name most often leaves it there."""
+        return bool(self.names) and not self._named(text) and bool(_VOCATIVE.search(text))
+
+    def repeats_a_name(self, text: str) -> bool:
+        """A term said twice or more ("Captain Vessa, Captain Vessa"): Whisper looping on its
+        prompt, not a player (who says a name once)."""
+        lowered = self.correct(text).lower()
+        return any(lowered.count(term.lower()) >= 2 for term in self.terms)
+
+    def _named(self, text: str) -> bool:
+        lowered = self.correct(text).lower()
+        return any(re.search(rf"\b{re.escape(name.lower())}\b", lowered) for name in self.names)
 
     def correct(self, text: str) -> str:
         """Replace runs of words that sound like a vocabulary term with the term."""

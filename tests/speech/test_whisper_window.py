@@ -1,5 +1,5 @@
-"""Whisper over a shorter window (opt-in ``window_s``): it still hears the lines, and a decoder
-loop is heard again over the full window."""
+"""Whisper over a shorter window: it still hears the lines; a decoder loop, or a final with a
+name's slot but no name, is heard again over the full window."""
 
 from __future__ import annotations
 
@@ -43,23 +43,48 @@ def test_short_turns_are_still_heard_over_a_shorter_window(piper: PiperTts) -> N
     assert full <= 0.1 and short <= 0.2, (heard[15.0], heard[30.0])
 
 
-def test_partials_use_the_shorter_partial_window_and_finals_the_full_one(piper: PiperTts) -> None:
-    """Partials run back to back while a player talks, and the turn's final waits behind the one
-    in flight: they are encoded over 10 s (2.6x cheaper), finals over Whisper's full 30 s."""
-    vocabulary = Vocabulary(["Bartok"], names=["Bartok"])
+def _frames_of_the_last_decode(stt: FasterWhisperStt, clip: np.ndarray, **kwargs: object) -> int:
+    stt.transcribe_sync(clip, **kwargs)  # type: ignore[arg-type]
+    return int(stt._model.window_frames)
+
+
+def test_turns_are_heard_over_10_s_and_a_name_slot_without_a_name_over_30(
+    piper: PiperTts,
+) -> None:
+    """Partials run back to back while a player talks and the turn's final waits behind the one
+    in flight, so both are encoded over 10 s (about 2.7x cheaper). A final whose words name
+    nobody where a name would sit ("Bartok, ..." when no Bartok is known: a misheard name
+    looks like that) is heard again over Whisper's full 30 s, which hears names better."""
+    bartok = Vocabulary(["Bartok"], names=["Bartok"])
+    stranger = Vocabulary(["Zephyrine"], names=["Zephyrine"])
     audio = _clips(piper)
     stt = FasterWhisperStt()
     try:
-        partials, windows = [], set()
+        partials, finals, windows = [], [], set()
         for clip in audio:
-            partials.append(stt.transcribe_sync(clip, True, vocabulary))
+            partials.append(stt.transcribe_sync(clip, True, bartok))
             windows.add(stt._model.window_frames)
-        assert windows == {1000}
-        stt.transcribe_sync(audio[0], False, vocabulary)
-        assert stt._model.window_frames == 3000
+            finals.append(stt.transcribe_sync(clip, False, bartok))
+            windows.add(stt._model.window_frames)
+        assert windows == {1000}, "every line fits the 10 s window and names Bartok or nobody"
+        assert "Bartok" in finals[0], finals[0]
+        assert _frames_of_the_last_decode(stt, audio[0], partial=False, vocabulary=stranger) == 3000
+        assert _frames_of_the_last_decode(stt, audio[0], partial=True, vocabulary=stranger) == 1000
         long_clip = np.concatenate([audio[0], np.zeros(16_000 * 10, np.float32)])
-        stt.transcribe_sync(long_clip, True, vocabulary)
-        assert stt._model.window_frames == 3000  # too long for the partial window
+        assert _frames_of_the_last_decode(stt, long_clip, partial=True) == 3000  # too long
     finally:
         stt.close()
     assert wer(zip(PLAYER_LINES[:6], partials, strict=True)) <= 0.2, partials
+    assert wer(zip(PLAYER_LINES[:6], finals, strict=True)) <= 0.1, finals
+
+
+def test_a_name_slot_without_a_name_and_a_prompt_loop_are_recognised() -> None:
+    vocabulary = Vocabulary(["Bartok", "Captain Vessa"], names=["Bartok", "Captain Vessa"])
+    assert vocabulary.may_hide_name("Mardok, how much for the room?")
+    assert vocabulary.may_hide_name("Roll a die for me, ward up.")
+    assert not vocabulary.may_hide_name("Bartok, how much for the room?")
+    assert not vocabulary.may_hide_name("Bar tok, how much for the room?")  # corrected
+    assert not vocabulary.may_hide_name("And what about the bard?")  # no slot for a name
+    assert not Vocabulary([]).may_hide_name("Mardok, how much for the room?")  # none known
+    assert vocabulary.repeats_a_name("Bartok, Captain Vessa, Captain Vessa, for me.")
+    assert not vocabulary.repeats_a_name("Bartok, ask Captain Vessa for me.")
