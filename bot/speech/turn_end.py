@@ -4,7 +4,9 @@ At each pause the lane asks the turn model how the utterance *sounds* (Smart Tur
 intonation, a finished phrase) and looks at what was *said* (the words up to the pause). Either
 can say "not done": a trailing "and" or "um", words trailing off ("..."), or a name alone
 ("Bartok," then a breath before the question). A complete turn ends after ``complete_ms`` of
-silence, an unfinished one only after ``incomplete_ms``; without the model the lane keeps the
+silence (a short one, under ``short_turn_ms``, after ``short_complete_ms``: "Great," then a
+breath before "pour me a pint" sounds and reads finished), an unfinished one only after
+``incomplete_ms``; without the model the lane keeps the
 plain VAD hangover. Pure and synchronous, so every rule is easy to test.
 """
 
@@ -78,9 +80,12 @@ class TurnEndPolicy:
         """No turn model (switched off, missing or failed): the plain hangover."""
         return TurnVerdict(False, self.hangover_ms, "no turn model", None)
 
-    def verdict(self, probability: float | None, text: str | None) -> TurnVerdict:
+    def verdict(
+        self, probability: float | None, text: str | None, *, short: bool = False
+    ) -> TurnVerdict:
         """``probability``: the model's score at the pause (None: it could not score, so the
-        plain hangover applies); ``text``: the words up to the pause."""
+        plain hangover applies); ``text``: the words up to the pause; ``short``: the turn so
+        far is shorter than ``short_turn_ms``."""
         config = self.config
         if probability is None:
             return self.fallback()
@@ -88,5 +93,6 @@ class TurnEndPolicy:
         if why is not None:
             return TurnVerdict(False, config.incomplete_ms, why, probability)
         if probability >= config.threshold:
-            return TurnVerdict(True, config.complete_ms, "sounds finished", probability)
+            wait = config.short_complete_ms if short else config.complete_ms
+            return TurnVerdict(True, wait, "sounds finished", probability)
         return TurnVerdict(False, config.incomplete_ms, "sounds unfinished", probability)

@@ -44,6 +44,9 @@ def test_the_verdict_combines_the_score_with_the_words() -> None:
     assert (doubt.complete, doubt.wait_ms, doubt.reason) == (False, 1000, "sounds unfinished")
     unheard = policy.verdict(0.9, "")  # no words yet: the sound decides
     assert unheard.complete
+    short = policy.verdict(0.97, "Great.", short=True)  # "Great," then a breath: give it time
+    assert (short.complete, short.wait_ms) == (True, config.short_complete_ms)
+    assert config.short_complete_ms > config.complete_ms
     fallback = policy.verdict(None, "Bartok, and")  # the model could not score: plain hangover
     assert (fallback.complete, fallback.wait_ms, fallback.reason) == (False, 500, "no turn model")
     assert policy.fallback() == fallback
