@@ -27,8 +27,9 @@ _ARTICLE = re.compile(r"^(the|a|an)\s+", re.IGNORECASE)
 _MIN_CORRECTED = 5
 """Shorter names ("Bart", "Grey") go into the prompt only: too many words sound like them."""
 _TOKEN = re.compile(r"\S+")
-_VOCATIVE = re.compile(r"^\s*[\w'-]+(?: [\w'-]+)?,|, [\w'-]+(?: [\w'-]+)?[.!?]*\s*$")
-"""One or two words set off by a comma at the start or the end: where a player calls a name."""
+_VOCATIVE = re.compile(r"^\s*[\w'-]+(?: [\w'-]+){0,2},|, [\w'-]+(?: [\w'-]+){0,2}[.!?]*\s*$")
+"""One to three words set off by a comma at the start or the end: where a player calls a name
+(three: a misheard "Greymantle," comes back as "Green and all,")."""
 _LETTERS = re.compile(r"[^a-z]")
 _SOUND_RULES = (
     ("ph", "f"), ("ck", "k"), ("gh", "g"), ("qu", "kw"), ("q", "k"), ("x", "ks"), ("z", "s"),
@@ -90,8 +91,9 @@ class Vocabulary:
         return " ".join(self.terms)
 
     def may_hide_name(self, text: str) -> bool:
-        """True when ``text`` names nobody yet has a name's slot ("Mardok, another ale", "Roll
-        for me, Bar up"): a recognizer that misheard a name most often leaves it there."""
+        """True when ``text`` names nobody yet has a name's slot ("Mardok, another ale", "Green
+        and all, what happened", "Roll for me, Bar up"): a recognizer that misheard a name most
+        often leaves it there."""
         return bool(self.names) and not self._named(text) and bool(_VOCATIVE.search(text))
 
     def repeats_a_name(self, text: str) -> bool:

@@ -82,6 +82,7 @@ def test_a_name_slot_without_a_name_and_a_prompt_loop_are_recognised() -> None:
     vocabulary = Vocabulary(["Bartok", "Captain Vessa"], names=["Bartok", "Captain Vessa"])
     assert vocabulary.may_hide_name("Mardok, how much for the room?")
     assert vocabulary.may_hide_name("Roll a die for me, ward up.")
+    assert vocabulary.may_hide_name("Green and all, what happened at the Old Mill?")
     assert not vocabulary.may_hide_name("Bartok, how much for the room?")
     assert not vocabulary.may_hide_name("Bar tok, how much for the room?")  # corrected
     assert not vocabulary.may_hide_name("And what about the bard?")  # no slot for a name
