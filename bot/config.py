@@ -104,9 +104,10 @@ class TurnConfig(_Strict):
     short_turn_ms: int = Field(default=1000, ge=0)
     """A turn shorter than this waits for its words before ending: "Bartok," alone sounds
     finished too (longer ones end on the sound, and their words may still veto it)."""
-    short_complete_ms: int = Field(default=500, ge=0)
-    """Silence before a short turn that sounds and reads finished ends: "Great," and a breath
-    before "pour me a pint" is one too (a long one ends after ``complete_ms``)."""
+    unsure_ms: int = Field(default=500, ge=0)
+    """Silence before a turn ends when sound and words do not quite vouch for each other: a word
+    or two that sound finished ("Great," and a breath before "pour me a pint"), or a whole
+    question that sounds unfinished."""
     incomplete_ms: int = Field(default=1000, ge=0)
     """Silence before an unfinished one ends anyway ("Bartok, and um...")."""
 

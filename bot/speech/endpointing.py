@@ -8,8 +8,7 @@ words are heard at once, alongside the model. The verdict (:mod:`bot.speech.turn
 the end rule of that pause: a finished turn ends after ``complete_ms`` of silence, an unfinished
 one after ``incomplete_ms``. The turn model answers in tens of milliseconds, the recognizer
 takes longer, so a turn that sounds finished ends on the sound alone; only a short one (shorter
-than ``short_turn_ms``: "Bartok," also sounds finished) waits for its words, and for a longer
-silence ("Great," then a breath before the rest). Words that arrive
+than ``short_turn_ms``: "Bartok," also sounds finished) waits for its words. Words that arrive
 before the turn ended can still say "not done" (a trailing "and"). The words heard at the pause
 are the turn's final transcript when no speech followed, so recognition runs while the player
 is silent, not after.
@@ -165,8 +164,7 @@ class PauseJudge:
             log.warning("pause transcript for %s failed: %s", self._lane, error)
             text = ""
         if self.has_model:
-            short = spoken_s * 1000 < self._policy.config.short_turn_ms
-            check.verdict = self._policy.verdict(probability, text, short=short)
+            check.verdict = self._policy.verdict(probability, text)
         else:
             check.verdict = self._policy.fallback()
         self._on_verdict(check, text)

@@ -4,10 +4,12 @@ At each pause the lane asks the turn model how the utterance *sounds* (Smart Tur
 intonation, a finished phrase) and looks at what was *said* (the words up to the pause). Either
 can say "not done": a trailing "and" or "um", words trailing off ("..."), or a name alone
 ("Bartok," then a breath before the question). A complete turn ends after ``complete_ms`` of
-silence (a short one, under ``short_turn_ms``, after ``short_complete_ms``: "Great," then a
-breath before "pour me a pint" sounds and reads finished), an unfinished one only after
-``incomplete_ms``; without the model the lane keeps the
-plain VAD hangover. Pure and synchronous, so every rule is easy to test.
+silence, an unfinished one only after ``incomplete_ms``. Where sound and words do not quite
+vouch for each other the turn ends after ``unsure_ms``: a word or two that sound finished
+("Great," then a breath before "pour me a pint"), or a whole question ("Bartok, is the stew any
+good?") that the model, unsure of a voice it was not trained on, hears as unfinished. Without
+the model the lane keeps the plain VAD hangover. Pure and synchronous, so every rule is easy
+to test.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ _DANGLING = frozenset(
 )  # fmt: skip
 #: Words that may stand next to a name without making it a request ("hey Bartok").
 _CALLS = frozenset("hey hi hello oi okay ok so well oh um uh er excuse me".split())
+_WHOLE_WORDS = 3
+"""Fewer words than this ("Great.", "I did.") are often the start of a longer turn."""
 _TRAILING_OFF = ("...", "\u2026", ",", "-", "\u2014", ":", ";")
 
 
@@ -80,19 +84,20 @@ class TurnEndPolicy:
         """No turn model (switched off, missing or failed): the plain hangover."""
         return TurnVerdict(False, self.hangover_ms, "no turn model", None)
 
-    def verdict(
-        self, probability: float | None, text: str | None, *, short: bool = False
-    ) -> TurnVerdict:
+    def verdict(self, probability: float | None, text: str | None) -> TurnVerdict:
         """``probability``: the model's score at the pause (None: it could not score, so the
-        plain hangover applies); ``text``: the words up to the pause; ``short``: the turn so
-        far is shorter than ``short_turn_ms``."""
+        plain hangover applies); ``text``: the words up to the pause."""
         config = self.config
         if probability is None:
             return self.fallback()
         why = unfinished_words(text, self.names) if text else None
         if why is not None:
             return TurnVerdict(False, config.incomplete_ms, why, probability)
+        words = len(_words(text)) if text else 0
         if probability >= config.threshold:
-            wait = config.short_complete_ms if short else config.complete_ms
-            return TurnVerdict(True, wait, "sounds finished", probability)
+            if 0 < words < _WHOLE_WORDS:
+                return TurnVerdict(True, config.unsure_ms, "a word or two", probability)
+            return TurnVerdict(True, config.complete_ms, "sounds finished", probability)
+        if words >= _WHOLE_WORDS and text and text.rstrip().endswith("?"):
+            return TurnVerdict(True, config.unsure_ms, "a whole question", probability)
         return TurnVerdict(False, config.incomplete_ms, "sounds unfinished", probability)

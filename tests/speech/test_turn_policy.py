@@ -40,13 +40,18 @@ def test_the_verdict_combines_the_score_with_the_words() -> None:
     assert (done.complete, done.wait_ms, done.reason) == (True, 200, "sounds finished")
     named = policy.verdict(0.97, "Bartok.")  # sounds finished, but it is only a name
     assert (named.complete, named.wait_ms, named.reason) == (False, 1000, "a name alone")
-    doubt = policy.verdict(0.2, "Bartok, what's on tap tonight?")
+    doubt = policy.verdict(0.2, "Bartok, I would like a room for the night")
     assert (doubt.complete, doubt.wait_ms, doubt.reason) == (False, 1000, "sounds unfinished")
     unheard = policy.verdict(0.9, "")  # no words yet: the sound decides
     assert unheard.complete
-    short = policy.verdict(0.97, "Great.", short=True)  # "Great," then a breath: give it time
-    assert (short.complete, short.wait_ms) == (True, config.short_complete_ms)
-    assert config.short_complete_ms > config.complete_ms
+    unsure = TurnConfig().unsure_ms
+    assert config.complete_ms < unsure < config.incomplete_ms
+    short = policy.verdict(0.97, "Great.")  # "Great," then a breath before "pour me a pint"
+    assert (short.complete, short.wait_ms, short.reason) == (True, unsure, "a word or two")
+    asked = policy.verdict(0.07, "Bartok, is the stew any good?")  # a voice the model doubts
+    assert (asked.complete, asked.wait_ms, asked.reason) == (True, unsure, "a whole question")
+    stub = policy.verdict(0.07, "Is it?")  # too short to vouch for itself
+    assert (stub.complete, stub.wait_ms) == (False, 1000)
     fallback = policy.verdict(None, "Bartok, and")  # the model could not score: plain hangover
     assert (fallback.complete, fallback.wait_ms, fallback.reason) == (False, 500, "no turn model")
     assert policy.fallback() == fallback
