@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from bot.session.events import PlayerSpoke, Routed
 from bot.session.speculation import Speculation, normalize
+from bot.speech.turn_end import name_alone
 from npcs.context import SceneLine
 
 if TYPE_CHECKING:
@@ -44,6 +45,9 @@ __all__ = ["Routing"]
 #: and the answer's request must not queue behind a prefill at the one-slot server.
 _PREFILL_QUIET_MS = 100.0
 #: Verdicts that come from the words: the player is not done, so no answer is guessed yet.
+_NAMED_AGAIN_S = 1.5
+"""A name alone this soon after the line to that NPC is the end of that line ("Roll a die for
+me," then a breath the turn ended on, then "Bartok."), which the NPC already answers."""
 _WORDS_UNFINISHED = ("ends with", "trails off", "a name alone")
 
 
@@ -144,6 +148,11 @@ class Routing:
         decision = self.addressing.detect(speaker.name, text, now, is_dm=self.is_dm(speaker))
         self.entities.prefetch(text)
         names = [n for n in decision.npcs if n in self.campaign.npcs and not self.is_muted(n)]
+        if self._named_again(speaker, text, names, speech_start):
+            reason = f"{names[0]} named again right after the line to them: part of that line"
+            self._emit(Routed(speaker.name, text, (), reason, None, None, now))
+            return
+        speaker.last_line = (speech_end or now, tuple(names))
         tier_label = tier_reason = None
         spec = speaker.speculation
         if spec is not None and spec.utterance_id == utterance_id:
@@ -186,6 +195,17 @@ class Routing:
             spec.cancel()  # the final said something else
         reason = decision.reason if names or not decision.npcs else "muted"
         self._emit(Routed(speaker.name, text, tuple(names), reason, tier_label, tier_reason, now))
+
+    def _named_again(
+        self, speaker: Speaker, text: str, names: list[str], speech_start: float | None
+    ) -> bool:
+        last = speaker.last_line
+        if last is None or len(names) != 1 or speech_start is None:
+            return False
+        ended, answered = last
+        if names[0] not in answered or speech_start - ended > _NAMED_AGAIN_S:
+            return False
+        return name_alone(text, self.campaign.npcs[names[0]].names())
 
     def _addressee(self, speaker: Speaker, text: str, now: float) -> NpcDefinition | None:
         """The one NPC who would answer ``text`` if the player stopped here (named, or the

@@ -57,6 +57,8 @@ class Speaker:
     """Stream time at which the current utterance started."""
     last_partial: str | None = None
     speculation: Speculation | None = None
+    last_line: tuple[float, tuple[str, ...]] | None = None
+    """When the speaker's last routed line ended (wall clock) and which NPCs it went to."""
 
     def drop_speculation(self, utterance_id: int | None = None) -> None:
         """Cancel the speculative answer (only if it was for ``utterance_id``, when given)."""

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from bot.config import TurnConfig
 
-__all__ = ["TurnEndPolicy", "TurnVerdict", "unfinished_words"]
+__all__ = ["TurnEndPolicy", "TurnVerdict", "name_alone", "unfinished_words"]
 
 _WORD = re.compile(r"[a-z0-9']+")
 #: Words a finished sentence does not end with: conjunctions, fillers, articles.
@@ -52,11 +52,16 @@ def unfinished_words(text: str, names: Iterable[str] = ()) -> str | None:
         return f'ends with "{words[-1]}"'
     if stripped.endswith(_TRAILING_OFF):
         return "trails off"
-    name_words = {w for name in names for w in _words(name)}
-    content = [w for w in words if w not in _CALLS]
-    if content and all(w in name_words for w in content):
+    if name_alone(stripped, names):
         return "a name alone"
     return None
+
+
+def name_alone(text: str, names: Iterable[str]) -> bool:
+    """``text`` only calls out a name ("Bartok.", "hey Bartok,")."""
+    name_words = {w for name in names for w in _words(name)}
+    content = [w for w in _words(text) if w not in _CALLS]
+    return bool(content) and all(w in name_words for w in content)
 
 
 @dataclass(frozen=True, slots=True)

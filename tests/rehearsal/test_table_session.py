@@ -127,6 +127,29 @@ async def test_backchannel_does_not_start_a_turn(table: Table) -> None:
     assert [p.speaker for p in table.driver.of_type(PlayerSpoke)] == ["Tobble"]
 
 
+async def test_a_name_said_right_after_a_line_to_that_npc_is_part_of_the_line(
+    table: Table,
+) -> None:
+    """ "Roll a die for me," then a breath the turn ended on, then "Bartok.": the name ends the
+    line Bartok already answers; it is recorded, not answered a second time."""
+    table.engine.replies["Bartok"] = ["Here you go."]
+    driver = table.driver
+    driver.say("Arin", "Bartok, roll a die for me.")
+    await driver.run_until(lambda: len(driver.of_type(Routed)) == 1)
+    driver.say("Arin", "Bartok.", seconds=0.4)
+    await driver.run_until(lambda: len(driver.of_type(Routed)) == 2)
+    first, again = driver.of_type(Routed)
+    assert first.npcs == ("Bartok",)
+    assert again.npcs == () and "named again" in again.reason, again
+    await driver.run_until(lambda: len(spoken(table)) == 1)
+    for _ in range(100):
+        await driver.tick()
+    assert [r.text for r in table.engine.requests] == ["Bartok, roll a die for me."]
+    assert [p.text for p in driver.of_type(PlayerSpoke)][-1] == "Bartok."  # still recorded
+    driver.say("Arin", "Bartok, and another thing.")  # a real line to him is answered
+    await driver.run_until(lambda: len(table.engine.requests) == 2)
+
+
 async def test_dm_mute_unmute_say_and_status(table: Table) -> None:
     session, driver = table.session, table.driver
     session.mute("bart")  # aliases work
