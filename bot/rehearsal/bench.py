@@ -55,6 +55,7 @@ class _Tally:
     def __init__(self) -> None:
         self.turns: list[dict[str, Any]] = []
         self.lines = self.cut = 0
+        self.which: list[str] = []
         self.waits: list[float] = []
 
     def add(self, result: Any) -> None:
@@ -63,6 +64,7 @@ class _Tally:
         cut = taking.get("cut_off") or {}
         self.lines += cut.get("lines", 0)
         self.cut += cut.get("cut", 0)
+        self.which += cut.get("which", [])
         self.waits += [
             r["wait_ms"]
             for r in result.events
@@ -160,6 +162,7 @@ def _tally_results(tally: _Tally) -> list[BenchResult]:
             "lines cut off early", share, "%",
             f"{tally.cut} of {tally.lines} scripted lines had a turn declared over while the "
             "player still had words to say (bot.rehearsal.turn_taking)", "<= 5 %", share <= 5.0,
+            {"which": tally.which},
         ))  # fmt: skip
     causes = cause_summary(tally.turns)
     if causes:
