@@ -44,10 +44,10 @@ __all__ = ["Routing"]
 #: A partial that arrives after this much silence prefills nothing: the speaker may be done,
 #: and the answer's request must not queue behind a prefill at the one-slot server.
 _PREFILL_QUIET_MS = 100.0
-#: Verdicts that come from the words: the player is not done, so no answer is guessed yet.
 _NAMED_AGAIN_S = 1.5
 """A name alone this soon after the line to that NPC is the end of that line ("Roll a die for
 me," then a breath the turn ended on, then "Bartok."), which the NPC already answers."""
+#: Verdicts that come from the words: the player is not done, so no answer is guessed yet.
 _WORDS_UNFINISHED = ("ends with", "trails off", "a name alone")
 
 

@@ -13,9 +13,9 @@ once ("Bartok, ..." as "Mardok, ..."; names missed in 14 of 75 bench lines with 
 4-5 with 0.6 s). A final that names nobody where a name would sit ("Bar up, another ale") or
 that loops is heard again over the full window, which keeps the 30 s window's ear for names
 without its prompt loops ("Bartok, Captain Vessa, Captain Vessa"): measured on 175 bench lines
-in seven voices, word error 14.6/15.2 % against 15.3/22.5 % for 30 s alone, names missed 3/75
+in seven voices, word error 14.8/15.4 % against 15.3/22.5 % for 30 s alone, names missed 3/75
 and 5/100 against 6/75 and 4/100, and a final p50 of 160-190 ms against 420-510 ms (one line in
-five is heard twice).
+four or five is heard twice).
 """
 
 from __future__ import annotations
