@@ -2,7 +2,8 @@
 
 * CPU per active speaker for resample + VAD, frame by frame as a live lane does it (thread CPU
   time per second of audio, as % of one core; goal < 3 %).
-* One decode of a ~3 s Piper utterance, as a partial (10 s encoder window) and as a final (30 s).
+* One decode of a ~3 s Piper utterance over the 10 s encoder window (what a partial and most
+  finals use) and over Whisper's full 30 s (a final that may hide a name).
 * Final-transcript latency: a ~3 s Piper utterance pushed in real time through a lane with
   faster-whisper tiny.en; time from the lane's end-of-speech decision to the final transcript
   (and from the last spoken audio, which adds the VAD hangover).
@@ -159,12 +160,16 @@ async def run_bench(quick: bool) -> list[BenchResult]:
     audio_16k = soxr.resample(
         np.frombuffer(pcm, "<i2").astype(np.float32) / 32768, rate, 16_000
     ).astype(np.float32)
-    decode_ms: dict[bool, list[float]] = {False: [], True: []}  # partial? -> ms per decode
-    for _ in range(3):
-        for partial in (False, True):
-            start = time.monotonic()
-            await stt.transcribe(audio_16k, partial=partial)
-            decode_ms[partial].append((time.monotonic() - start) * 1000)
+    full = await FasterWhisperStt.load(window_s=30.0, partial_window_s=30.0)
+    decode_ms: dict[str, list[float]] = {"10 s": [], "30 s": []}  # window -> ms per decode
+    try:
+        for _ in range(3):
+            for window, model in (("10 s", stt), ("30 s", full)):
+                start = time.monotonic()
+                await model.transcribe(audio_16k)
+                decode_ms[window].append((time.monotonic() - start) * 1000)
+    finally:
+        full.close()
     frames = _frames(pcm, rate, pad_s=1.5)
     from_end: list[float] = []
     from_voice: list[float] = []
@@ -182,19 +187,19 @@ async def run_bench(quick: bool) -> list[BenchResult]:
                 "p90_ms": percentile(from_end, 90),
                 "from_last_voiced_audio_p50_ms": statistics.median(from_voice),
                 "hangover_ms": SpeechConfig().vad.hangover_ms,
-                "single_decode_p50_ms": statistics.median(decode_ms[False]),
+                "single_decode_p50_ms": statistics.median(decode_ms["10 s"]),
             },
         )
     )
     results.append(
         BenchResult(
-            name=f"partial transcript decode ({speech_s:.1f} s of audio) p50",
-            value=statistics.median(decode_ms[True]),
+            name=f"transcript decode over the 10 s window ({speech_s:.1f} s of audio) p50",
+            value=statistics.median(decode_ms["10 s"]),
             unit="ms",
-            method="faster-whisper tiny.en int8 over the 10 s partial window, n=3; a final "
-            "decode over the 30 s window took "
-            f"{statistics.median(decode_ms[False]):.0f} ms",
-            extra={"final_decode_p50_ms": statistics.median(decode_ms[False])},
+            method="faster-whisper tiny.en int8, n=3; over Whisper's full 30 s window (a final "
+            f"that may hide a name is heard again so) it took "
+            f"{statistics.median(decode_ms['30 s']):.0f} ms",
+            extra={"full_window_decode_p50_ms": statistics.median(decode_ms["30 s"])},
         )
     )
 
