@@ -205,3 +205,29 @@ async def test_a_whole_completion_counts_its_tokens(local_llm, client) -> None:
     assert usage is not None and usage.prompt_tokens > 5
     assert 0 < usage.completion_tokens <= 14
     assert usage.total_tokens == usage.prompt_tokens + usage.completion_tokens
+
+
+async def test_a_warm_up_gives_way_to_a_turn_that_waits(local_llm, client) -> None:
+    """A one-token request (the bot's prefill) stops evaluating its prompt as soon as another
+    request waits, and answers with no token; alone, it answers with its one token."""
+    ledger = " ".join(f"Guest {i} paid {i % 7 + 1} silver for room {i}." for i in range(110))
+    warm_messages = [{"role": "user", "content": f"The ledger of the inn: {ledger}"}]
+
+    async def warm_up() -> tuple[str | None, int]:
+        response = await client.chat.completions.create(
+            model=local_llm.model_id, messages=warm_messages, max_tokens=1, temperature=0.0
+        )
+        assert response.usage is not None and response.usage.prompt_tokens > 1000
+        return response.choices[0].finish_reason, response.usage.completion_tokens
+
+    warming = asyncio.create_task(warm_up())
+    await asyncio.sleep(0.3)  # the warm-up is evaluating its ~1500 tokens
+    turn = await client.chat.completions.create(
+        model=local_llm.model_id,
+        messages=[{"role": "user", "content": "Name a tavern."}],
+        max_tokens=8, temperature=0.0,
+    )  # fmt: skip
+    assert (turn.choices[0].message.content or "").strip()
+    assert await warming == ("length", 0)  # it gave way without sampling
+    finish, sampled = await warm_up()  # nobody waits now: it evaluates it all and samples
+    assert sampled == 1 and finish in ("length", "stop")
