@@ -77,12 +77,26 @@ _FULL_WINDOW_FRAMES = 3000
 _LEAD_IN = np.zeros(8000, np.float32)
 """Half a second of silence before a short-window decode (see the module docstring)."""
 _SENTENCE_END = re.compile(r"(?<=[.?!])\s+")
+_PHRASE_LOOP = re.compile(r"\b(\w[\w']*(?:\W+\w[\w']*){0,2})(?:\W+\1\b){3,}\W*", re.IGNORECASE)
+"""One to three words four times in a row ("Arin, Arin, Arin, Arin,"): players do not."""
+_TOKENS_PER_SECOND = 12
+"""The most text tokens a second of speech decodes to (fast speech: about 5), so a decoder
+loop ends after 16 + 12 per second instead of Whisper's 224 (measured: 2.7 s for a 1.5 s line);
+at most 200, which leaves room for the longest prompt (223) within Whisper's 448."""
 
 
 def _repeats_itself(text: str) -> bool:
-    """Two or more sentences, all the same: a decoder loop, not what the player said."""
+    """Two or more sentences, all the same, or a phrase four times in a row: a decoder loop,
+    not what the player said."""
     sentences = [" ".join(part.lower().split()) for part in _SENTENCE_END.split(text.strip())]
-    return len(sentences) >= 2 and len(set(sentences)) == 1
+    return (len(sentences) >= 2 and len(set(sentences)) == 1) or bool(_PHRASE_LOOP.search(text))
+
+
+def _said_once(text: str) -> str:
+    """A looping text said once: its first sentence, a looped phrase once."""
+    return _PHRASE_LOOP.sub(
+        lambda m: m.group(1) + " ", _SENTENCE_END.split(text.strip())[0]
+    ).strip()
 
 
 class _Window:
@@ -177,12 +191,14 @@ class FasterWhisperStt:
         text = self._decode(np.concatenate([_LEAD_IN, audio]), partial, prompt, window.frames)
         loops = _repeats_itself(text)
         if partial:  # a partial is a glimpse, not worth a second decode: say it once
-            return _SENTENCE_END.split(text.strip())[0] if loops else text
+            return _said_once(text) if loops else text
         if not loops and not (vocabulary and vocabulary.may_hide_name(text)):
             return text
         full = self._decode(audio, partial, prompt, None)
-        if not loops and vocabulary and vocabulary.repeats_a_name(full):
-            return text  # the full window looped on the prompt's names
+        if not loops and (
+            _repeats_itself(full) or (vocabulary and vocabulary.repeats_a_name(full))
+        ):
+            return text  # the full window looped (on the prompt's names)
         return full
 
     def _decode(
@@ -199,6 +215,7 @@ class FasterWhisperStt:
                 without_timestamps=True,
                 vad_filter=False,
                 initial_prompt=prompt or None,
+                max_new_tokens=min(200, 16 + int(_TOKENS_PER_SECOND * audio.size / 16_000)),
             )
             text = " ".join(segment.text.strip() for segment in segments)
         return " ".join(text.split())

@@ -27,15 +27,28 @@ _ARTICLE = re.compile(r"^(the|a|an)\s+", re.IGNORECASE)
 _MIN_CORRECTED = 5
 """Shorter names ("Bart", "Grey") go into the prompt only: too many words sound like them."""
 _TOKEN = re.compile(r"\S+")
-_VOCATIVE = re.compile(r"^\s*[\w'-]+(?: [\w'-]+){0,2},|, [\w'-]+(?: [\w'-]+){0,2}[.!?]*\s*$")
-"""One to three words set off by a comma at the start or the end: where a player calls a name
-(three: a misheard "Greymantle," comes back as "Green and all,")."""
+_SLOT_WORDS = re.compile(r"[\w'-]+(?: [\w'-]+){0,2}")
+"""A name's slot holds one to three words (a misheard "Greymantle," comes back as "Green and
+all,"), set off by a comma at the start (after any fillers) or at the end."""
+_NOT_NAMES = frozenset(
+    "yes yeah yep no nope well okay ok great good fine sure so now oh ah hey hmm "
+    "um uh er thanks please look listen wait perfect excellent nice cool wow then and but also "
+    "actually anyway honestly sir madam friend you".split()
+)
+"""Words that fill the name's slot in everyday speech ("Great, pour me a pint", "Yes,
+please"): a slot of these alone is not a misheard name, and each cost a 30 s decode (~0.4 s).
+Measured on 175 bench lines in seven voices: 37 second decodes instead of 49, no name lost.
+Not "alright": without the lead-in, Whisper heard "Bartok," as "Alright," in 3 of 75 lines."""
 _LETTERS = re.compile(r"[^a-z]")
 _SOUND_RULES = (
     ("ph", "f"), ("ck", "k"), ("gh", "g"), ("qu", "kw"), ("q", "k"), ("x", "ks"), ("z", "s"),
     ("ey", "a"), ("ay", "a"), ("ai", "a"), ("ee", "i"), ("ea", "i"), ("ie", "i"), ("y", "i"),
     ("oo", "u"), ("ou", "u"), ("c", "k"), ("w", "u"),
 )  # fmt: skip
+
+
+def _fillers_only(words: str) -> bool:
+    return all(word in _NOT_NAMES for word in words.lower().split())
 
 
 def phonetic_key(word: str) -> str:
@@ -94,7 +107,16 @@ class Vocabulary:
         """True when ``text`` names nobody yet has a name's slot ("Mardok, another ale", "Green
         and all, what happened", "Roll for me, Bar up"): a recognizer that misheard a name most
         often leaves it there."""
-        return bool(self.names) and not self._named(text) and bool(_VOCATIVE.search(text))
+        chunks = [" ".join(chunk.split()) for chunk in text.split(",")]
+        if len(chunks) < 2 or not self.names or self._named(text):
+            return False
+        slots = []
+        for chunk in chunks[:-1]:  # the start: "Mardok, ...", also "Well, Mardok, ..."
+            slots.append(chunk)
+            if not _fillers_only(chunk):
+                break
+        slots.append(chunks[-1].rstrip(".!? "))  # the end: "..., Bar up."
+        return any(_SLOT_WORDS.fullmatch(slot) and not _fillers_only(slot) for slot in slots)
 
     def repeats_a_name(self, text: str) -> bool:
         """A term said twice or more ("Captain Vessa, Captain Vessa"): Whisper looping on its

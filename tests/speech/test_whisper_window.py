@@ -3,13 +3,18 @@ name's slot but no name, is heard again over the full window."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import soxr
 
 from bot.speech import FasterWhisperStt, PiperTts, Vocabulary
-from bot.speech.stt_whisper import _repeats_itself
+from bot.speech.stt_whisper import _TOKENS_PER_SECOND, _repeats_itself, _said_once
+from npcs.campaign import load_campaign
 
 from .speech_helpers import PLAYER_LINES, piper_pcm, wer
+
+EXAMPLE_CAMPAIGN = Path(__file__).resolve().parents[2] / "campaigns" / "example"
 
 
 def _clips(piper: PiperTts) -> list[np.ndarray]:
@@ -26,6 +31,12 @@ def test_a_decoder_loop_is_recognised() -> None:
     assert _repeats_itself("Who owns the ship. who owns  the ship.")
     assert not _repeats_itself("Where can we buy some rope?")
     assert not _repeats_itself("Yes. Yes, please.")
+    # a phrase four times in a row (a 30 s decode of "Bartok, another ale please." took 2.7 s)
+    assert _repeats_itself("Arin, Arin, Arin, Arin,")
+    assert _repeats_itself("Bartok, Captain Vessa, Captain Vessa, Captain Vessa, Captain Vessa")
+    assert not _repeats_itself("No, no, no, Bartok!")
+    assert _said_once("Arin, Arin, Arin, Arin,") == "Arin"
+    assert _said_once("Who owns the ship? Who owns the ship?") == "Who owns the ship?"
 
 
 def test_short_turns_are_still_heard_over_a_shorter_window(piper: PiperTts) -> None:
@@ -86,6 +97,20 @@ def test_a_name_slot_without_a_name_and_a_prompt_loop_are_recognised() -> None:
     assert not vocabulary.may_hide_name("Bartok, how much for the room?")
     assert not vocabulary.may_hide_name("Bar tok, how much for the room?")  # corrected
     assert not vocabulary.may_hide_name("And what about the bard?")  # no slot for a name
+    assert not vocabulary.may_hide_name("Great, pour me a pint.")  # a filler in the slot
+    assert not vocabulary.may_hide_name("Okay, thanks.")
+    assert vocabulary.may_hide_name("Well, Mardok, what now?")  # a slot after the filler
     assert not Vocabulary([]).may_hide_name("Mardok, how much for the room?")  # none known
     assert vocabulary.repeats_a_name("Bartok, Captain Vessa, Captain Vessa, for me.")
     assert not vocabulary.repeats_a_name("Bartok, ask Captain Vessa for me.")
+
+
+def test_a_decoder_loop_ends_after_the_tokens_its_audio_can_hold(whisper) -> None:
+    """1.5 s of noise under the campaign's names loops on them ("The Old Mill, The Old Mill,
+    ..."): 105 words before the cap, at most 16 + 12 per second of tokens with it."""
+    vocabulary = Vocabulary.from_campaign(load_campaign(EXAMPLE_CAMPAIGN))
+    noise = (np.random.default_rng(0).standard_normal(24_000) * 0.02).astype(np.float32)
+    text = whisper._decode(noise, False, vocabulary.prompt(), 1000)
+    assert _repeats_itself(text)  # it still loops: this is the input that shows the cap
+    assert len(text.split()) <= 16 + 1.5 * _TOKENS_PER_SECOND, text
+    assert whisper.transcribe_sync(noise, False, vocabulary) == ""  # and the final says nothing
