@@ -47,9 +47,12 @@ class NpcQueues:
         scene: Callable[[], Sequence[SceneLine]],
         spawn: Callable[[Any, str], asyncio.Task[Any]],
         on_done: Callable[[NpcTurn], None],
+        on_written: Callable[[NpcTurn], None] | None = None,
         scheduler: CpuScheduler | None = None,
     ) -> None:
-        """``scheduler`` hears of each answer on its way (optional work steps back)."""
+        """``on_written`` hears of an answer whose words are all written and voiced, while it
+        still plays; ``scheduler`` hears of each answer on its way (optional work steps
+        back)."""
         self._mixer = mixer
         self._campaign = campaign
         self._engines = engines
@@ -57,6 +60,7 @@ class NpcQueues:
         self._scene = scene
         self._spawn = spawn
         self._on_done = on_done
+        self._on_written = on_written
         self._scheduler = scheduler or CpuScheduler()
         self._states: dict[str, _NpcState] = {}
         mixer.add_listener(self._mixer_changed)
@@ -160,6 +164,8 @@ class NpcQueues:
         )
         with self._scheduler.answering():  # the LLM and voice of this answer come first
             await asyncio.wait([turn.task])  # a barge-in cancels the turn, not this worker
+        if self._on_written is not None and not turn.task.cancelled() and turn.trace.reply:
+            self._on_written(turn)
         result = await turn.handle.wait()
         trace = turn.trace
         trace.playback_start = turn.handle.playback_started_at

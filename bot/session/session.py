@@ -157,6 +157,7 @@ class TableSession(Routing, DmControls, VoiceCommands):
             scene=lambda: self.scene,
             spawn=self._spawn,
             on_done=self._finish_trace,
+            on_written=self._prefill_written,
             scheduler=self.scheduler,
         )
         self.prefiller = Prefiller(engines, prefill)
@@ -321,14 +322,25 @@ class TableSession(Routing, DmControls, VoiceCommands):
         self._emit(NpcSpoke(trace, now))
         self.trouble.turn_failed(trace)
 
-    def _prefill_reply(self, turn: NpcTurn, now: float) -> None:
+    def _prefill_reply(
+        self, turn: NpcTurn, now: float, scene: Sequence[SceneLine] | None = None
+    ) -> None:
         """The NPC finished: its player often answers right back, so prepare that turn."""
         npc = self.campaign.npcs.get(turn.npc)
         others = [t for t in self.turns.running() if t is not turn]
         if npc is None or others or self.turns.depth():
             return  # another answer is due next: it must not wait behind a prefill
         tier = self.tiers.select("", npc=npc, queue_depth=0, now=now).tier
-        self.prefiller.ahead(npc, turn.speaker, tier, self.scene)
+        self.prefiller.ahead(npc, turn.speaker, tier, self.scene if scene is None else scene)
+
+    def _prefill_written(self, turn: NpcTurn) -> None:
+        """The answer is written but still playing: prepare the reply to it now, with the
+        answer as the scene's next line. When the scene window moves, that is a few hundred
+        tokens (2-3 s on a busy 2-core machine), more than a player leaves between the end
+        of an answer and the end of their reply. After a barge-in, the reply's turn
+        evaluates again from the answer's line."""
+        line = SceneLine(turn.npc, turn.trace.reply, turn.npc, time.monotonic(), self._scene_seq)
+        self._prefill_reply(turn, line.at, [*self.scene[1 - _MAX_SCENE :], line])
 
     def _on_barge_in(self, barge: BargeIn) -> None:
         self.turns.interrupt(barge.npc)

@@ -342,6 +342,24 @@ async def test_after_an_answer_the_npc_is_prefilled_for_its_players_reply(
     assert request.tier is Tier.FAST  # Bartok's budget
 
 
+async def test_the_reply_is_prefilled_while_the_answer_still_plays(
+    prefilling_table: Table,
+) -> None:
+    """Written is sooner than heard: the reply's prompt (the answer as the scene's last line)
+    is evaluated while the answer plays, and not again once it has played."""
+    table = prefilling_table
+    answer = "Dark ale, and plenty of it, friend. The stew is fresh tonight."
+    table.engine.replies["Bartok"] = [answer]
+    table.driver.say("Arin", "Bartok, what is on tap?", stable=True)
+    await table.driver.run_until(lambda: len(spoken(table)) == 1)
+    replies = [(at, r) for at, r in table.engine.prefills if r.scene and r.scene[-1].npc]
+    assert len(replies) == 1, replies  # once: the prompt did not change when it had played
+    (at, request), heard = replies[0], spoken(table)[0]
+    assert (request.npc.name, request.speaker, request.text) == ("Bartok", "Arin", "")
+    assert request.scene[-1].text == answer == heard.trace.spoken
+    assert at < heard.at  # before the answer had finished playing
+
+
 async def test_a_reply_in_the_same_conversation_is_answered_on_the_partial(
     speculating_table: Table,
 ) -> None:
