@@ -113,6 +113,8 @@ def render_prompt(
 
     Tools go at the end of the first system message (one is added when there is none), so
     everything up to the first user turn depends only on the NPC and its visible tools.
+    A last assistant message without tool calls is the start of the answer (a prefill, as
+    llama.cpp's own server and Anthropic's API take it): the answer continues it.
     """
     parts: list[str] = []
     names_by_id: dict[str, str] = {}
@@ -145,7 +147,11 @@ def render_prompt(
             parts.append(_turn("user", f"<tool_response>\n{label}{text}\n</tool_response>"))
         else:
             parts.append(_turn("user", text))
-    parts.append("<|im_start|>assistant\n")
+    last = messages[-1] if messages else {}
+    if last.get("role") == "assistant" and not last.get("tool_calls"):
+        parts[-1] = parts[-1].removesuffix(f"{END_OF_TURN}\n")  # the answer goes on from it
+    else:
+        parts.append("<|im_start|>assistant\n")
     return "".join(parts)
 
 

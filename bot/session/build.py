@@ -285,6 +285,7 @@ async def _engines(
         # A shorter scene is evaluated faster, but a sliding window also breaks prefix reuse.
         scene_chars=int(options.get("scene_chars", MAX_SCENE_CHARS)),
         follow_up_scene=bool(options.get("follow_up_scene", True)),
+        retry_in_character=bool(options.get("retry_in_character", bundled)),
         health=server,
     )
     warm_up = None

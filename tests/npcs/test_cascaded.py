@@ -301,6 +301,22 @@ async def test_an_answer_with_nothing_speakable_is_asked_again_at_most_twice(hos
     assert events[-1] == TurnDone("", engine="cascaded")
 
 
+async def test_an_answer_asked_again_starts_as_the_npcs_own_quoted_line(host, sage) -> None:
+    """With ``retry_in_character``, the round asked again carries ``Name: "`` as a last
+    assistant message and stops at the closing quote; the first round is left free."""
+    script = [Step(content='Alice said: "Hi!"'), Step(content="Well met, traveller.")]
+    async with FakeOpenAI(script) as server:
+        request = TurnRequest(sage, "Alice", "Hi!", Tier.FAST)
+        engine = engine_for(server, host, stop_at_speakers=True, retry_in_character=True)
+        events = await collect(engine, request)
+    assert [e.text for e in events if isinstance(e, Sentence)] == ["Well met, traveller."]
+    first, again = server.requests
+    assert first["messages"][-1]["role"] == "user" and '"' not in first["stop"]
+    assert again["messages"][:-1] == first["messages"]
+    assert again["messages"][-1] == {"role": "assistant", "content": 'Greymantle: "'}
+    assert again["stop"] == [*first["stop"], '"']
+
+
 async def test_other_speakers_lines_are_cut_and_stop_sequences_sent(host, sage) -> None:
     from npcs.context import SceneLine
 

@@ -74,6 +74,22 @@ def test_the_prompt_prefix_depends_only_on_the_system_message_and_tools() -> Non
     assert alone.startswith("<|im_start|>system\nYou can use these tools")
 
 
+def test_a_last_assistant_message_is_the_start_of_the_answer() -> None:
+    """A prefill: the answer goes on from it (no end of turn, no new assistant turn)."""
+    prompt = render_prompt(
+        [{"role": "user", "content": "Hi!"}, {"role": "assistant", "content": 'Bartok: "'}]
+    )
+    assert prompt == '<|im_start|>user\nHi!<|im_end|>\n<|im_start|>assistant\nBartok: "'
+    called = render_prompt(
+        [
+            {"role": "user", "content": "Roll."},
+            {"role": "assistant", "content": "", "tool_calls": [
+                {"id": "c1", "function": {"name": "roll", "arguments": "{}"}}]},
+        ]
+    )  # fmt: skip
+    assert called.endswith("</tool_call><|im_end|>\n<|im_start|>assistant\n")  # a new answer
+
+
 def test_long_descriptions_are_cut() -> None:
     long = {"function": {"name": "x", "description": "word " * 100, "parameters": {}}}
     line = describe_tools([long]).splitlines()[1]

@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 import pytest
 from openai import AsyncOpenAI
 
+from npcs.chatml_tools import render_prompt
 from npcs.engines import CascadedEngine, FirstToken, Sentence, TurnDone, TurnRequest
 from npcs.schema import NpcDefinition
 from tools.tiers import Tier
@@ -231,3 +232,25 @@ async def test_a_warm_up_gives_way_to_a_turn_that_waits(local_llm, client) -> No
     assert await warming == ("length", 0)  # it gave way without sampling
     finish, sampled = await warm_up()  # nobody waits now: it evaluates it all and samples
     assert sampled == 1 and finish in ("length", "stop")
+
+
+async def test_a_last_assistant_message_is_continued(local_llm, client) -> None:
+    """The bundled server takes a final assistant message as the start of the answer: greedy,
+    the answer is what the raw prompt ending inside that message continues with."""
+    messages = [
+        {"role": "system", "content": "You are Bartok, a dwarf barkeep."},
+        {"role": "user", "content": "Arin says to you: what is on tap tonight?"},
+    ]
+    chat = await client.chat.completions.create(
+        model=local_llm.model_id,
+        messages=[*messages, {"role": "assistant", "content": 'Bartok: "'}],
+        max_tokens=12, temperature=0.0, stop=['"'],
+    )  # fmt: skip
+    raw = await client.completions.create(
+        model=local_llm.model_id,
+        prompt=render_prompt(messages) + 'Bartok: "',
+        max_tokens=12, temperature=0.0, stop=['"', "<|im_end|>"],
+    )  # fmt: skip
+    answer = chat.choices[0].message.content or ""
+    assert answer.strip() and answer == raw.choices[0].text
+    assert not answer.startswith("Bartok")  # the prefill is not echoed back
