@@ -44,7 +44,7 @@ class NpcQueues:
         campaign: Campaign,
         engines: Callable[[NpcDefinition], Engine | None],
         tts: TtsProvider,
-        scene: Callable[[], Sequence[SceneLine]],
+        scene: Callable[[str], Sequence[SceneLine]],
         spawn: Callable[[Any, str], asyncio.Task[Any]],
         on_done: Callable[[NpcTurn], None],
         on_written: Callable[[NpcTurn], None] | None = None,
@@ -159,7 +159,9 @@ class NpcQueues:
         if engine is None and turn.verbatim is None:
             turn.trace.error = f"no engine for {npc.name} ({npc.engine.value})"
         turn.task = asyncio.create_task(
-            run_turn(turn, npc=npc, engine=engine, tts=self._tts, scene=tuple(self._scene())),
+            run_turn(
+                turn, npc=npc, engine=engine, tts=self._tts, scene=tuple(self._scene(turn.speaker))
+            ),
             name=f"table:turn:{turn.trace.turn_id}:{npc.name}",
         )
         with self._scheduler.answering():  # the LLM and voice of this answer come first

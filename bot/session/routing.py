@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from bot.session.npc_queue import NpcQueues
     from bot.session.prefill import Prefiller
     from bot.session.recorder import TranscriptRecorder
-    from bot.session.speakers import Speaker
+    from bot.session.speakers import Speaker, SpeakerLanes
     from bot.session.timing import TimedTts
     from bot.session.trace import TurnTrace
     from bot.speech import FinalTranscript, PartialTranscript
@@ -62,6 +62,7 @@ class Routing:
     prefiller: Prefiller
     recorder: TranscriptRecorder
     scene: list[SceneLine]
+    lanes: SpeakerLanes
     speculate: bool
     _may_speculate: Callable[[NpcDefinition, Tier], bool] | None
     _engines: Callable[[NpcDefinition], Engine | None]
@@ -79,6 +80,23 @@ class Routing:
         ) -> TurnTrace: ...
         def _add_scene(self, line: SceneLine) -> None: ...
         def _emit(self, event: SessionEvent) -> None: ...
+
+    def scene_for(self, speaker: str) -> list[SceneLine]:
+        """The scene as ``speaker`` had heard it when their current line began: other players'
+        lines that came while they talked are left out (the next turn has them). Their prompt
+        is evaluated while they talk; at a full table, a line of table talk landing meanwhile
+        moved everything after it, and the turn evaluated those tokens again."""
+        began = next(
+            (s.clock.wall_at(s.onset) for s in self.lanes if s.name == speaker),
+            None,
+        )
+        if began is None:
+            return list(self.scene)
+        return [
+            line
+            for line in self.scene
+            if line.npc is not None or line.speaker == speaker or line.at <= began
+        ]
 
     def _on_partial(self, speaker: Speaker, event: PartialTranscript) -> None:
         now = time.monotonic()
@@ -225,7 +243,8 @@ class Routing:
         if npc is not None:
             tier = self.tiers.select(text, npc=npc, queue_depth=self.queue_depth(), now=now)
             snapshot = partial(self.entities.snapshot, text)
-            self.prefiller.ahead(npc, speaker.name, tier.tier, self.scene, text, snapshot)
+            scene = self.scene_for(speaker.name)
+            self.prefiller.ahead(npc, speaker.name, tier.tier, scene, text, snapshot)
 
     def _speculate(self, speaker: Speaker) -> None:
         """The player paused: start the addressed NPC's answer on the latest partial."""
@@ -253,7 +272,7 @@ class Routing:
             tier.tier,
             snapshot=partial(self.entities.snapshot, text),
         )
-        speaker.speculation = spec.start(engine, npc, list(self.scene), tts=self._tts)
+        speaker.speculation = spec.start(engine, npc, self.scene_for(speaker.name), tts=self._tts)
         if spec.task is not None:
             self._tasks.add(spec.task)
             spec.task.add_done_callback(self._tasks.discard)

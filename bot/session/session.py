@@ -154,7 +154,7 @@ class TableSession(Routing, DmControls, VoiceCommands):
             campaign=campaign,
             engines=engines,
             tts=self._tts,
-            scene=lambda: self.scene,
+            scene=self.scene_for,
             spawn=self._spawn,
             on_done=self._finish_trace,
             on_written=self._prefill_written,

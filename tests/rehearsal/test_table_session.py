@@ -120,6 +120,28 @@ async def test_barge_in_cuts_the_npc_cancels_the_turn_and_keeps_only_heard_words
     assert [(r["text"], r["interrupted"]) for r in rows] == [(trace.spoken, True)]
 
 
+async def test_table_talk_said_while_a_player_talks_waits_for_their_next_turn(
+    table: Table,
+) -> None:
+    """A turn's scene is what its player had heard when they began: a line Tobble said
+    meanwhile is not in it (the prompt prepared while Arin talked still holds); the next has
+    it."""
+    driver = table.driver
+    driver.say("Arin", "Bartok, what is on tap tonight, and is the stew good?", seconds=3.0)
+    for _ in range(20):  # Arin has been talking for 400 ms
+        await driver.tick()
+    driver.say("Tobble", "I will find us a table.", seconds=0.8)
+    await driver.run_until(lambda: len(spoken(table)) == 1)
+    heard = [p.speaker for p in driver.of_type(PlayerSpoke)]
+    assert heard == ["Tobble", "Arin"]  # Tobble's line was in the scene before Arin's turn
+    assert [line.speaker for line in table.engine.requests[0].scene] == ["Arin"]
+    driver.say("Arin", "Bartok, and a room?", stable=True)
+    await driver.run_until(lambda: len(spoken(table)) == 2)
+    assert [line.speaker for line in table.engine.requests[1].scene] == [
+        "Tobble", "Arin", "Bartok", "Arin"
+    ]  # fmt: skip
+
+
 async def test_backchannel_does_not_start_a_turn(table: Table) -> None:
     table.driver.say("Arin", "mhm", seconds=0.4)
     table.driver.say("Tobble", "Bartok, hello.")
