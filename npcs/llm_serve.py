@@ -164,7 +164,9 @@ def _warm(llama: llama_cpp.Llama, prompt: str) -> bool:
     start = llama_cpp.Llama.longest_token_prefix(llama._input_ids.tolist(), tokens)
     if start >= end:
         return True
-    llama.n_tokens = start  # eval() drops the context's cells from here on
+    if start < llama.n_tokens:  # eval() drops the context's cells from here on; the logits
+        llama.n_tokens = start  # it holds are no longer those of the last token it keeps
+        llama._requires_eval = True
     try:
         for at in range(start, end, WARM_STEP):
             if _someone_waits():
