@@ -31,7 +31,9 @@ _DANGLING = frozenset(
 #: Words that may stand next to a name without making it a request ("hey Bartok").
 _CALLS = frozenset("hey hi hello oi okay ok so well oh um uh er excuse me".split())
 _WHOLE_WORDS = 3
-"""Fewer words than this ("Great.", "I did.") are often the start of a longer turn."""
+"""Fewer words than this ("Great.", "I did.") are often the start of a longer turn. Counted as
+the recognizer wrote them: a misheard name comes back hyphenated ("Greymantle," as
+"Brain-in-all."), and a rehearsal cut "Greymantle, what is your name?" there as three words."""
 _TRAILING_OFF = ("...", "\u2026", ",", "-", "\u2014", ":", ";")
 
 
@@ -98,7 +100,7 @@ class TurnEndPolicy:
         why = unfinished_words(text, self.names) if text else None
         if why is not None:
             return TurnVerdict(False, config.incomplete_ms, why, probability)
-        words = len(_words(text)) if text else 0
+        words = len(text.split()) if text else 0
         if probability >= config.threshold:
             if 0 < words < _WHOLE_WORDS:
                 return TurnVerdict(True, config.unsure_ms, "a word or two", probability)

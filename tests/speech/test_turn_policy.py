@@ -48,6 +48,8 @@ def test_the_verdict_combines_the_score_with_the_words() -> None:
     assert config.complete_ms < unsure < config.incomplete_ms
     short = policy.verdict(0.97, "Great.")  # "Great," then a breath before "pour me a pint"
     assert (short.complete, short.wait_ms, short.reason) == (True, unsure, "a word or two")
+    misheard = policy.verdict(0.97, "Brain-in-all.")  # "Greymantle," heard as one odd word
+    assert (misheard.wait_ms, misheard.reason) == (unsure, "a word or two")
     asked = policy.verdict(0.07, "Bartok, is the stew any good?")  # a voice the model doubts
     assert (asked.complete, asked.wait_ms, asked.reason) == (True, unsure, "a whole question")
     stub = policy.verdict(0.07, "Is it?")  # too short to vouch for itself
