@@ -29,11 +29,13 @@ _MIN_CORRECTED = 5
 _TOKEN = re.compile(r"\S+")
 _SLOT_WORDS = re.compile(r"[\w'-]+(?: [\w'-]+){0,2}")
 """A name's slot holds one to three words (a misheard "Greymantle," comes back as "Green and
-all,"), set off by a comma at the start (after any fillers) or at the end."""
+all,"), set off by a comma at the start (after any fillers) or at the end, or at the start
+before a capital that begins no sentence: Whisper sometimes drops the comma with the name
+("Greymantle, tell me" as "Ramin' Told me", a fresh-clone rehearsal)."""
 _NOT_NAMES = frozenset(
     "yes yeah yep no nope well okay ok great good fine sure so now oh ah hey hmm "
     "um uh er thanks please look listen wait perfect excellent nice cool wow then and but also "
-    "actually anyway honestly sir madam friend you".split()
+    "actually anyway honestly sir madam friend you i the a an".split()
 )
 """Words that fill the name's slot in everyday speech ("Great, pour me a pint", "Yes,
 please"): a slot of these alone is not a misheard name, and each cost a 30 s decode (~0.4 s).
@@ -107,15 +109,22 @@ class Vocabulary:
         """True when ``text`` names nobody yet has a name's slot ("Mardok, another ale", "Green
         and all, what happened", "Roll for me, Bar up"): a recognizer that misheard a name most
         often leaves it there."""
-        chunks = [" ".join(chunk.split()) for chunk in text.split(",")]
-        if len(chunks) < 2 or not self.names or self._named(text):
+        if not self.names or self._named(text):
             return False
         slots = []
-        for chunk in chunks[:-1]:  # the start: "Mardok, ...", also "Well, Mardok, ..."
-            slots.append(chunk)
-            if not _fillers_only(chunk):
+        chunks = [" ".join(chunk.split()) for chunk in text.split(",")]
+        if len(chunks) > 1:
+            for chunk in chunks[:-1]:  # the start: "Mardok, ...", also "Well, Mardok, ..."
+                slots.append(chunk)
+                if not _fillers_only(chunk):
+                    break
+            slots.append(chunks[-1].rstrip(".!? "))  # the end: "..., Bar up."
+        words = text.split()
+        for at in range(1, min(4, len(words))):  # the comma lost: "Ramin' Told me about ..."
+            if words[at][:1].isupper() and words[at].split("'")[0] != "I":
+                if not words[at - 1].endswith((".", "!", "?", ",")):
+                    slots.append(" ".join(words[:at]))
                 break
-        slots.append(chunks[-1].rstrip(".!? "))  # the end: "..., Bar up."
         return any(_SLOT_WORDS.fullmatch(slot) and not _fillers_only(slot) for slot in slots)
 
     def repeats_a_name(self, text: str) -> bool:
