@@ -157,9 +157,7 @@ def _someone_waits() -> bool:
 def _warm(llama: llama_cpp.Llama, prompt: str) -> bool:
     """Evaluate all of ``prompt`` but its last token (what the answer will evaluate with the
     first sample) in steps; False when it stopped early for a waiting request."""
-    tokens = llama.tokenize(prompt.encode("utf-8"), special=True)
-    if _cache is not None:
-        _cache.prepare(llama, tokens)
+    tokens = _prepare(llama, prompt)
     end = len(tokens) - 1
     start = llama_cpp.Llama.longest_token_prefix(llama._input_ids.tolist(), tokens)
     if start >= end:
@@ -179,9 +177,13 @@ def _warm(llama: llama_cpp.Llama, prompt: str) -> bool:
     return True
 
 
-def _prepare(llama: llama_cpp.Llama, prompt: str) -> None:
-    if _cache is not None:  # the same tokens create_completion will evaluate
-        _cache.prepare(llama, llama.tokenize(prompt.encode("utf-8"), special=True))
+def _prepare(llama: llama_cpp.Llama, prompt: str) -> list[int]:
+    """The prompt's tokens (as create_completion will evaluate them), with the KV snapshot
+    that saves the most restored."""
+    tokens = llama.tokenize(prompt.encode("utf-8"), special=True)
+    if _cache is not None:
+        _cache.prepare(llama, tokens)
+    return tokens
 
 
 def _chunks(pieces: Iterator[Text | Call | str], model: str) -> Iterator[dict[str, Any]]:
