@@ -76,6 +76,10 @@ class ProvidersConfig(_Strict):
 
 class VadConfig(_Strict):
     provider: Literal["silero", "webrtc"] = "silero"
+    engine: Literal["auto", "numpy", "onnxruntime"] = "auto"
+    """How Silero runs. ``auto``: the numpy kernel, if it gives onnxruntime's probabilities and
+    costs less on this machine (checked at start-up); ``numpy`` insists on it (start-up fails
+    if it does not match); ``onnxruntime``: the ONNX graph as shipped."""
     threshold: float = Field(default=0.5, gt=0.0, lt=1.0)
     """Speech probability above which a frame counts as speech (silero)."""
     aggressiveness: int = Field(default=2, ge=0, le=3)

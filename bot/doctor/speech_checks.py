@@ -14,7 +14,7 @@ import soxr
 
 from bot.doctor.runner import DoctorContext, Problem
 from bot.speech import STT_SAMPLE_RATE, EspeakTts, VoiceRouter
-from bot.speech.vad import create_vad
+from bot.speech.vad import SileroVad, create_vad
 from npcs.schema import VoiceSettings
 
 __all__ = ["check_espeak", "check_opus", "check_stt", "check_vad", "check_voices"]
@@ -119,9 +119,9 @@ async def check_vad(context: DoctorContext) -> str:
     if speech < 0.2 or silence > 0.0:
         raise Problem(f"VAD found speech in {speech:.0%} of a spoken line and {silence:.0%} of "
                       "silence", "check speech.vad (provider, threshold)")  # fmt: skip
-    return (
-        f"{context.config.speech.vad.provider}: speech in {speech:.0%} of the line, none in silence"
-    )
+    how = f" on {vad.engine} ({vad.engine_note})" if isinstance(vad, SileroVad) else ""
+    provider = context.config.speech.vad.provider
+    return f"{provider}{how}: speech in {speech:.0%} of the line, none in silence"
 
 
 async def check_stt(context: DoctorContext) -> str:
