@@ -28,9 +28,13 @@ _WINDOW, _CONTEXT, _HOP, _FRAME = 512, 64, 128, 256
 _SHAPES = {
     "encoder.feature_extractor.forward_basis_buffer": (258, 1, 256),
     "encoder.conv_layers.0.weight": (128, 129, 3),
+    "encoder.conv_layers.0.bias": (128,),
     "encoder.conv_layers.1.weight": (64, 128, 3),
+    "encoder.conv_layers.1.bias": (64,),
     "encoder.conv_layers.2.weight": (64, 64, 3),
+    "encoder.conv_layers.2.bias": (64,),
     "encoder.conv_layers.3.weight": (128, 64, 3),
+    "encoder.conv_layers.3.bias": (128,),
     "onnx::LSTM_209": (1, 512, 128),
     "onnx::LSTM_210": (1, 512, 128),
     "onnx::LSTM_211": (1, 1024),
@@ -86,8 +90,8 @@ class SileroWeights:
 
 
 def _view(buffer: np.ndarray, shape: tuple[int, int], row_step: int, start: int = 0) -> np.ndarray:
-    """Overlapping rows of ``buffer`` without copying (np.ndarray is ~10x cheaper than
-    as_strided, and these views are made once per lane)."""
+    """Overlapping rows of ``buffer`` without copying: the frames and convolution windows that
+    the matrix products read."""
     size = buffer.itemsize
     return np.ndarray(shape, _F32, buffer, start * size, (row_step * size, size))
 
