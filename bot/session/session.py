@@ -340,7 +340,7 @@ class TableSession(Routing, DmControls, VoiceCommands):
         of an answer and the end of their reply. After a barge-in, the reply's turn
         evaluates again from the answer's line."""
         line = SceneLine(turn.npc, turn.trace.reply, turn.npc, time.monotonic(), self._scene_seq)
-        self._prefill_reply(turn, line.at, [*self.scene[1 - _MAX_SCENE :], line])
+        self._prefill_reply(turn, line.at, [*self.scene, line][-_MAX_SCENE:])
 
     def _on_barge_in(self, barge: BargeIn) -> None:
         self.turns.interrupt(barge.npc)
