@@ -344,7 +344,9 @@ async def test_a_partial_naming_an_npc_prefills_its_prompt_while_the_player_talk
         "Greymantle, hello there.",
         "Greymantle answers.",
     ]
-    assert len([r for _, r in table.engine.prefills if r.speaker == "Arin"]) == 1  # once
+    # once on Arin's words; the prefill of Arin's reply to the answer (no words yet) may
+    # already have followed, as the scripted answer is written at once
+    assert len([r for _, r in table.engine.prefills if r.speaker == "Arin" and r.text]) == 1
 
 
 async def test_after_an_answer_the_npc_is_prefilled_for_its_players_reply(
