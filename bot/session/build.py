@@ -66,8 +66,8 @@ async def load_stt(provider: ProviderConfig, pool: InferencePool | None = None) 
 
 def local_llm_server(llm: ProviderConfig) -> LocalLlmServer:
     """The bundled llama.cpp server as ``providers.llm.options`` set it up: ``model_path`` (a
-    GGUF of your own; default SmolLM2), ``n_threads`` (1: STT and TTS share the cores, and
-    llama.cpp's spinning threads slow down by an order of magnitude when oversubscribed),
+    GGUF of your own; default SmolLM2), ``n_threads`` (1: STT and TTS share the cores; on the
+    2-core box two threads made FAST answers slower, 0.87-1.14 s p50 against 0.82-0.91 s),
     ``n_ctx`` and ``prompt_cache`` (KV snapshots of each NPC's prompt prefix)."""
     from npcs.llm_server import LocalLlmServer
 
