@@ -338,8 +338,15 @@ class TableSession(Routing, DmControls, VoiceCommands):
         answer as the scene's next line. When the scene window moves, that is a few hundred
         tokens (2-3 s on a busy 2-core machine), more than a player leaves between the end
         of an answer and the end of their reply. After a barge-in, the reply's turn
-        evaluates again from the answer's line."""
-        line = SceneLine(turn.npc, turn.trace.reply, turn.npc, time.monotonic(), self._scene_seq)
+        evaluates again from the answer's line.
+
+        The line is the voiced sentences as the transcript will hold them, not the model's raw
+        reply: a reply's line breaks (joined by spaces once spoken) or a filler put the prompt
+        off from that point, and the reply's turn evaluated ~100 tokens again."""
+        voiced = turn.handle.full_text
+        if not voiced:
+            return
+        line = SceneLine(turn.npc, voiced, turn.npc, time.monotonic(), self._scene_seq)
         self._prefill_reply(turn, line.at, [*self.scene, line][-_MAX_SCENE:])
 
     def _on_barge_in(self, barge: BargeIn) -> None:

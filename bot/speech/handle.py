@@ -208,7 +208,9 @@ class SpeechHandle:
 
     @property
     def full_text(self) -> str:
-        return " ".join(s.text for s in self._sentences if s.text)
+        """Every sentence fed so far, as ``played_text`` will read once all of it has played."""
+        with self._lock:
+            return " ".join(s.text for s in self._sentences if s.text)
 
     @property
     def played_text(self) -> str:

@@ -96,6 +96,8 @@ class ScriptedEngine:
     requests: list[TurnRequest] = field(default_factory=list)
     cancelled: list[str] = field(default_factory=list)
     prefills: list[tuple[float, TurnRequest]] = field(default_factory=list)
+    written: dict[str, str] = field(default_factory=dict)
+    """The reply as the model wrote it, where that differs from the sentences (line breaks)."""
 
     async def prefill(self, request: TurnRequest) -> bool:
         self.prefills.append((time.monotonic(), request))
@@ -116,7 +118,7 @@ class ScriptedEngine:
                 yield Sentence(sentence)
             if self.hold is not None:
                 await self.hold.wait()
-            yield TurnDone(" ".join(sentences))
+            yield TurnDone(self.written.get(name, " ".join(sentences)))
         except (asyncio.CancelledError, GeneratorExit):
             self.cancelled.append(name)
             raise

@@ -384,6 +384,24 @@ async def test_the_reply_is_prefilled_while_the_answer_still_plays(
     assert at < heard.at  # before the answer had finished playing
 
 
+async def test_the_reply_is_prefilled_with_the_answer_as_voiced_not_as_written(
+    prefilling_table: Table,
+) -> None:
+    """A model's line breaks are spaces once the sentences are spoken: the reply's prompt holds
+    the transcript's line, so the reply's turn reuses it instead of evaluating it again."""
+    table = prefilling_table
+    table.engine.replies["Bartok"] = ["Dark ale, friend.", "The stew is fresh tonight."]
+    table.engine.written["Bartok"] = "Dark ale, friend.\nThe stew is fresh tonight."
+    table.driver.say("Arin", "Bartok, what is on tap?", stable=True)
+    await table.driver.run_until(lambda: len(spoken(table)) == 1)
+    replies = [r for _, r in table.engine.prefills if r.scene and r.scene[-1].npc]
+    assert len(replies) == 1, replies
+    heard = spoken(table)[0].trace
+    assert heard.reply == "Dark ale, friend.\nThe stew is fresh tonight."
+    voiced = "Dark ale, friend. The stew is fresh tonight."
+    assert replies[0].scene[-1].text == heard.spoken == voiced
+
+
 async def test_a_reply_in_the_same_conversation_is_answered_on_the_partial(
     speculating_table: Table,
 ) -> None:
