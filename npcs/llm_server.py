@@ -43,7 +43,7 @@ def _free_port() -> int:
 # llama.cpp built with OpenMP meets its threads at an OpenMP barrier after every operation, a few
 # hundred per token. Under OMP_WAIT_POLICY=PASSIVE (which bot.speech sets for Whisper) each
 # barrier is a futex sleep and wake: with two threads SmolLM2 decoded at 25 ms a token in every
-# launch. A short spin keeps the barriers fast (9-10 ms a token in 6 of 9 launches on the 2-core
+# launch. A short spin keeps the barriers fast (9-10 ms a token in 5 of 7 launches on the 2-core
 # box, 25 in the others) and idle threads still sleep within microseconds, so the cores stay free
 # for Whisper and TTS between requests (0-1 % of a core; `glyphoxa bench llm`). One thread, the
 # default, has no barrier to wait at; this matters when a DM gives the server more.
