@@ -84,6 +84,17 @@ class Vocabulary:
             glued = _LETTERS.sub("", bare.lower())
             if len(glued) >= _MIN_CORRECTED:
                 self._glued.append((bare, glued, phonetic_key(bare)))
+        called = sorted(
+            (unique[n.strip().lower()] for n in self.names if n.strip().lower() in unique),
+            key=len,
+            reverse=True,
+        )
+        either = "|".join(re.escape(name) for name in called)
+        self._name_pair = (
+            re.compile(rf"\b(?:{either})\b[,;]?\s+(?:{either})\b", re.IGNORECASE)
+            if called
+            else None
+        )
 
     @classmethod
     def from_campaign(cls, campaign: Campaign) -> Vocabulary:
@@ -133,6 +144,13 @@ class Vocabulary:
         prompt, not a player (who says a name once)."""
         lowered = self.correct(text).lower()
         return any(lowered.count(term.lower()) >= 2 for term in self.terms)
+
+    def lists_names(self, text: str) -> bool:
+        """Two names back to back ("Bartok, Whisper, what's on tap?"): in the pause after a name
+        Whisper sometimes says another name of its prompt (1 of 30 syntheses of that line over
+        the 10 s window; the 30 s window heard it right), and both NPCs answered. A player who
+        calls two NPCs at once is rare and only costs the second decode."""
+        return self._name_pair is not None and bool(self._name_pair.search(self.correct(text)))
 
     def _named(self, text: str) -> bool:
         lowered = self.correct(text).lower()

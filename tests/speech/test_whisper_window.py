@@ -107,6 +107,29 @@ def test_a_name_slot_without_a_name_and_a_prompt_loop_are_recognised() -> None:
     assert not Vocabulary([]).may_hide_name("Mardok, how much for the room?")  # none known
     assert vocabulary.repeats_a_name("Bartok, Captain Vessa, Captain Vessa, for me.")
     assert not vocabulary.repeats_a_name("Bartok, ask Captain Vessa for me.")
+    # a prompt's name said into the pause after a name (heard: "Bartok, Whisper, what's on tap")
+    assert vocabulary.lists_names("Bartok, Captain Vessa, what's on tap tonight?")
+    assert vocabulary.lists_names("bar tok captain vessa, hello")  # corrected first
+    assert not vocabulary.lists_names("Bartok, what's on tap tonight?")
+    assert not vocabulary.lists_names("Bartok and Captain Vessa, come here.")
+    assert not vocabulary.lists_names("Ask Bartok. Captain Vessa knows.")
+    assert not Vocabulary([]).lists_names("Bartok, Captain Vessa, hi")
+
+
+def test_a_final_that_lists_two_names_is_heard_again_over_30_s(piper: PiperTts) -> None:
+    """A player who does call two NPCs keeps both names; the line only costs a second look."""
+    vocabulary = Vocabulary(["Bartok", "Whisper"], names=["Bartok", "Whisper"])
+    pcm, rate = piper_pcm(piper, "Bartok, Whisper, what's on tap tonight?")
+    clip = soxr.resample(np.frombuffer(pcm, dtype="<i2").astype(np.float32) / 32768, rate, 16_000)
+    stt = FasterWhisperStt()
+    try:
+        assert _frames_of_the_last_decode(stt, clip, partial=False, vocabulary=vocabulary) == 3000
+        heard = stt.transcribe_sync(clip, False, vocabulary)
+        assert vocabulary.lists_names(heard), heard
+        one = Vocabulary(["Bartok"], names=["Bartok"])  # only one of them is a name here
+        assert _frames_of_the_last_decode(stt, clip, partial=False, vocabulary=one) == 1000
+    finally:
+        stt.close()
 
 
 def test_a_decoder_loop_ends_after_the_tokens_its_audio_can_hold(whisper) -> None:
