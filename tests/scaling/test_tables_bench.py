@@ -75,3 +75,25 @@ def test_a_machine_too_busy_for_one_table_says_so() -> None:
     largest = figures[0]
     assert largest.value == 0 and "the machine is too busy" in largest.method
     assert {r.name: r.value for r in figures}["tables per core"] == pytest.approx(10.0)
+
+
+async def test_the_players_line_sounds_finished_wherever_the_pause_falls() -> None:
+    """The bench measures capacity, not endpointing luck: Smart Turn hears its line as finished
+    wherever the pause falls (the old line scored 0.08-0.92 10 ms apart, so each turn waited
+    200 or 500 ms by chance and one table's p50 flipped between 360 and 590 ms)."""
+    import discord.opus
+    import numpy as np
+    import soxr
+
+    from bot.speech.turn_model import SmartTurnModel
+
+    opus, voiced = await player_line()
+    decoder = discord.opus.Decoder()
+    stereo = np.frombuffer(b"".join(decoder.decode(f) for f in opus[: voiced + 10]), "<i2")
+    mono = soxr.resample(stereo.reshape(-1, 2)[:, 0].astype(np.float32) / 32768, 48_000, 16_000)
+    end = voiced * 320  # 20 ms frames at 16 kHz: the end of the last voiced frame
+    model = SmartTurnModel()
+    scores = [model.probability(mono[: end + k * 160]) for k in range(-4, 20)]  # 10 ms apart
+    # the old line: 7 of 24 alignments under 0.5; this one 0 or 1 (Opus's first encode differs)
+    assert sum(p < 0.5 for p in scores) <= 2, [round(p, 2) for p in scores]
+    assert float(np.median(scores)) > 0.8, [round(p, 2) for p in scores]
