@@ -20,8 +20,8 @@ __all__ = ["EXAMPLE", "LINE", "bench_config", "clock_probe", "model_servers", "p
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "campaigns" / "example"
 LINE = "Bartok, I would like a room for the night."
-"""Smart Turn hears this espeak-ng line as finished however the pause falls (p 0.67-0.96 over
-20 alignments 10 ms apart). "Bartok, what's on tap tonight?" scored 0.23-0.80 by alignment, so
+"""Smart Turn hears this espeak-ng line as finished however the pause falls (after Opus, 0-1 of
+24 alignments 10 ms apart under 0.5). "Bartok, what's on tap tonight?" scored 0.08-0.92, so
 each turn's end waited 200 or 500 ms by chance: the FAST p50 of one table flipped between 366
 and 590 ms and the 10 % rule measured that coin, not the load (2 tables "missed" in two runs,
 4 passed). How the pause is judged is `bench e2e`'s subject; this bench measures capacity."""
