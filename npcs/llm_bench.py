@@ -20,6 +20,7 @@ from pathlib import Path
 import httpx
 
 from campaigns.bench_result import BenchResult, percentile
+from campaigns.errors import GlyphoxaError
 from npcs.llm_server import LocalLlmServer
 
 __all__ = ["run_bench"]
@@ -54,7 +55,10 @@ async def _one_turn(
             if delta.get("content"):
                 stamps.append(time.perf_counter())
     if len(stamps) < 2:
-        raise RuntimeError(f"the server streamed {len(stamps)} tokens; a decode needs two")
+        raise GlyphoxaError(
+            f"the local LLM streamed {len(stamps)} tokens where {_MAX_TOKENS} were asked: "
+            "check the model file (glyphoxa doctor --only llm)"
+        )
     return (stamps[0] - start) * 1000, (stamps[-1] - stamps[0]) * 1000 / (len(stamps) - 1)
 
 
