@@ -20,7 +20,7 @@ import numpy as np
 from bot.metrics import Metrics
 from bot.speech.audio import AudioChunk
 from bot.speech.endpointing import gated
-from bot.speech.protocols import SttProvider, TtsProvider
+from bot.speech.protocols import FirstLook, SttProvider, TtsProvider, TwoLookStt
 from bot.speech.scheduler import CpuScheduler, Work
 
 if TYPE_CHECKING:
@@ -50,6 +50,27 @@ class TimedStt:
         text = await self._inner.transcribe(audio, partial=partial, vocabulary=vocabulary)
         seconds = time.perf_counter() - started
         self._metrics.stt_seconds.labels("partial" if partial else "final").observe(seconds)
+        return text
+
+    async def first_look(
+        self, audio: np.ndarray, *, vocabulary: Vocabulary | None = None
+    ) -> FirstLook:
+        """The inner recognizer's first look, or its whole final when it has only one."""
+        if not isinstance(self._inner, TwoLookStt):
+            return FirstLook(await self.transcribe(audio, vocabulary=vocabulary))
+        started = time.perf_counter()
+        first = await self._inner.first_look(audio, vocabulary=vocabulary)
+        self._metrics.stt_seconds.labels("final").observe(time.perf_counter() - started)
+        return first
+
+    async def second_look(
+        self, audio: np.ndarray, first: FirstLook, *, vocabulary: Vocabulary | None = None
+    ) -> str:
+        if not first.doubtful or not isinstance(self._inner, TwoLookStt):
+            return first.text
+        started = time.perf_counter()
+        text = await self._inner.second_look(audio, first, vocabulary=vocabulary)
+        self._metrics.stt_seconds.labels("second_look").observe(time.perf_counter() - started)
         return text
 
 

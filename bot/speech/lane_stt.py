@@ -2,8 +2,9 @@
 
 A part of ``SpeakerLane`` (as ``Routing`` is of the table session): it reads the lane state
 declared below. Every recognition goes through the table's CPU scheduler: finals and the words
-heard at a pause as ``ENDPOINT`` work, partials as ``PARTIAL`` (a player talking to an NPC) or
-``CHATTER`` (players among themselves), which never wait and are skipped while the CPU is busy.
+heard at a pause as ``ENDPOINT`` work (``ASIDE`` for players talking among themselves), partials
+as ``PARTIAL`` (a player talking to an NPC) or ``CHATTER`` (players among themselves), which
+never wait and are skipped while the CPU is busy.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import numpy as np
 
 from bot.speech.endpointing import Heard, gated
 from bot.speech.events import Backchannel, FinalTranscript, PartialTranscript, SpeechEnded
+from bot.speech.protocols import SttProvider, TwoLookStt
 from bot.speech.scheduler import CpuScheduler, Skipped, Work
 from campaigns.errors import GlyphoxaError
 
@@ -24,7 +26,6 @@ if TYPE_CHECKING:
     from bot.config import SpeechConfig
     from bot.speech.backchannel import BackchannelDetector
     from bot.speech.events import LaneEvent
-    from bot.speech.protocols import SttProvider
     from bot.speech.segmenter import Segmenter, SegmentProgress
     from bot.speech.vocabulary import Vocabulary
 
@@ -64,13 +65,30 @@ class LaneTranscription:
         def _emit(self, event: LaneEvent) -> None: ...
 
     async def _transcribe(self, audio: np.ndarray, work: Work) -> Heard:
-        """Words (vocabulary-corrected) and recognition time, in ``work``'s turn."""
+        """Words (vocabulary-corrected) and recognition time, in ``work``'s turn; a final's
+        second look is a job of its own, so another lane's final can go between the two, and
+        the final of a player talking among themselves waits as ``ASIDE`` work."""
+        if work == Work.ENDPOINT and self.addressing is False:
+            work = Work.ASIDE
+        stt = self._stt
+        if work >= Work.PARTIAL or not isinstance(stt, TwoLookStt):
+            async with gated(self.scheduler, work, self._stt_resource):
+                started = time.perf_counter()
+                text = await stt.transcribe(
+                    audio, partial=work >= Work.PARTIAL, vocabulary=self._vocabulary
+                )
+                return self._correct(text), (time.perf_counter() - started) * 1000.0
         async with gated(self.scheduler, work, self._stt_resource):
             started = time.perf_counter()
-            text = await self._stt.transcribe(
-                audio, partial=work >= Work.PARTIAL, vocabulary=self._vocabulary
-            )
-            return self._correct(text), (time.perf_counter() - started) * 1000.0
+            first = await stt.first_look(audio, vocabulary=self._vocabulary)
+            spent = time.perf_counter() - started
+        if not first.doubtful:
+            return self._correct(first.text), spent * 1000.0
+        async with gated(self.scheduler, work, self._stt_resource):
+            started = time.perf_counter()
+            text = await stt.second_look(audio, first, vocabulary=self._vocabulary)
+            spent += time.perf_counter() - started
+        return self._correct(text), spent * 1000.0
 
     def _maybe_partial(self, event: SegmentProgress) -> None:
         work = Work.CHATTER if self.addressing is False else Work.PARTIAL

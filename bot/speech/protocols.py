@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
@@ -13,7 +14,7 @@ if TYPE_CHECKING:
     from bot.speech.vocabulary import Vocabulary
     from npcs.schema import VoiceSettings
 
-__all__ = ["SttProvider", "TtsProvider", "VadModel"]
+__all__ = ["FirstLook", "SttProvider", "TtsProvider", "TwoLookStt", "VadModel"]
 
 
 @runtime_checkable
@@ -37,6 +38,30 @@ class SttProvider(Protocol):
         *,
         partial: bool = False,
         vocabulary: Vocabulary | None = None,
+    ) -> str: ...
+
+
+@dataclass(frozen=True, slots=True)
+class FirstLook:
+    """A final's words from the cheap decode, and whether they must be heard again (a name's
+    slot without a name, a loop) before they are trusted."""
+
+    text: str
+    doubtful: bool = False
+    loops: bool = False
+
+
+@runtime_checkable
+class TwoLookStt(SttProvider, Protocol):
+    """A recognizer whose final may take a second, dearer decode: the caller schedules the two
+    separately, so another speaker's final can go between them (``transcribe`` is both)."""
+
+    async def first_look(
+        self, audio: np.ndarray, *, vocabulary: Vocabulary | None = None
+    ) -> FirstLook: ...
+
+    async def second_look(
+        self, audio: np.ndarray, first: FirstLook, *, vocabulary: Vocabulary | None = None
     ) -> str: ...
 
 

@@ -7,9 +7,14 @@ the time from the end of their words to the NPC's voice, so work is served in th
    turn (finals are never dropped, and are served first come, first served: no lane starves).
 2. ``ANSWER``: the answering NPC: its voice (TTS). Its LLM runs in its own process; while an
    answer is on its way (``answering()``), optional work yields the cores to it.
-3. ``PARTIAL``: partial transcripts of a player who is talking to an NPC (they pick the tier,
+3. ``ASIDE``: the transcript of a player talking among themselves (their partials said so):
+   never dropped, but held while an answer is on its way or anything above waits, for at most
+   ``aside_wait_s``. Table talk is nobody's turn to answer; on two cores its finals (a second
+   look over the full window: 0.4-0.7 s) otherwise took the recognizer from the next player to
+   talk to an NPC and the cores from the answer (measured: most second looks at a full table).
+4. ``PARTIAL``: partial transcripts of a player who is talking to an NPC (they pick the tier,
    prefill the prompt, start the speculative answer).
-4. ``CHATTER``: partials of players talking among themselves: the first to go.
+5. ``CHATTER``: partials of players talking among themselves: the first to go.
 
 Partials are optional: they run at once or not at all (a queued partial is stale by the time it
 runs), and only while nothing more urgent is waiting or running; their interval stretches with
@@ -33,14 +38,18 @@ __all__ = ["CpuScheduler", "Skipped", "Work"]
 
 log = logging.getLogger(__name__)
 
+_TIMER_SLACK_S = 0.005
+"""The event loop may run a timer up to its clock's resolution early."""
+
 
 class Work(IntEnum):
     """Classes of CPU work, most urgent first."""
 
     ENDPOINT = 0
     ANSWER = 1
-    PARTIAL = 2
-    CHATTER = 3
+    ASIDE = 2
+    PARTIAL = 3
+    CHATTER = 4
 
 
 class Skipped(Exception):
@@ -53,6 +62,8 @@ class _Job:
     resource: str
     seq: int
     ready: asyncio.Future[None]
+    queued: float = 0.0
+    """``time.monotonic()`` when the job began to wait."""
 
 
 @dataclass(slots=True)
@@ -66,8 +77,9 @@ class WorkStats:
 class CpuScheduler:
     """Admission by class of work; see the module docstring for the order and the rules."""
 
-    def __init__(self, capacity: int = 2) -> None:
+    def __init__(self, capacity: int = 2, *, aside_wait_s: float = 3.0) -> None:
         self.capacity = max(1, capacity)
+        self.aside_wait_s = aside_wait_s
         self._seq = itertools.count()
         self._waiting: list[_Job] = []
         self._running: dict[str, Work] = {}  # resource -> class of the job using it
@@ -95,6 +107,7 @@ class CpuScheduler:
             yield
         finally:
             self._answers -= 1
+            self._dispatch()  # held table talk may go now
 
     def speaking(self, lane: str, speaking: bool) -> None:
         """A lane's player started or stopped talking (for ``partial_interval``)."""
@@ -140,11 +153,15 @@ class CpuScheduler:
 
     async def _wait_turn(self, work: Work, resource: str) -> None:
         loop = asyncio.get_running_loop()
-        job = _Job(work, resource, next(self._seq), loop.create_future())
+        job = _Job(work, resource, next(self._seq), loop.create_future(), time.monotonic())
         self._waiting.append(job)
         self._waiting.sort(key=lambda j: (j.work, j.seq))
         queued_at = time.perf_counter()
         self._dispatch()
+        # Held table talk goes at the latest after ``aside_wait_s``: nothing starves.
+        deadline = (
+            loop.call_later(self.aside_wait_s, self._dispatch) if work == Work.ASIDE else None
+        )
         try:
             await job.ready
         except BaseException:
@@ -153,6 +170,9 @@ class CpuScheduler:
             elif job.ready.done() and not job.ready.cancelled():
                 self._release(resource)  # admitted, but the caller is gone
             raise
+        finally:
+            if deadline is not None:
+                deadline.cancel()
         self._note_wait(work, (time.perf_counter() - queued_at) * 1000.0)
 
     def _dispatch(self) -> None:
@@ -160,11 +180,18 @@ class CpuScheduler:
         for job in list(self._waiting):
             if len(self._running) >= self.capacity:
                 return
-            if job.resource in self._running or job.ready.done():
+            if job.resource in self._running or job.ready.done() or self._holds(job):
                 continue
             self._waiting.remove(job)
             self._start(job.work, job.resource, None)
             job.ready.set_result(None)
+
+    def _holds(self, job: _Job) -> bool:
+        """Table talk waits while an answer is on its way or more urgent work runs or waits."""
+        waited = time.monotonic() - job.queued + _TIMER_SLACK_S
+        if job.work != Work.ASIDE or waited >= self.aside_wait_s:
+            return False
+        return self.busy_with(Work.ANSWER)
 
     def _start(self, work: Work, resource: str, waited_ms: float | None) -> None:
         self._running[resource] = work

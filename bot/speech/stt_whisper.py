@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from bot.speech.inference import FINAL, PARTIAL, InferenceWorker
+from bot.speech.protocols import FirstLook
 from bot.speech.vocabulary import Vocabulary
 from campaigns.errors import GlyphoxaError
 
@@ -171,9 +172,27 @@ class FasterWhisperStt:
     async def transcribe(
         self, audio: np.ndarray, *, partial: bool = False, vocabulary: Vocabulary | None = None
     ) -> str:
-        priority = PARTIAL if partial else FINAL
+        if partial:
+            return await self._worker.run(
+                PARTIAL, lambda: self.transcribe_sync(audio, True, vocabulary)
+            )
+        first = await self.first_look(audio, vocabulary=vocabulary)
+        return await self.second_look(audio, first, vocabulary=vocabulary)
+
+    async def first_look(
+        self, audio: np.ndarray, *, vocabulary: Vocabulary | None = None
+    ) -> FirstLook:
+        """A final over the short window, doubtful when it must be heard again."""
+        return await self._worker.run(FINAL, lambda: self.first_look_sync(audio, vocabulary))
+
+    async def second_look(
+        self, audio: np.ndarray, first: FirstLook, *, vocabulary: Vocabulary | None = None
+    ) -> str:
+        """The final over the full window when the first look was doubtful (else its words)."""
+        if not first.doubtful:
+            return first.text
         return await self._worker.run(
-            priority, lambda: self.transcribe_sync(audio, partial, vocabulary)
+            FINAL, lambda: self.second_look_sync(audio, first, vocabulary)
         )
 
     def close(self) -> None:
@@ -183,25 +202,42 @@ class FasterWhisperStt:
     def transcribe_sync(
         self, audio: np.ndarray, partial: bool = False, vocabulary: Vocabulary | None = None
     ) -> str:
+        if not partial:
+            first = self.first_look_sync(audio, vocabulary)
+            return self.second_look_sync(audio, first, vocabulary) if first.doubtful else first.text
         if audio.size < 1600:  # under 0.1 s: nothing a recognizer can use
             return ""
         prompt = vocabulary.prompt() if vocabulary else None
-        window = self._windows[partial]
+        window = self._windows[True]
         if not window.takes(audio):
-            return self._decode(audio, partial, prompt, None)
-        text = self._decode(np.concatenate([_LEAD_IN, audio]), partial, prompt, window.frames)
+            return self._decode(audio, True, prompt, None)
+        text = self._decode(np.concatenate([_LEAD_IN, audio]), True, prompt, window.frames)
+        # A partial is a glimpse, not worth a second decode: say it once.
+        return _said_once(text) if _repeats_itself(text) else text
+
+    def first_look_sync(self, audio: np.ndarray, vocabulary: Vocabulary | None) -> FirstLook:
+        if audio.size < 1600:
+            return FirstLook("")
+        prompt = vocabulary.prompt() if vocabulary else None
+        window = self._windows[False]
+        if not window.takes(audio):
+            return FirstLook(self._decode(audio, False, prompt, None))
+        text = self._decode(np.concatenate([_LEAD_IN, audio]), False, prompt, window.frames)
         loops = _repeats_itself(text)
-        if partial:  # a partial is a glimpse, not worth a second decode: say it once
-            return _said_once(text) if loops else text
-        if not loops and not (
+        names_in_doubt = bool(
             vocabulary and (vocabulary.may_hide_name(text) or vocabulary.lists_names(text))
-        ):
-            return text
-        full = self._decode(audio, partial, prompt, None)
-        if not loops and (
+        )
+        return FirstLook(text, doubtful=loops or names_in_doubt, loops=loops)
+
+    def second_look_sync(
+        self, audio: np.ndarray, first: FirstLook, vocabulary: Vocabulary | None
+    ) -> str:
+        prompt = vocabulary.prompt() if vocabulary else None
+        full = self._decode(audio, False, prompt, None)
+        if not first.loops and (
             _repeats_itself(full) or (vocabulary and vocabulary.repeats_a_name(full))
         ):
-            return text  # the full window looped (on the prompt's names)
+            return first.text  # the full window looped (on the prompt's names)
         return full
 
     def _decode(

@@ -7,7 +7,14 @@ import asyncio
 
 import pytest
 
-from bot.speech import FasterWhisperStt, FinalTranscript, PiperTts, SpeakerLane, Vocabulary
+from bot.speech import (
+    FasterWhisperStt,
+    FinalTranscript,
+    PartialTranscript,
+    PiperTts,
+    SpeakerLane,
+    Vocabulary,
+)
 from bot.speech.scheduler import CpuScheduler, Work
 from bot.speech.turn_model import SmartTurnModel
 
@@ -31,7 +38,6 @@ async def test_each_lane_gets_its_final_while_everyone_talks(
                          turn_model=turn_model, scheduler=scheduler)
         for who in said
     }  # fmt: skip
-    lanes["tobble"].addressing = lanes["mira"].addressing = False  # talking among themselves
     frames: dict[str, list[bytes]] = {}
     for who, lines in said.items():
         frames[who] = stt_silence(0.2)
@@ -48,7 +54,13 @@ async def test_each_lane_gets_its_final_while_everyone_talks(
             lane.end_input()
 
     async def finals(lane: SpeakerLane) -> list[str]:
-        return [event.text async for event in lane if isinstance(event, FinalTranscript)]
+        texts = []
+        async for event in lane:
+            if isinstance(event, PartialTranscript) and lane.speaker != "arin":
+                lane.addressing = False  # as the table decides: talking among themselves
+            elif isinstance(event, FinalTranscript):
+                texts.append(event.text)
+        return texts
 
     feeder = asyncio.create_task(feed())
     results = await asyncio.gather(*(finals(lane) for lane in lanes.values()))
@@ -58,5 +70,6 @@ async def test_each_lane_gets_its_final_while_everyone_talks(
         assert len(heard[who]) == len(lines), (who, heard[who])
         for text, final in zip(lines, heard[who], strict=True):
             assert heard_as(text, final, 0.25), (who, text, final)
-    assert scheduler.stats[Work.ENDPOINT].ran >= 5  # every turn's end went first
+    assert scheduler.stats[Work.ENDPOINT].ran >= 1  # arin's turn end went first
+    assert scheduler.stats[Work.ASIDE].ran >= 2  # table talk behind it, yet every line heard
     assert not scheduler.busy_with(Work.CHATTER)  # nothing left holding a slot

@@ -109,3 +109,32 @@ def test_partials_space_out_as_more_people_talk() -> None:
         assert scheduler.partial_interval(0.3, Work.CHATTER) == pytest.approx(1.8)
     scheduler.speaking("b", False)
     assert scheduler.partial_interval(0.3, Work.PARTIAL) == pytest.approx(0.6)
+
+
+async def test_table_talk_waits_for_the_answer_on_its_way_then_runs() -> None:
+    scheduler = CpuScheduler(capacity=2, aside_wait_s=5.0)
+    log: list[str] = []
+    with scheduler.answering():
+        aside = asyncio.create_task(_job(scheduler, Work.ASIDE, "stt", "table talk", log))
+        await asyncio.sleep(0.01)
+        assert log == []  # both slots free, yet held: the answer's LLM has the cores
+        assert scheduler.busy_with(Work.ASIDE) and not scheduler.busy_with(Work.ENDPOINT)
+        final = asyncio.create_task(_job(scheduler, Work.ENDPOINT, "stt", "final", log))
+        await asyncio.sleep(0.01)
+        assert log == ["final"]  # a player who just stopped goes first
+        with pytest.raises(Skipped):  # chatter steps back for waiting table talk
+            async with scheduler.slot(Work.CHATTER, "turn-model"):
+                pass
+    await asyncio.wait_for(aside, 1.0)  # the answer is out: table talk goes at once
+    await final
+    assert log == ["final", "table talk"]
+
+
+async def test_table_talk_is_held_no_longer_than_its_limit() -> None:
+    scheduler = CpuScheduler(capacity=2, aside_wait_s=0.05)
+    log: list[str] = []
+    with scheduler.answering():  # an answer that goes on and on
+        aside = asyncio.create_task(_job(scheduler, Work.ASIDE, "stt", "table talk", log))
+        await asyncio.wait_for(aside, 1.0)
+        assert log == ["table talk"]
+    assert scheduler.stats[Work.ASIDE].waited_ms[0] >= 45

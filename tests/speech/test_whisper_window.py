@@ -141,3 +141,24 @@ def test_a_decoder_loop_ends_after_the_tokens_its_audio_can_hold(whisper) -> Non
     assert _repeats_itself(text)  # it still loops: this is the input that shows the cap
     assert len(text.split()) <= 16 + 1.5 * _TOKENS_PER_SECOND, text
     assert whisper.transcribe_sync(noise, False, vocabulary) == ""  # and the final says nothing
+
+
+async def test_a_final_s_second_look_is_a_step_of_its_own(piper: PiperTts) -> None:
+    """The lane schedules the two decodes apart (another speaker's final may go between): the
+    first look says whether the words are in doubt; the second hears them over 30 s."""
+    clip = _clips(piper)[0]
+    stt = FasterWhisperStt()
+    try:
+        stranger = Vocabulary(["Zephyrine"], names=["Zephyrine"])
+        first = await stt.first_look(clip, vocabulary=stranger)
+        assert first.doubtful and not first.loops and stt._model.window_frames == 1000
+        second = await stt.second_look(clip, first, vocabulary=stranger)
+        assert stt._model.window_frames == 3000 and "tap tonight" in second.lower(), second
+        bartok = Vocabulary(["Bartok"], names=["Bartok"])
+        sure = await stt.first_look(clip, vocabulary=bartok)
+        assert not sure.doubtful and "Bartok" in sure.text, sure
+        assert await stt.second_look(clip, sure, vocabulary=bartok) == sure.text
+        assert stt._model.window_frames == 1000  # no second decode for words not in doubt
+        assert await stt.transcribe(clip, vocabulary=stranger) == second
+    finally:
+        stt.close()
