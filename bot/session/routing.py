@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from bot.session.trace import TurnTrace
     from bot.speech import FinalTranscript, PartialTranscript
     from bot.speech.events import TurnCheck
+    from bot.speech.scheduler import CpuScheduler
     from npcs.addressing import AddressDetector
     from npcs.campaign import Campaign
     from npcs.dm_voice import DmVoiceCommand
@@ -63,6 +64,7 @@ class Routing:
     recorder: TranscriptRecorder
     scene: list[SceneLine]
     lanes: SpeakerLanes
+    scheduler: CpuScheduler
     speculate: bool
     _may_speculate: Callable[[NpcDefinition, Tier], bool] | None
     _engines: Callable[[NpcDefinition], Engine | None]
@@ -271,6 +273,7 @@ class Routing:
             text,
             tier.tier,
             snapshot=partial(self.entities.snapshot, text),
+            scheduler=self.scheduler,
         )
         speaker.speculation = spec.start(engine, npc, self.scene_for(speaker.name), tts=self._tts)
         if spec.task is not None:

@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
 from bot.speech import AudioChunk, TtsProvider
+from bot.speech.scheduler import CpuScheduler
 from npcs.context import SceneLine
 from npcs.engines import Engine, EngineEvent, Filler, Sentence, TurnRequest
 from npcs.schema import NpcDefinition, VoiceSettings
@@ -45,6 +46,9 @@ class Speculation:
     text: str
     tier: Tier
     snapshot: Callable[[], Awaitable[str | None]] | None = None
+    scheduler: CpuScheduler | None = None
+    """While it thinks, an answer is on its way: table talk and chatter step back (this is the
+    answer the player will most likely hear, and its first token is the turn's latency)."""
     started: float = field(default_factory=time.monotonic)
     task: asyncio.Task[None] | None = None
     voiced: dict[str, asyncio.Task[list[AudioChunk]]] = field(default_factory=dict)
@@ -76,6 +80,7 @@ class Speculation:
         return self
 
     async def _run(self, engine: Engine, npc: NpcDefinition, scene: list[SceneLine]) -> None:
+        on_its_way = self.scheduler.answering() if self.scheduler else contextlib.nullcontext()
         try:
             request = TurnRequest(
                 npc=npc,
@@ -86,11 +91,13 @@ class Speculation:
                 entity_snapshot=await self.snapshot() if self.snapshot is not None else None,
                 confirmed=self._adopted.wait,  # tools with side effects wait for the final
             )
-            async with contextlib.aclosing(engine.respond(request)) as events:  # type: ignore[type-var]
-                async for event in events:
-                    self._queue.put_nowait(event)
-                    if isinstance(event, Sentence | Filler) and not self.voiced:
-                        self._synthesize_ahead(event.text)
+            events = engine.respond(request)
+            with on_its_way:
+                async with contextlib.aclosing(events):  # type: ignore[type-var]
+                    async for event in events:
+                        self._queue.put_nowait(event)
+                        if isinstance(event, Sentence | Filler) and not self.voiced:
+                            self._synthesize_ahead(event.text)
         except asyncio.CancelledError:
             raise
         except Exception as error:  # handed to the adopting turn, which records it

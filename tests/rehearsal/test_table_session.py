@@ -16,6 +16,7 @@ from bot.metrics import Metrics
 from bot.session.events import BargedIn, NpcSpoke, PlayerSpoke, Routed
 from bot.session.session import TableSession
 from bot.speech import SILENCE_FRAME
+from bot.speech.scheduler import Work
 from campaigns.errors import GlyphoxaError
 from npcs.campaign import load_campaign
 from tools.host import ToolResult
@@ -309,6 +310,9 @@ async def test_talking_on_after_a_pause_drops_the_early_guess(speculating_table:
     driver.queued["Arin"] += [
         *tone_frames(freq, 0.8), *[SILENCE_FRAME] * 16, *tone_frames(freq, 0.6)
     ]  # fmt: skip
+    await driver.run_until(lambda: len(table.engine.requests) == 1)
+    assert not driver.of_type(Routed)  # a guess, thinking: table talk steps back for it
+    assert table.session.scheduler.busy_with(Work.ANSWER)
     await driver.run_until(lambda: len(driver.of_type(Routed)) == 1)
     assert table.engine.cancelled == ["Bartok"]  # the guess made at the 320 ms pause
     guess = table.engine.requests[0].confirmed
