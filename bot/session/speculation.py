@@ -47,8 +47,8 @@ class Speculation:
     tier: Tier
     snapshot: Callable[[], Awaitable[str | None]] | None = None
     scheduler: CpuScheduler | None = None
-    """While it thinks, an answer is on its way: table talk and chatter step back (this is the
-    answer the player will most likely hear, and its first token is the turn's latency)."""
+    """While it thinks, table talk and chatter step back (this is the answer the player will
+    most likely hear, and its first token is the turn's latency)."""
     started: float = field(default_factory=time.monotonic)
     task: asyncio.Task[None] | None = None
     voiced: dict[str, asyncio.Task[list[AudioChunk]]] = field(default_factory=dict)
@@ -80,7 +80,7 @@ class Speculation:
         return self
 
     async def _run(self, engine: Engine, npc: NpcDefinition, scene: list[SceneLine]) -> None:
-        on_its_way = self.scheduler.answering() if self.scheduler else contextlib.nullcontext()
+        on_its_way = self.scheduler.guessing() if self.scheduler else contextlib.nullcontext()
         try:
             request = TurnRequest(
                 npc=npc,

@@ -84,6 +84,7 @@ class CpuScheduler:
         self._waiting: list[_Job] = []
         self._running: dict[str, Work] = {}  # resource -> class of the job using it
         self._answers = 0
+        self._guesses = 0
         self._speaking: set[str] = set()
         self.stats: dict[Work, WorkStats] = {work: WorkStats() for work in Work}
         self.order: list[tuple[Work, str]] = []
@@ -109,6 +110,18 @@ class CpuScheduler:
             self._answers -= 1
             self._dispatch()  # held table talk may go now
 
+    @contextlib.contextmanager
+    def guessing(self) -> Iterator[None]:
+        """A speculative answer is thinking at its player's pause: table talk and chatter step
+        back for it, but it is no answer on its way for that player's own words (the pause
+        that follows is still heard at once: the guess is dropped if the player went on)."""
+        self._guesses += 1
+        try:
+            yield
+        finally:
+            self._guesses -= 1
+            self._dispatch()
+
     def speaking(self, lane: str, speaking: bool) -> None:
         """A lane's player started or stopped talking (for ``partial_interval``)."""
         if speaking:
@@ -121,7 +134,7 @@ class CpuScheduler:
         the number of people talking at once (and doubled while an answer is on its way for
         chatter), so partials cost about one speaker's worth of CPU however full the table."""
         interval = base_s * max(1, len(self._speaking))
-        if work >= Work.CHATTER and self._answers:
+        if work >= Work.CHATTER and (self._answers or self._guesses):
             interval *= 2
         return interval
 
@@ -148,8 +161,11 @@ class CpuScheduler:
     def _may_start_optional(self, work: Work, resource: str) -> bool:
         if resource in self._running or len(self._running) >= self.capacity:
             return False
-        # A partial steps back for any endpoint work; chatter also for answers and partials.
-        return not self.busy_with(Work.ENDPOINT if work == Work.PARTIAL else Work.PARTIAL)
+        # A partial steps back for any endpoint work; chatter also for answers (and guesses),
+        # table talk and partials.
+        if work == Work.PARTIAL:
+            return not self.busy_with(Work.ENDPOINT)
+        return not (self._guesses or self.busy_with(Work.PARTIAL))
 
     async def _wait_turn(self, work: Work, resource: str) -> None:
         loop = asyncio.get_running_loop()
@@ -187,11 +203,12 @@ class CpuScheduler:
             job.ready.set_result(None)
 
     def _holds(self, job: _Job) -> bool:
-        """Table talk waits while an answer is on its way or more urgent work runs or waits."""
+        """Table talk waits while an answer (or a guess) is on its way or more urgent work runs
+        or waits."""
         waited = time.monotonic() - job.queued + _TIMER_SLACK_S
         if job.work != Work.ASIDE or waited >= self.aside_wait_s:
             return False
-        return self.busy_with(Work.ANSWER)
+        return self._guesses > 0 or self.busy_with(Work.ANSWER)
 
     def _start(self, work: Work, resource: str, waited_ms: float | None) -> None:
         self._running[resource] = work

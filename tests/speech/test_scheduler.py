@@ -138,3 +138,19 @@ async def test_table_talk_is_held_no_longer_than_its_limit() -> None:
         await asyncio.wait_for(aside, 1.0)
         assert log == ["table talk"]
     assert scheduler.stats[Work.ASIDE].waited_ms[0] >= 45
+
+
+async def test_a_guess_holds_table_talk_and_chatter_but_not_the_guessing_player() -> None:
+    scheduler = CpuScheduler(capacity=2, aside_wait_s=5.0)
+    log: list[str] = []
+    with scheduler.guessing():
+        aside = asyncio.create_task(_job(scheduler, Work.ASIDE, "stt", "table talk", log))
+        await asyncio.sleep(0.01)
+        assert log == [] and not scheduler.busy_with(Work.ANSWER)
+        async with scheduler.slot(Work.PARTIAL, "stt"):  # the guessing player's own partial
+            pass
+        with pytest.raises(Skipped):
+            async with scheduler.slot(Work.CHATTER, "stt"):
+                pass
+    await asyncio.wait_for(aside, 1.0)
+    assert log == ["table talk"]
