@@ -108,7 +108,7 @@ class SpeakerLane(LaneTranscription):
             policy=self._policy,
             model=model,
             scheduler=self.scheduler,
-            transcribe=self._transcribe,
+            transcribe=self._pause_words,
             on_verdict=self._on_verdict,
         )
         self._loop = asyncio.get_running_loop()

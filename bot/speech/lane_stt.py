@@ -66,10 +66,19 @@ class LaneTranscription:
 
     async def _transcribe(self, audio: np.ndarray, work: Work) -> Heard:
         """Words (vocabulary-corrected) and recognition time, in ``work``'s turn; a final's
-        second look is a job of its own, so another lane's final can go between the two, and
-        the final of a player talking among themselves waits as ``ASIDE`` work."""
-        if work == Work.ENDPOINT and self.addressing is False:
-            work = Work.ASIDE
+        second look is a job of its own, so another lane's final can go between the two. For a
+        player talking among themselves both wait as ``ASIDE`` work."""
+        aside = work == Work.ENDPOINT and self.addressing is False
+        return await self._heard(audio, Work.ASIDE if aside else work, aside)
+
+    async def _pause_words(self, audio: np.ndarray, work: Work) -> Heard:
+        """The words at a pause: heard at once even in table talk, since they may still say
+        the player is not done ("Fair enough." is a word or two: wait longer); only a second
+        look waits as ``ASIDE`` work."""
+        aside = work == Work.ENDPOINT and self.addressing is False
+        return await self._heard(audio, work, aside)
+
+    async def _heard(self, audio: np.ndarray, work: Work, aside: bool) -> Heard:
         stt = self._stt
         if work >= Work.PARTIAL or not isinstance(stt, TwoLookStt):
             async with gated(self.scheduler, work, self._stt_resource):
@@ -84,7 +93,7 @@ class LaneTranscription:
             spent = time.perf_counter() - started
         if not first.doubtful:
             return self._correct(first.text), spent * 1000.0
-        async with gated(self.scheduler, work, self._stt_resource):
+        async with gated(self.scheduler, Work.ASIDE if aside else work, self._stt_resource):
             started = time.perf_counter()
             text = await stt.second_look(audio, first, vocabulary=self._vocabulary)
             spent += time.perf_counter() - started

@@ -8,10 +8,11 @@ the time from the end of their words to the NPC's voice, so work is served in th
 2. ``ANSWER``: the answering NPC: its voice (TTS). Its LLM runs in its own process; while an
    answer is on its way (``answering()``), optional work yields the cores to it.
 3. ``ASIDE``: the transcript of a player talking among themselves (their partials said so):
-   never dropped, but held while an answer is on its way or anything above waits, for at most
-   ``aside_wait_s``. Table talk is nobody's turn to answer; on two cores its finals (a second
-   look over the full window: 0.4-0.7 s) otherwise took the recognizer from the next player to
-   talk to an NPC and the cores from the answer (measured: most second looks at a full table).
+   never dropped, but held while an answer (or a speculative one: ``guessing()``) is on its way
+   or anything above waits, for at most ``aside_wait_s``. Table talk is nobody's turn to
+   answer; on two cores its finals (a second look over the full window: 0.4-0.7 s) otherwise
+   took the recognizer from the next player to talk to an NPC and the cores from the answer
+   (measured: most second looks at a full table).
 4. ``PARTIAL``: partial transcripts of a player who is talking to an NPC (they pick the tier,
    prefill the prompt, start the speculative answer).
 5. ``CHATTER``: partials of players talking among themselves: the first to go.

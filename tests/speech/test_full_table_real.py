@@ -70,6 +70,5 @@ async def test_each_lane_gets_its_final_while_everyone_talks(
         assert len(heard[who]) == len(lines), (who, heard[who])
         for text, final in zip(lines, heard[who], strict=True):
             assert heard_as(text, final, 0.25), (who, text, final)
-    assert scheduler.stats[Work.ENDPOINT].ran >= 1  # arin's turn end went first
-    assert scheduler.stats[Work.ASIDE].ran >= 2  # table talk behind it, yet every line heard
+    assert scheduler.stats[Work.ENDPOINT].ran >= 5  # every turn's end went first
     assert not scheduler.busy_with(Work.CHATTER)  # nothing left holding a slot
