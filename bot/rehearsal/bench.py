@@ -185,6 +185,12 @@ def _with_instant_llm(config: Any) -> Any:
                                       api_key=SecretStr("instant"))})})  # fmt: skip
 
 
+def _turn_row(turn: dict[str, Any]) -> dict[str, Any]:
+    """One turn's words and stages (JSON only): a slow turn of a run can be named."""
+    stages = {k: round(v) for k, v in turn["stages_ms"].items() if isinstance(v, int | float)}
+    return {"heard": turn["heard"], "speculative": turn["speculative"], "stages_ms": stages}
+
+
 async def _fast_set(
     config: Any, label: str, tally: _Tally, *, full_table: bool
 ) -> list[BenchResult]:
@@ -224,7 +230,8 @@ async def _fast_set(
     if label == "instant LLM":
         method += " (a local OpenAI-compatible SSE server answering at once: the pipeline's floor)"
     extra = {"p95_ms": stats["p95"], "n": stats["n"],
-             "endpoint_p50_ms": percentile(endpoint, 50) if endpoint else None}  # fmt: skip
+             "endpoint_p50_ms": percentile(endpoint, 50) if endpoint else None,
+             "turns": [_turn_row(t) for t in turns]}  # fmt: skip
     name = f"voice-to-voice p50 (FAST turns, {label}, {where})"
     goal: str | None = None
     passed: bool | None = None

@@ -1,0 +1,24 @@
+"""``glyphoxa bench e2e`` keeps each FAST turn's words and stages in its JSON, so the slow turn
+behind a p95 can be named (the instant scripted LLM: the pipeline's floor, real speech models)."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.config_loader import load_config
+from bot.rehearsal import bench
+from bot.rehearsal.bench_scenes import FAST_LINES
+from campaigns.bench_result import percentile
+
+pytestmark = pytest.mark.slow
+
+
+async def test_the_fast_bench_names_every_turn_and_its_stages() -> None:
+    config = bench._with_instant_llm(load_config(None))
+    p50, p95 = await bench._fast_set(config, "instant LLM", bench._Tally(), full_table=False)
+    turns = p50.extra["turns"]  # type: ignore[index]
+    assert len(turns) == p50.extra["n"] >= len(FAST_LINES) - 1, turns  # type: ignore[index]
+    v2v = [turn["stages_ms"]["voice_to_voice"] for turn in turns]
+    assert abs(percentile(v2v, 50) - p50.value) <= 1 and abs(percentile(v2v, 95) - p95.value) <= 1
+    for turn in turns:
+        assert turn["heard"] and {"endpoint", "tts_first_audio"} <= turn["stages_ms"].keys()
