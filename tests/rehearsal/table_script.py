@@ -19,22 +19,13 @@ from bot.session.session import TableSession
 from bot.speech import FRAME_SAMPLES, SAMPLE_RATE, SILENCE_FRAME, STT_SAMPLE_RATE, AudioChunk
 from npcs.engines import FirstToken, Sentence, ToolsUsed, TurnDone, TurnRequest
 from npcs.schema import VoiceSettings
+from tests.speech.speech_helpers import EnergyVad
 from tools.host import ToolResult, TurnToolReport
+
+__all__ = ["EnergyVad", "ScriptedEngine", "TableDriver", "ToneStt", "ToneTts", "tone_frames"]
 
 TTS_RATE = 24_000
 SECONDS_PER_WORD = 0.12
-
-
-class EnergyVad:
-    """``VadModel``: speech when the window's RMS is above a threshold."""
-
-    window_samples = 512
-
-    def probability(self, window: np.ndarray) -> float:
-        return 1.0 if float(np.sqrt(np.mean(window**2))) > 0.02 else 0.0
-
-    def reset(self) -> None:
-        return None
 
 
 class ToneStt:

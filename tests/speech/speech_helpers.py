@@ -27,6 +27,26 @@ PLAYER_LINES = [
     "My friend is hurt and needs a healer.",
     "Have you heard any news from the capital?",
 ]
+
+
+class EnergyVad:
+    """``VadModel``: speech wherever a window is loud, for lanes fed a synthetic tone."""
+
+    window_samples = 512
+
+    def probability(self, window: np.ndarray) -> float:
+        return 1.0 if float(np.sqrt(np.mean(window**2))) > 0.02 else 0.0
+
+    def reset(self) -> None:
+        return None
+
+
+def tone_pcm(seconds: float = 1.0, rate: int = 48_000) -> bytes:
+    """A 300 Hz tone as 16-bit mono PCM: an "utterance" for ``EnergyVad``."""
+    t = np.arange(int(seconds * rate)) / rate
+    return (np.sin(2 * np.pi * 300 * t) * 12000).astype("<i2").tobytes()
+
+
 ESPEAK_LINES = [
     "Where can we buy some rope?",
     "Open the door and let us in.",

@@ -14,17 +14,7 @@ from bot.speech.endpointing import TurnModel
 from bot.speech.protocols import FirstLook
 from bot.speech.scheduler import CpuScheduler, Work
 
-from .speech_helpers import pcm_to_frames, silence_frames
-
-
-class _EnergyVad:
-    window_samples = 512
-
-    def probability(self, window: np.ndarray) -> float:
-        return 1.0 if float(np.sqrt(np.mean(window**2))) > 0.02 else 0.0
-
-    def reset(self) -> None:
-        return None
+from .speech_helpers import EnergyVad, pcm_to_frames, silence_frames, tone_pcm
 
 
 class _TwoLooks:
@@ -59,7 +49,7 @@ async def _final_during_an_answer(addressing: bool | None) -> tuple[_TwoLooks, C
     stt = _TwoLooks(answer_out)
     names = ["Bartok"]
     lane = SpeakerLane(
-        "tobble", stt=stt, vad=_EnergyVad(), scheduler=scheduler,
+        "tobble", stt=stt, vad=EnergyVad(), scheduler=scheduler,
         vocabulary=Vocabulary(names, names=names),
     )  # fmt: skip
 
@@ -71,8 +61,7 @@ async def _final_during_an_answer(addressing: bool | None) -> tuple[_TwoLooks, C
             await asyncio.sleep(0.2)  # looks taken at once are long done by then
             answer_out.set()
 
-    t = np.arange(48_000) / 48_000
-    pcm = (np.sin(2 * np.pi * 300 * t) * 12000).astype("<i2").tobytes()
+    pcm = tone_pcm()
     for frame in pcm_to_frames(pcm, 48_000) + silence_frames(1.0):
         lane.push(frame)
     lane.end_input()
@@ -111,11 +100,10 @@ async def test_table_talk_s_words_at_a_pause_are_heard_at_once(turn_model: TurnM
     scheduler = CpuScheduler()
     stt = _TwoLooks(asyncio.Event())
     lane = SpeakerLane(
-        "tobble", stt=stt, vad=_EnergyVad(), scheduler=scheduler, turn_model=turn_model,
+        "tobble", stt=stt, vad=EnergyVad(), scheduler=scheduler, turn_model=turn_model,
         vocabulary=Vocabulary(["Bartok"], names=["Bartok"]),
     )  # fmt: skip
-    t = np.arange(48_000) / 48_000
-    pcm = (np.sin(2 * np.pi * 300 * t) * 12000).astype("<i2").tobytes()
+    pcm = tone_pcm()
 
     async def feed() -> None:  # in real time: a pause is judged as it happens
         for frame in pcm_to_frames(pcm, 48_000) + silence_frames(1.5):

@@ -6,17 +6,7 @@ import numpy as np
 
 from bot.speech import FinalTranscript, SpeakerLane, Vocabulary
 
-from .speech_helpers import pcm_to_frames, run_lane, silence_frames
-
-
-class _EnergyVad:
-    window_samples = 512
-
-    def probability(self, window: np.ndarray) -> float:
-        return 1.0 if float(np.sqrt(np.mean(window**2))) > 0.02 else 0.0
-
-    def reset(self) -> None:
-        return None
+from .speech_helpers import EnergyVad, pcm_to_frames, run_lane, silence_frames, tone_pcm
 
 
 class _MishearingStt:
@@ -34,15 +24,13 @@ class _MishearingStt:
 
 
 def _utterance() -> list[bytes]:
-    t = np.arange(48_000) / 48_000
-    pcm = (np.sin(2 * np.pi * 300 * t) * 12000).astype("<i2").tobytes()
-    return pcm_to_frames(pcm, 48_000) + silence_frames(1.0)
+    return pcm_to_frames(tone_pcm(), 48_000) + silence_frames(1.0)
 
 
 async def test_a_swapped_vocabulary_prompts_and_corrects_the_next_final() -> None:
     stt = _MishearingStt()
     old, new = Vocabulary(["Bartok"]), Vocabulary(["Bartok", "Stumpy"])
-    lane = SpeakerLane("arin", stt=stt, vad=_EnergyVad(), vocabulary=old)
+    lane = SpeakerLane("arin", stt=stt, vad=EnergyVad(), vocabulary=old)
     assert lane.vocabulary is old
     lane.set_vocabulary(new)
     assert lane.vocabulary is new

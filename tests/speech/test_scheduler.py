@@ -111,11 +111,15 @@ def test_partials_space_out_as_more_people_talk() -> None:
     assert scheduler.partial_interval(0.3, Work.PARTIAL) == pytest.approx(0.6)
 
 
+def _table_talk(scheduler: CpuScheduler, log: list[str]) -> asyncio.Task[None]:
+    return asyncio.create_task(_job(scheduler, Work.ASIDE, "stt", "table talk", log))
+
+
 async def test_table_talk_waits_for_the_answer_on_its_way_then_runs() -> None:
     scheduler = CpuScheduler(capacity=2, aside_wait_s=5.0)
     log: list[str] = []
     with scheduler.answering():
-        aside = asyncio.create_task(_job(scheduler, Work.ASIDE, "stt", "table talk", log))
+        aside = _table_talk(scheduler, log)
         await asyncio.sleep(0.01)
         assert log == []  # both slots free, yet held: the answer's LLM has the cores
         assert scheduler.busy_with(Work.ASIDE) and not scheduler.busy_with(Work.ENDPOINT)
@@ -134,7 +138,7 @@ async def test_table_talk_is_held_no_longer_than_its_limit() -> None:
     scheduler = CpuScheduler(capacity=2, aside_wait_s=0.05)
     log: list[str] = []
     with scheduler.answering():  # an answer that goes on and on
-        aside = asyncio.create_task(_job(scheduler, Work.ASIDE, "stt", "table talk", log))
+        aside = _table_talk(scheduler, log)
         await asyncio.wait_for(aside, 1.0)
         assert log == ["table talk"]
     assert scheduler.stats[Work.ASIDE].waited_ms[0] >= 45
@@ -144,7 +148,7 @@ async def test_a_guess_holds_table_talk_and_chatter_but_not_the_guessing_player(
     scheduler = CpuScheduler(capacity=2, aside_wait_s=5.0)
     log: list[str] = []
     with scheduler.guessing():
-        aside = asyncio.create_task(_job(scheduler, Work.ASIDE, "stt", "table talk", log))
+        aside = _table_talk(scheduler, log)
         await asyncio.sleep(0.01)
         assert log == [] and not scheduler.busy_with(Work.ANSWER)
         async with scheduler.slot(Work.PARTIAL, "stt"):  # the guessing player's own partial
