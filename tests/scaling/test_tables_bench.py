@@ -87,13 +87,19 @@ async def test_the_players_line_sounds_finished_wherever_the_pause_falls() -> No
 
     from bot.speech.turn_model import SmartTurnModel
 
-    opus, voiced = await player_line()
-    decoder = discord.opus.Decoder()
-    stereo = np.frombuffer(b"".join(decoder.decode(f) for f in opus[: voiced + 10]), "<i2")
-    mono = soxr.resample(stereo.reshape(-1, 2)[:, 0].astype(np.float32) / 32768, 48_000, 16_000)
-    end = voiced * 320  # 20 ms frames at 16 kHz: the end of the last voiced frame
     model = SmartTurnModel()
-    scores = [model.probability(mono[: end + k * 160]) for k in range(-4, 20)]  # 10 ms apart
-    # the old line: 7 of 24 alignments under 0.5; this one 0 or 1 (Opus's first encode differs)
-    assert sum(p < 0.5 for p in scores) <= 2, [round(p, 2) for p in scores]
+    scores: list[float] = []
+    under: list[int] = []
+    for _ in range(3):  # libopus's encode of the same PCM differs from one encoder to the next
+        opus, voiced = await player_line()
+        decoder = discord.opus.Decoder()
+        stereo = np.frombuffer(b"".join(decoder.decode(f) for f in opus[: voiced + 10]), "<i2")
+        left = stereo.reshape(-1, 2)[:, 0].astype(np.float32) / 32768
+        mono = soxr.resample(left, 48_000, 16_000)
+        end = voiced * 320  # 20 ms frames at 16 kHz: the end of the last voiced frame
+        sweep = [model.probability(mono[: end + k * 160]) for k in range(-4, 20)]  # 10 ms apart
+        under.append(sum(p < 0.5 for p in sweep))
+        scores += sweep
+    # the old line: 6-9 of 24 alignments under 0.5 per encode; this one 0-1 (3 seen once)
+    assert sum(under) <= 6, (under, [round(p, 2) for p in scores])
     assert float(np.median(scores)) > 0.8, [round(p, 2) for p in scores]
