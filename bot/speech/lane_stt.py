@@ -2,9 +2,9 @@
 
 A part of ``SpeakerLane`` (as ``Routing`` is of the table session): it reads the lane state
 declared below. Every recognition goes through the table's CPU scheduler: finals and the words
-heard at a pause as ``ENDPOINT`` work (``ASIDE`` for players talking among themselves), partials
-as ``PARTIAL`` (a player talking to an NPC) or ``CHATTER`` (players among themselves), which
-never wait and are skipped while the CPU is busy.
+heard at a pause as ``ENDPOINT`` work (for players talking among themselves a final and any
+second look as ``ASIDE``), partials as ``PARTIAL`` (a player talking to an NPC) or ``CHATTER``
+(players among themselves), which never wait and are skipped while the CPU is busy.
 """
 
 from __future__ import annotations
