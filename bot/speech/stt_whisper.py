@@ -207,22 +207,17 @@ class FasterWhisperStt:
             return self.second_look_sync(audio, first, vocabulary) if first.doubtful else first.text
         if audio.size < 1600:  # under 0.1 s: nothing a recognizer can use
             return ""
-        prompt = vocabulary.prompt() if vocabulary else None
-        window = self._windows[True]
-        if not window.takes(audio):
-            return self._decode(audio, True, prompt, None)
-        text = self._decode(np.concatenate([_LEAD_IN, audio]), True, prompt, window.frames)
-        # A partial is a glimpse, not worth a second decode: say it once.
-        return _said_once(text) if _repeats_itself(text) else text
+        text, short = self._look(audio, True, vocabulary.prompt() if vocabulary else None)
+        if short and _repeats_itself(text):  # a partial is a glimpse: say a loop once
+            return _said_once(text)
+        return text
 
     def first_look_sync(self, audio: np.ndarray, vocabulary: Vocabulary | None) -> FirstLook:
         if audio.size < 1600:
             return FirstLook("")
-        prompt = vocabulary.prompt() if vocabulary else None
-        window = self._windows[False]
-        if not window.takes(audio):
-            return FirstLook(self._decode(audio, False, prompt, None))
-        text = self._decode(np.concatenate([_LEAD_IN, audio]), False, prompt, window.frames)
+        text, short = self._look(audio, False, vocabulary.prompt() if vocabulary else None)
+        if not short:
+            return FirstLook(text)
         loops = _repeats_itself(text)
         names_in_doubt = bool(
             vocabulary and (vocabulary.may_hide_name(text) or vocabulary.lists_names(text))
@@ -239,6 +234,15 @@ class FasterWhisperStt:
         ):
             return first.text  # the full window looped (on the prompt's names)
         return full
+
+    def _look(self, audio: np.ndarray, partial: bool, prompt: str | None) -> tuple[str, bool]:
+        """One decode: over the short window (with its lead-in) when the audio fits it (True),
+        else over the full 30 s."""
+        window = self._windows[partial]
+        if not window.takes(audio):
+            return self._decode(audio, partial, prompt, None), False
+        padded = np.concatenate([_LEAD_IN, audio])
+        return self._decode(padded, partial, prompt, window.frames), True
 
     def _decode(
         self, audio: np.ndarray, partial: bool, prompt: str | None, window: int | None
