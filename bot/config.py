@@ -114,6 +114,10 @@ class TurnConfig(_Strict):
     question that sounds unfinished."""
     incomplete_ms: int = Field(default=1000, ge=0)
     """Silence before an unfinished one ends anyway ("Bartok, and um...")."""
+    table_talk_ms: int = Field(default=500, ge=0)
+    """Silence before table talk (a player whose words so far name no NPC and answer none)
+    that sounds finished ends: nobody waits for an answer, and a comma's breath (350-420 ms
+    in the bench's voices) must not split the line."""
 
 
 class SpeechConfig(_Strict):

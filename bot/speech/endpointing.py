@@ -88,13 +88,16 @@ class PauseJudge:
         scheduler: CpuScheduler,
         transcribe: Callable[[np.ndarray, Work], Coroutine[object, object, Heard]],
         on_verdict: Callable[[PauseCheck, str | None], None],
+        table_talk: Callable[[], bool] = lambda: False,
     ) -> None:
+        """``table_talk``: whether the lane's player is talking to no NPC just now."""
         self._lane = lane
         self._policy = policy
         self._model = model
         self._scheduler = scheduler
         self._transcribe = transcribe
         self._on_verdict = on_verdict
+        self._table_talk = table_talk
         self.current: PauseCheck | None = None
         self._model_failed = False
 
@@ -147,7 +150,7 @@ class PauseJudge:
         if not self._scheduler.busy_with(Work.ANSWER):
             self._listen(check, audio)  # the CPU is free: hear the words while the model scores
         probability = await self._score(audio) if self.has_model else None
-        sound = self._policy.verdict(probability, None)
+        sound = self._policy.verdict(probability, None, table_talk=self._table_talk())
         if self.has_model and not sound.complete and not isinstance(check.heard, asyncio.Task):
             check.verdict = sound
             self._on_verdict(check, "")  # reported without words
@@ -164,7 +167,7 @@ class PauseJudge:
             log.warning("pause transcript for %s failed: %s", self._lane, error)
             text = ""
         if self.has_model:
-            check.verdict = self._policy.verdict(probability, text)
+            check.verdict = self._policy.verdict(probability, text, table_talk=self._table_talk())
         else:
             check.verdict = self._policy.fallback()
         self._on_verdict(check, text)

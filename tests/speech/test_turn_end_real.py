@@ -13,7 +13,7 @@ import pytest
 
 from bot.config import SpeechConfig, TurnConfig
 from bot.speech import FasterWhisperStt, FinalTranscript, PiperTts, SpeakerLane, Vocabulary
-from bot.speech.events import SpeechEnded, TurnCheck
+from bot.speech.events import SpeechEnded, SpeechStarted, TurnCheck
 from bot.speech.turn_model import SmartTurnModel, load_turn_model
 from campaigns.errors import GlyphoxaError
 
@@ -93,6 +93,43 @@ async def test_a_name_alone_is_not_a_turn(
     # after its prompt of names varies with a few ms of audio; the turn is what is tested).
     assert len(watch.of(SpeechEnded)) == 1 and len(watch.of(FinalTranscript)) == 1
     assert "mill" in final.text.lower(), final.text
+
+
+async def _two_sentences(lane: SpeakerLane, piper: PiperTts, *, table_talk: bool) -> LaneWatch:
+    """Says "That was a long ride today.", a breath of 0.35 s (a comma's in Piper's voice), then a
+    second sentence; with ``table_talk`` the table has said the player talks to no NPC."""
+    watch = LaneWatch(lane)
+    _push(lane, stt_frames(*piper_pcm(piper, "That was a long ride today.")))
+    await watch.next(SpeechStarted)
+    lane.addressing = False if table_talk else None  # as the table sets it from the partials
+    _push(lane, stt_silence(0.15))
+    check = await watch.next(TurnCheck)
+    assert check.complete, check  # it sounds finished either way
+    assert check.reason == ("table talk" if table_talk else "sounds finished"), check
+    turn = CONFIG.turn
+    assert check.wait_ms == (turn.table_talk_ms if table_talk else turn.complete_ms)
+    _push(lane, stt_silence(0.2))
+    _push(lane, stt_frames(*piper_pcm(piper, "We should find an inn before dark.")))
+    _push(lane, stt_silence(0.15))
+    await watch.next(TurnCheck)  # the end of the line: its rule is set before more silence
+    _push(lane, stt_silence(1.5))
+    await watch.next(FinalTranscript)
+    await watch.close()
+    return watch
+
+
+async def test_table_talk_outlasts_a_breath_that_ends_a_turn_to_an_npc(
+    whisper: FasterWhisperStt, piper: PiperTts, turn_model: SmartTurnModel
+) -> None:
+    """Nobody waits for an answer to players talking among themselves: their finished-sounding
+    pause waits ``table_talk_ms``, so the line is one turn (the bench's "Upstairs, if the rooms
+    are cheap, | otherwise..." was cut at its comma in 6 of 6 runs)."""
+    spoken_to_npc = await _two_sentences(_lane(whisper, turn_model), piper, table_talk=False)
+    assert len(spoken_to_npc.of(SpeechEnded)) == 2  # 0.35 s of silence ends a turn to an NPC
+    talk = await _two_sentences(_lane(whisper, turn_model), piper, table_talk=True)
+    assert len(talk.of(SpeechEnded)) == 1  # the breath waited table_talk_ms (checked above)
+    (final,) = talk.of(FinalTranscript)
+    assert "ride" in final.text.lower() and "dark" in final.text.lower(), final.text
 
 
 async def test_an_unfinished_sentence_ends_after_the_longer_wait(

@@ -54,6 +54,10 @@ def test_the_verdict_combines_the_score_with_the_words() -> None:
     assert (asked.complete, asked.wait_ms, asked.reason) == (True, unsure, "a whole question")
     stub = policy.verdict(0.07, "Is it?")  # too short to vouch for itself
     assert (stub.complete, stub.wait_ms) == (False, 1000)
+    aside = policy.verdict(0.97, "I did, it ran right past my boots.", table_talk=True)
+    assert (aside.complete, aside.wait_ms, aside.reason) == (True, unsure, "table talk")
+    trailing = policy.verdict(0.97, "Upstairs, if the rooms are cheap,", table_talk=True)
+    assert (trailing.complete, trailing.wait_ms) == (False, 1000)  # the words still decide
     fallback = policy.verdict(None, "Bartok, and")  # the model could not score: plain hangover
     assert (fallback.complete, fallback.wait_ms, fallback.reason) == (False, 500, "no turn model")
     assert policy.fallback() == fallback
