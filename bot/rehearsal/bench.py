@@ -148,13 +148,23 @@ def _scene_results(result: Any, turns: list[dict[str, Any]], method: str) -> lis
 
 def _tally_results(tally: _Tally) -> list[BenchResult]:
     out: list[BenchResult] = []
+    answered = [t["stages_ms"]["endpoint"] for t in tally.turns
+                if t["stages_ms"].get("endpoint") is not None]  # fmt: skip
+    if answered:
+        waits = _stats(answered)
+        out.append(BenchResult(
+            "endpointing wait p50 (every turn an NPC answered)", waits["p50"], "ms",
+            f"last voiced frame pushed -> the lane declared the turn over, n={waits['n']} "
+            "(every answered line of this run, all complete sentences)", "<= 250 ms",
+            waits["p50"] <= 250.0, {"p95_ms": waits["p95"]},
+        ))  # fmt: skip
     if tally.waits:
         waits = _stats(tally.waits)
         out.append(BenchResult(
-            "endpointing wait p50 (every player turn of this run)", waits["p50"], "ms",
-            f"last voiced frame pushed -> the lane declared the turn over, n={waits['n']} "
-            "(answered lines and table talk, all complete sentences)", "<= 250 ms",
-            waits["p50"] <= 250.0, {"p95_ms": waits["p95"]},
+            "endpointing wait p50 (every player turn, table talk included)", waits["p50"], "ms",
+            f"as above over every turn, n={waits['n']}: table talk that sounds finished waits "
+            "speech.turn.table_talk_ms (500) by design, since nobody waits for its answer",
+            extra={"p95_ms": waits["p95"]},
         ))  # fmt: skip
     if tally.lines:
         share = tally.cut / tally.lines * 100
