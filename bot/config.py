@@ -101,7 +101,7 @@ class TurnConfig(_Strict):
     """Another Smart Turn ONNX file; empty: the one inside the pipecat-ai wheel."""
     threshold: float = Field(default=0.5, gt=0.0, lt=1.0)
     """Model probability from which a turn sounds finished."""
-    pause_ms: int = Field(default=96, ge=32)
+    pause_ms: int = Field(default=64, ge=32)
     """Silence after which a pause is judged (model and transcript)."""
     complete_ms: int = Field(default=200, ge=0)
     """Silence before a finished-sounding turn ends."""

@@ -33,8 +33,8 @@ __all__ = ["LANE_END", "LaneTranscription"]
 
 log = logging.getLogger(__name__)
 
-#: Trailing silence from which no partial starts: two silent VAD windows (the pause is judged at
-#: three) mean the player may be done, and a partial started now would hold up the final.
+#: Trailing silence from which no partial starts: two silent VAD windows (where the pause is
+#: judged) mean the player may be done, and a partial started now would hold up the final.
 _FINISHING_MS = 60.0
 
 LANE_END = object()
