@@ -12,7 +12,14 @@ from typing import Any
 
 from npcs.schema import NpcDefinition
 
-__all__ = ["MAX_SCENE_CHARS", "SceneLine", "build_messages", "build_system_prompt", "render_scene"]
+__all__ = [
+    "MAX_SCENE_CHARS",
+    "SceneLine",
+    "SceneWindow",
+    "build_messages",
+    "build_system_prompt",
+    "render_scene",
+]
 
 #: Most recent scene lines included in a prompt; older ones are campaign memory's job.
 MAX_SCENE_LINES = 12
@@ -39,14 +46,73 @@ class SceneLine:
     seq: int = 0
 
 
+class SceneWindow:
+    """Where a table's prompts begin their scene transcript: put until the scene outgrows it.
+
+    ``render_scene`` alone keeps the last ``max_chars``; once the scene is that long, every turn
+    (a player's line and an NPC's, often 300+ characters together) moved the window's start,
+    the prompt lost its cached prefix from there, and the bundled server evaluated ~330 tokens
+    again: 0.5-0.9 s of its one thread, logged on every FAST bench turn after the sixth. This
+    window stays at one line while lines are added; when the lines from it outgrow
+    ``max_chars`` or ``max_lines``, or an NPC's answer leaves no room for the player's next
+    line, it moves far, to keep at most a third of each, so the next few turns only add to the
+    prompt. Moving with the answer lets the reply's prefill prepare the new window while the
+    NPC speaks; moving with the player's line left it to the turn itself (logged: 868 ms to
+    the first token). Lines are identified by ``seq``; unnumbered ones (all 0) leave
+    ``render_scene``'s own limits in charge.
+    """
+
+    def __init__(self, max_chars: int = MAX_SCENE_CHARS, max_lines: int = MAX_SCENE_LINES):
+        self.max_chars = max_chars
+        self.max_lines = max_lines
+        self.start = 0
+        """``seq`` of the first line shown."""
+
+    def shown(self, scene: Sequence[SceneLine]) -> list[SceneLine]:
+        """The lines of ``scene`` the window shows (where it would start after them)."""
+        start = self._start_after(scene)
+        return [line for line in scene if line.seq >= start]
+
+    def advance(self, scene: Sequence[SceneLine]) -> None:
+        """Move the window for the table's scene, now that a line was added."""
+        self.start = self._start_after(scene)
+
+    def _start_after(self, scene: Sequence[SceneLine]) -> int:
+        lines = [line for line in scene if line.seq >= self.start]
+        answered = bool(lines) and lines[-1].npc is not None  # a player's line comes next
+        room, slot = (_NEXT_LINE_CHARS, 1) if answered else (0, 0)
+        if _chars(lines) + room <= self.max_chars and len(lines) + slot <= self.max_lines:
+            return self.start
+        kept = 1  # at least the last line
+        while (
+            kept < len(lines)
+            and kept + 1 <= self.max_lines // _KEEP
+            and _chars(lines[-kept - 1 :]) <= self.max_chars // _KEEP
+        ):
+            kept += 1
+        return lines[-kept].seq
+
+
+_KEEP = 3
+"""A moved window keeps at most a third of its limits: room for three to five more turns."""
+_NEXT_LINE_CHARS = 200
+"""Room the window keeps for a player's next line (most are under 100 characters)."""
+
+
+def _chars(lines: Sequence[SceneLine]) -> int:
+    """An upper bound of the lines' length as ``render_scene`` writes them."""
+    return sum(len(line.text.strip()) + len(line.npc or line.speaker) + 16 for line in lines)
+
+
 def render_scene(
     scene: Sequence[SceneLine], npc_name: str, *, max_chars: int = MAX_SCENE_CHARS
 ) -> str:
     """The last lines of the scene, oldest first, the NPC's own lines marked "(you)".
 
     At most ``MAX_SCENE_LINES`` lines and ``max_chars`` characters (at least the last line);
-    the first line shown is the oldest of those whose ``seq`` is a multiple of
-    ``SCENE_WINDOW_STEP``, so the window moves in steps rather than with every new line.
+    when older lines must go, the first line shown is the oldest of those whose ``seq`` is a
+    multiple of ``SCENE_WINDOW_STEP``, so the window moves in steps rather than with every new
+    line. A scene that fits is shown whole (the lines a ``SceneWindow`` chose).
     """
     lines: list[tuple[int, str]] = []
     total = 0
@@ -60,6 +126,8 @@ def render_scene(
             break
         lines.append((line.seq, rendered))
     lines.reverse()
+    if len(lines) == len(scene):
+        return "\n".join(text for _, text in lines)  # all of it fits (a SceneWindow's lines)
     start = next((i for i, (seq, _) in enumerate(lines) if seq % SCENE_WINDOW_STEP == 0), 0)
     return "\n".join(text for _, text in lines[start:])
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from bot.session.events import PlayerSpoke, Routed
 from bot.session.speculation import Speculation, normalize
 from bot.speech.turn_end import name_alone
-from npcs.context import SceneLine
+from npcs.context import SceneLine, SceneWindow
 
 if TYPE_CHECKING:
     import asyncio
@@ -63,6 +63,7 @@ class Routing:
     prefiller: Prefiller
     recorder: TranscriptRecorder
     scene: list[SceneLine]
+    scene_window: SceneWindow
     lanes: SpeakerLanes
     scheduler: CpuScheduler
     speculate: bool
@@ -93,12 +94,14 @@ class Routing:
             None,
         )
         if began is None:
-            return list(self.scene)
-        return [
-            line
-            for line in self.scene
-            if line.npc is not None or line.speaker == speaker or line.at <= began
-        ]
+            return self.scene_window.shown(self.scene)
+        return self.scene_window.shown(
+            [
+                line
+                for line in self.scene
+                if line.npc is not None or line.speaker == speaker or line.at <= began
+            ]
+        )
 
     def _on_partial(self, speaker: Speaker, event: PartialTranscript) -> None:
         now = time.monotonic()

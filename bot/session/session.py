@@ -55,7 +55,7 @@ from bot.speech.scheduler import CpuScheduler
 from campaigns.errors import GlyphoxaError
 from npcs.addressing import AddressDetector
 from npcs.campaign import Campaign, CampaignWatcher
-from npcs.context import SceneLine
+from npcs.context import SceneLine, SceneWindow
 from npcs.dm_voice import DmCommandParser
 from npcs.engines import Engine
 from npcs.schema import NpcDefinition
@@ -131,6 +131,8 @@ class TableSession(Routing, DmControls, VoiceCommands):
         self.entities = EntityLookup(campaign, memory)
         self.recorder = TranscriptRecorder(memory, campaign.name)
         self.scene: list[SceneLine] = []
+        self.scene_window = SceneWindow()
+        """Where prompts begin the scene: put while it grows (the LLM keeps its prefix)."""
         self._scene_seq = 0
         self.traces: list[TurnTrace] = []
         self.listeners: list[Callable[[SessionEvent], None]] = []
@@ -331,7 +333,8 @@ class TableSession(Routing, DmControls, VoiceCommands):
         if npc is None or others or self.turns.depth():
             return  # another answer is due next: it must not wait behind a prefill
         tier = self.tiers.select("", npc=npc, queue_depth=0, now=now).tier
-        self.prefiller.ahead(npc, turn.speaker, tier, self.scene if scene is None else scene)
+        shown = self.scene_window.shown(self.scene if scene is None else scene)
+        self.prefiller.ahead(npc, turn.speaker, tier, shown)
 
     def _prefill_written(self, turn: NpcTurn) -> None:
         """The answer is written but still playing: prepare the reply to it now, with the
@@ -374,6 +377,7 @@ class TableSession(Routing, DmControls, VoiceCommands):
         self.scene.append(dataclasses.replace(line, seq=self._scene_seq))
         self._scene_seq += 1
         del self.scene[:-_MAX_SCENE]
+        self.scene_window.advance(self.scene)
 
     def _emit(self, event: SessionEvent) -> None:
         for listener in self.listeners:

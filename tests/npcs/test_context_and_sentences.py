@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
-from npcs.context import SceneLine, build_messages, build_system_prompt
+from npcs.context import (
+    MAX_SCENE_CHARS,
+    SceneLine,
+    SceneWindow,
+    build_messages,
+    build_system_prompt,
+    render_scene,
+)
 from npcs.schema import NpcDefinition
 from npcs.sentences import SentenceSplitter, split_sentences
 
@@ -84,3 +93,31 @@ def test_streaming_split_matches_whole_text_and_waits_for_what_follows() -> None
     assert [*streamed, rest] == split_sentences(text)
     # "3." alone is not a sentence yet: it may become "3.5".
     assert SentenceSplitter().push("It costs 3.") == []
+
+
+def test_the_scene_window_keeps_the_prompt_prefix_for_several_turns() -> None:
+    """Once the scene is full, ``render_scene`` alone starts the transcript elsewhere every
+    second turn (the prompt's cached prefix is lost there: ~1,200 characters to evaluate
+    again); the table's window stays put until it must, then keeps a third, so it moves half
+    as often, each move costs a third, and it moves with an answer, not a player's line."""
+    window = SceneWindow()
+    scene: list[SceneLine] = []
+    starts: list[str] = []
+    plain_starts: list[str] = []
+    for turn in range(24):
+        question = SceneLine("Arin", f"Bartok, what about ale {turn}?", at=turn, seq=2 * turn)
+        answer = f"Ale {turn}: " + "the dark ale is on tap tonight, friend. " * 4  # 168 chars
+        before = window.start
+        scene.append(question)
+        window.advance(scene)
+        assert window.start == before  # it moves with answers: their reply's prefill follows
+        scene.append(SceneLine("Bartok", answer, npc="Bartok", at=turn + 0.5, seq=2 * turn + 1))
+        window.advance(scene)
+        shown = render_scene(window.shown(scene), "Bartok")
+        assert len(shown) <= MAX_SCENE_CHARS and shown.count("\n") < 12
+        assert shown.endswith(f'Bartok (you) said: "{answer.strip()}"')
+        starts.append(shown.split("\n")[0])
+        plain_starts.append(render_scene(scene, "Bartok").split("\n")[0])
+    moves = sum(a != b for a, b in itertools.pairwise(starts))
+    plain_moves = sum(a != b for a, b in itertools.pairwise(plain_starts))
+    assert moves <= 5 and plain_moves >= 9  # every fourth or fifth turn, against every second
