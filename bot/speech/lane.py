@@ -110,7 +110,7 @@ class SpeakerLane(LaneTranscription):
             scheduler=self.scheduler,
             transcribe=self._pause_words,
             on_verdict=self._on_verdict,
-            table_talk=lambda: self.addressing is False,
+            table_talk=lambda: self.table_talk,
         )
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()

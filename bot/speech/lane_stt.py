@@ -64,18 +64,24 @@ class LaneTranscription:
 
         def _emit(self, event: LaneEvent) -> None: ...
 
+    @property
+    def table_talk(self) -> bool:
+        """The player is talking among themselves: their partials named no NPC (the table sets
+        ``addressing``; None until a partial says)."""
+        return self.addressing is False
+
     async def _transcribe(self, audio: np.ndarray, work: Work) -> Heard:
         """Words (vocabulary-corrected) and recognition time, in ``work``'s turn; a final's
         second look is a job of its own, so another lane's final can go between the two. For a
         player talking among themselves both wait as ``ASIDE`` work."""
-        aside = work == Work.ENDPOINT and self.addressing is False
+        aside = work == Work.ENDPOINT and self.table_talk
         return await self._heard(audio, Work.ASIDE if aside else work, aside)
 
     async def _pause_words(self, audio: np.ndarray, work: Work) -> Heard:
         """The words at a pause: heard at once even in table talk, since they may still say
         the player is not done ("Fair enough." is a word or two: wait longer); only a second
         look waits as ``ASIDE`` work."""
-        aside = work == Work.ENDPOINT and self.addressing is False
+        aside = work == Work.ENDPOINT and self.table_talk
         return await self._heard(audio, work, aside)
 
     async def _heard(self, audio: np.ndarray, work: Work, aside: bool) -> Heard:
@@ -100,7 +106,7 @@ class LaneTranscription:
         return self._correct(text), spent * 1000.0
 
     def _maybe_partial(self, event: SegmentProgress) -> None:
-        work = Work.CHATTER if self.addressing is False else Work.PARTIAL
+        work = Work.CHATTER if self.table_talk else Work.PARTIAL
         base = self._config.partial_interval_ms / 1000
         if event.stream_time - self._last_partial_at < self.scheduler.partial_interval(base, work):
             return
