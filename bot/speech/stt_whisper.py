@@ -81,6 +81,9 @@ _LEAD_IN = np.zeros(8000, np.float32)
 _SENTENCE_END = re.compile(r"(?<=[.?!])\s+")
 _PHRASE_LOOP = re.compile(r"\b(\w[\w']*(?:\W+\w[\w']*){0,2})(?:\W+\1\b){3,}\W*", re.IGNORECASE)
 """One to three words four times in a row ("Arin, Arin, Arin, Arin,"): players do not."""
+_CLAUSE_LOOP = re.compile(r"\b(\w[\w']*(?:\W+\w[\w']*){3,11}?)(?:\W+\1\b)+\W*", re.IGNORECASE)
+"""Four to twelve words said again at once ("Captain Vessa, Arin forth from the docks, Captain
+Vessa, Arin forth from the docks,", a fresh-clone rehearsal): a loop without a sentence end."""
 _TOKENS_PER_SECOND = 12
 """The most text tokens a second of speech decodes to (fast speech: about 5), so a decoder
 loop ends after 16 + 12 per second instead of Whisper's 224 (measured: 2.7 s for a 1.5 s line);
@@ -88,17 +91,27 @@ at most 200, which leaves room for the longest prompt (223) within Whisper's 448
 
 
 def _repeats_itself(text: str) -> bool:
-    """Two or more sentences, all the same, or a phrase four times in a row: a decoder loop,
-    not what the player said."""
+    """Two or more sentences, all the same, a phrase four times in a row, or a clause twice: a
+    decoder loop, not what the player said."""
+    return (
+        _one_sentence_over_and_over(text)
+        or bool(_PHRASE_LOOP.search(text))
+        or bool(_CLAUSE_LOOP.search(text))
+    )
+
+
+def _one_sentence_over_and_over(text: str) -> bool:
     sentences = [" ".join(part.lower().split()) for part in _SENTENCE_END.split(text.strip())]
-    return (len(sentences) >= 2 and len(set(sentences)) == 1) or bool(_PHRASE_LOOP.search(text))
+    return len(sentences) >= 2 and len(set(sentences)) == 1
 
 
 def _said_once(text: str) -> str:
-    """A looping text said once: its first sentence, a looped phrase once."""
-    return _PHRASE_LOOP.sub(
-        lambda m: m.group(1) + " ", _SENTENCE_END.split(text.strip())[0]
-    ).strip()
+    """A looping text said once: a sentence said over and over once, else each looped phrase
+    or clause once (the words around it kept)."""
+    if _one_sentence_over_and_over(text):
+        text = _SENTENCE_END.split(text.strip())[0]
+    once = _PHRASE_LOOP.sub(lambda m: m.group(1) + " ", text)
+    return " ".join(_CLAUSE_LOOP.sub(lambda m: m.group(1) + " ", once).split())
 
 
 class _Window:
@@ -216,9 +229,9 @@ class FasterWhisperStt:
         if audio.size < 1600:
             return FirstLook("")
         text, short = self._look(audio, False, vocabulary.prompt() if vocabulary else None)
-        if not short:
-            return FirstLook(text)
         loops = _repeats_itself(text)
+        if not short:  # the full window already heard it: there is no second look to ask
+            return FirstLook(_said_once(text) if loops else text)
         names_in_doubt = bool(
             vocabulary and (vocabulary.may_hide_name(text) or vocabulary.lists_names(text))
         )
@@ -233,7 +246,7 @@ class FasterWhisperStt:
             _repeats_itself(full) or (vocabulary and vocabulary.repeats_a_name(full))
         ):
             return first.text  # the full window looped (on the prompt's names)
-        return full
+        return _said_once(full) if _repeats_itself(full) else full  # both looped: say it once
 
     def _look(self, audio: np.ndarray, partial: bool, prompt: str | None) -> tuple[str, bool]:
         """One decode: over the short window (with its lead-in) when the audio fits it (True),

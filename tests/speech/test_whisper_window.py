@@ -37,6 +37,19 @@ def test_a_decoder_loop_is_recognised() -> None:
     assert not _repeats_itself("No, no, no, Bartok!")
     assert _said_once("Arin, Arin, Arin, Arin,") == "Arin"
     assert _said_once("Who owns the ship? Who owns the ship?") == "Who owns the ship?"
+    # a clause said twice, without a sentence end (a fresh-clone rehearsal's Tobble)
+    looped = "Captain Vessa, Arin forth from the docks, Captain Vessa, Arin forth from the docks,"
+    assert _repeats_itself(looped)
+    assert _said_once(looped) == "Captain Vessa, Arin forth from the docks"
+    assert _said_once("Hello there. We sail at dawn, we sail at dawn, then rest.") == (
+        "Hello there. We sail at dawn then rest."
+    )
+    for said in (
+        "One more time, one more time!",  # three words twice: a player may
+        "I think we should sell the old sword tomorrow.",
+        "Sell the sword. Then sell the old sword tomorrow.",
+    ):
+        assert not _repeats_itself(said), said
 
 
 def test_short_turns_are_still_heard_over_a_shorter_window(piper: PiperTts) -> None:
