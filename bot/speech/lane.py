@@ -32,6 +32,7 @@ from bot.speech.events import (
     TurnCheck,
 )
 from bot.speech.lane_stt import LANE_END, LaneTranscription
+from bot.speech.name_slot import SlotLook
 from bot.speech.protocols import SttProvider, VadModel
 from bot.speech.scheduler import CpuScheduler
 from bot.speech.segmenter import (
@@ -120,9 +121,11 @@ class SpeakerLane(LaneTranscription):
         self._ended = False
         self.dropped_frames = 0
         self.skipped_partials = 0
+        self.named_early = 0
         self._partial_task: asyncio.Task[None] | None = None
         self._last_partial_at = 0.0
         self._last_partial_text = ""
+        self._slot_look: SlotLook | None = None
         self._final_tasks: set[asyncio.Task[None]] = set()
         self._previous_final: asyncio.Task[None] | None = None
         self._error: BaseException | None = None
@@ -203,9 +206,11 @@ class SpeakerLane(LaneTranscription):
         self._ended = True
         self._judge.drop()
         self.scheduler.speaking(self.speaker, False)
-        tasks = [self._pump, *self._final_tasks]
+        tasks: list[asyncio.Task[object]] = [self._pump, *self._final_tasks]
         if self._partial_task is not None:
             tasks.append(self._partial_task)
+        if self._slot_look is not None:
+            tasks.append(self._slot_look.task)
         for task in tasks:
             task.cancel()
         for task in tasks:
@@ -277,6 +282,9 @@ class SpeakerLane(LaneTranscription):
         if isinstance(event, SegmentStart):
             self._last_partial_at = event.onset
             self._last_partial_text = ""
+            if self._slot_look is not None:
+                self._slot_look.cancel()  # the final it was for has its words by now
+                self._slot_look = None
             self.addressing = None
             self.scheduler.speaking(self.speaker, True)
             self._emit(SpeechStarted(self.speaker, event.utterance_id, event.onset, now))

@@ -4,7 +4,9 @@ A part of ``SpeakerLane`` (as ``Routing`` is of the table session): it reads the
 declared below. Every recognition goes through the table's CPU scheduler: finals and the words
 heard at a pause as ``ENDPOINT`` work (for players talking among themselves a final and any
 second look as ``ASIDE``), partials as ``PARTIAL`` (a player talking to an NPC) or ``CHATTER``
-(players among themselves), which never wait and are skipped while the CPU is busy.
+(players among themselves), which never wait and are skipped while the CPU is busy. A partial
+to an NPC that opens with a slot naming nobody starts the utterance's slot look
+(``bot.speech.name_slot``), which a doubtful final may take its name from.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ import numpy as np
 
 from bot.speech.endpointing import Heard, gated
 from bot.speech.events import Backchannel, FinalTranscript, PartialTranscript, SpeechEnded
-from bot.speech.protocols import SttProvider, TwoLookStt
+from bot.speech.name_slot import SlotLook
+from bot.speech.protocols import FirstLook, SttProvider, TwoLookStt
 from bot.speech.scheduler import CpuScheduler, Skipped, Work
 from campaigns.errors import GlyphoxaError
 
@@ -48,6 +51,8 @@ class LaneTranscription:
     scheduler: CpuScheduler
     addressing: bool | None
     skipped_partials: int
+    named_early: int
+    """Finals whose opening name came from the slot look, not a second look after the turn."""
     _config: SpeechConfig
     _stt: SttProvider
     _stt_resource: str | None
@@ -58,6 +63,7 @@ class LaneTranscription:
     _partial_task: asyncio.Task[None] | None
     _last_partial_at: float
     _last_partial_text: str
+    _slot_look: SlotLook | None
     _error: BaseException | None
 
     if TYPE_CHECKING:  # provided by SpeakerLane
@@ -99,11 +105,42 @@ class LaneTranscription:
             spent = time.perf_counter() - started
         if not first.doubtful:
             return self._correct(first.text), spent * 1000.0
+        if (named := await self._named_early(audio, first)) is not None:
+            return self._correct(named), spent * 1000.0
         async with gated(self.scheduler, Work.ASIDE if aside else work, self._stt_resource):
             started = time.perf_counter()
             text = await stt.second_look(audio, first, vocabulary=self._vocabulary)
             spent += time.perf_counter() - started
         return self._correct(text), spent * 1000.0
+
+    async def _named_early(self, audio: np.ndarray, first: FirstLook) -> str | None:
+        """The doubtful ``first`` look with its opening slot named by this utterance's slot
+        look (see ``bot.speech.name_slot``), when it heard an NPC's name there."""
+        look = self._slot_look
+        if look is None or first.loops or not look.belongs_to(audio) or not self._vocabulary:
+            return None
+        name = await look.name()
+        named = self._vocabulary.with_opening_name(first.text, name) if name else None
+        if named is not None:
+            self.named_early += 1
+            log.debug("%s: %r named early: %r", self.speaker, first.text, named)
+        return named
+
+    def _maybe_slot_look(self, text: str, audio: np.ndarray, work: Work) -> None:
+        """A partial to an NPC (or to nobody yet) opens with a slot that names nobody: hear
+        that slot over the full window now, once per utterance."""
+        stt, vocabulary = self._stt, self._vocabulary
+        if work != Work.PARTIAL or not isinstance(stt, TwoLookStt) or not vocabulary:
+            return
+        look = self._slot_look
+        if look is not None and look.belongs_to(audio) and not look.skipped:
+            return  # heard, or being heard (a skipped look is tried again)
+        if vocabulary.opening_names_nobody(text):
+            if look is not None:
+                look.cancel()
+            self._slot_look = SlotLook(
+                stt, vocabulary, self.scheduler, self._stt_resource, audio, text
+            )
 
     def _maybe_partial(self, event: SegmentProgress) -> None:
         work = Work.CHATTER if self.table_talk else Work.PARTIAL
@@ -136,6 +173,7 @@ class LaneTranscription:
         )
         if text and text != self._last_partial_text and still_speaking:
             self._last_partial_text = text
+            self._maybe_slot_look(text, audio, work)
             self._emit(
                 PartialTranscript(
                     self.speaker, event.utterance_id, text, event.stream_time, time.monotonic()

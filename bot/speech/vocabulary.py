@@ -54,6 +54,20 @@ def _fillers_only(words: str) -> bool:
     return all(word in _NOT_NAMES for word in words.lower().split())
 
 
+def _opening_slot(text: str) -> tuple[int, int] | None:
+    """Where the words of ``text``'s opening name slot lie (after any filler chunks: "Well,
+    Mardok, ..."), when it has one."""
+    for chunk in re.finditer(r"[^,]*,", text):
+        words = chunk.group()[:-1]
+        if _fillers_only(words):
+            continue
+        if not _SLOT_WORDS.fullmatch(" ".join(words.split())):
+            return None
+        start = chunk.start() + len(words) - len(words.lstrip())
+        return start, chunk.start() + len(words.rstrip())
+    return None
+
+
 def phonetic_key(word: str) -> str:
     """A rough sound-alike key: letters only, common spellings of a sound unified, no doubles."""
     key = _LETTERS.sub("", word.lower())
@@ -138,6 +152,33 @@ class Vocabulary:
                     slots.append(" ".join(words[:at]))
                 break
         return any(_SLOT_WORDS.fullmatch(slot) and not _fillers_only(slot) for slot in slots)
+
+    def opening_names_nobody(self, text: str) -> bool:
+        """``text`` opens with a name's slot that names nobody ("Mardok, how much..."): what a
+        name heard early (``bot.speech.name_slot``) may fill."""
+        span = _opening_slot(text)
+        return span is not None and not self._named(text[span[0] : span[1]])
+
+    def opening_name(self, text: str) -> str | None:
+        """The NPC name that ``text`` opens with, after any fillers ("Bartok." or "Well,
+        Bartok, ..."), else None."""
+        for chunk in re.split(r"[,.!?;:]", self.correct(text)):
+            words = chunk.split()
+            while words and words[0].lower() in _NOT_NAMES:
+                words.pop(0)
+            if words:
+                said = " ".join(words).lower()
+                return next((name for name in self.names if name.lower() == said), None)
+        return None
+
+    def with_opening_name(self, text: str, name: str) -> str | None:
+        """``text`` with its opening slot, which names nobody, replaced by ``name``; None when
+        it has no such slot or the result still leaves a name in doubt."""
+        span = _opening_slot(text)
+        if span is None or self._named(text[span[0] : span[1]]):
+            return None
+        named = text[: span[0]] + name + text[span[1] :]
+        return None if self.may_hide_name(named) or self.lists_names(named) else named
 
     def repeats_a_name(self, text: str) -> bool:
         """A term said twice or more ("Captain Vessa, Captain Vessa"): Whisper looping on its

@@ -1,0 +1,67 @@
+"""A name heard early: a final whose opening slot names nobody takes the NPC's name from the slot
+look taken while the player was still talking (real Silero, Smart Turn, Whisper, espeak-ng)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from bot.speech import FasterWhisperStt, FinalTranscript, SpeakerLane, Vocabulary
+from bot.speech.turn_model import SmartTurnModel
+
+from .speech_helpers import LaneWatch, espeak_pcm, stt_frames, stt_silence
+
+NAMES = ["Bartok", "Greymantle", "Captain Vessa", "Whisper"]
+VOCABULARY = Vocabulary(NAMES, names=NAMES)
+
+
+def test_the_opening_slot_is_found_and_named() -> None:
+    assert VOCABULARY.opening_names_nobody("Mardok, how much for the room?")
+    assert VOCABULARY.opening_names_nobody("Well, Mardok, how much?")
+    assert not VOCABULARY.opening_names_nobody("Bartok, how much?")
+    assert not VOCABULARY.opening_names_nobody("Roll a die for me, Mardok.")  # not an opening
+    assert not VOCABULARY.opening_names_nobody("Great, pour me a pint.")  # a filler is no name
+    assert VOCABULARY.opening_name("Bartok.") == "Bartok"
+    assert VOCABULARY.opening_name("Well, Captain Vessa, hi") == "Captain Vessa"
+    assert VOCABULARY.opening_name("Alright, and now...") is None
+    assert VOCABULARY.opening_name("Mirror, hold my bag.") is None
+    assert VOCABULARY.with_opening_name("Mardok, how much?", "Bartok") == "Bartok, how much?"
+    assert VOCABULARY.with_opening_name("Well, Mardok, hi", "Bartok") == "Well, Bartok, hi"
+    assert VOCABULARY.with_opening_name("Bartok, hi", "Whisper") is None  # it names someone
+    # names back to back are still in doubt: the second look decides
+    assert VOCABULARY.with_opening_name("Mardok, Whisper, what's on?", "Bartok") is None
+
+
+async def _say(lane: SpeakerLane, frames: list[bytes]) -> None:
+    """Half real time: the partials (every 300 ms of audio) keep up on a slower machine."""
+    for at in range(0, len(frames), 5):
+        for frame in frames[at : at + 5]:
+            lane.push(frame)
+        await asyncio.sleep(0.2)
+
+
+@pytest.mark.parametrize(
+    ("text", "voice", "named_early"),
+    [
+        # the final hears "Mardok, ..."; the slot look at "Mardok, how much?" heard Bartok
+        ("Bartok, how much for the room?", "en-us+m3", 1),
+        # a player's name: the slot look hears no NPC, and none is made up
+        ("Mira, hold my bag for a second.", "en-us+m3", 0),
+    ],
+)
+async def test_a_final_takes_the_name_its_slot_look_heard(
+    whisper: FasterWhisperStt, turn_model: SmartTurnModel, text: str, voice: str, named_early: int
+) -> None:
+    lane = SpeakerLane("arin", stt=whisper, vocabulary=VOCABULARY, turn_model=turn_model)
+    watch = LaneWatch(lane)
+    await _say(lane, stt_frames(*espeak_pcm(text, voice)))
+    look = lane._slot_look
+    assert look is not None, "a partial opened with a slot that names nobody"
+    await asyncio.wait([look.task])  # on a slow machine, as if the player spoke a little longer
+    await _say(lane, stt_silence(1.5))
+    final = await watch.next(FinalTranscript)
+    await watch.close()
+    assert lane.named_early == named_early, final.text
+    named = [name for name in NAMES if name.lower() in final.text.lower()]
+    assert named == (["Bartok"] if named_early else []), final.text
