@@ -38,6 +38,12 @@ _WHOLE_WORDS = 3
 the recognizer wrote them: a misheard name comes back hyphenated ("Greymantle," as
 "Brain-in-all."), and a rehearsal cut "Greymantle, what is your name?" there as three words."""
 _TRAILING_OFF = ("...", "\u2026", ",", "-", "\u2014", ":", ";")
+_ASKS = frozenset(
+    "who what where when why how which whose is are was were do does did can could will would "
+    "shall should may have has any got".split()
+)
+"""Words a question opens with: Whisper writes a flat-voiced question with a period ("Bartok,
+Any news from the docks.", which then waited out ``incomplete_ms`` in bench runs)."""
 
 
 def _words(text: str) -> list[str]:
@@ -60,6 +66,19 @@ def unfinished_words(text: str, names: Iterable[str] = ()) -> str | None:
     if name_alone(stripped, names):
         return "a name alone"
     return None
+
+
+def _whole_question(text: str) -> bool:
+    """A sentence that asks: it ends with "?", or with a period after a question's opening
+    word, at the start or after the name it is said to ("Bartok, any news from the docks.")."""
+    stripped = text.rstrip()
+    if stripped.endswith("?"):
+        return True
+    if not stripped.endswith("."):
+        return False
+    head, _, rest = stripped.partition(",")
+    openings = [_words(head)[:1], _words(rest)[:1] if len(_words(head)) <= 2 else []]
+    return any(opening and opening[0] in _ASKS for opening in openings)
 
 
 def name_alone(text: str, names: Iterable[str]) -> bool:
@@ -113,6 +132,6 @@ class TurnEndPolicy:
             if table_talk:
                 return TurnVerdict(True, config.table_talk_ms, "table talk", probability)
             return TurnVerdict(True, config.complete_ms, "sounds finished", probability)
-        if words >= _WHOLE_WORDS and text and text.rstrip().endswith("?"):
+        if words >= _WHOLE_WORDS and text and _whole_question(text):
             return TurnVerdict(True, config.unsure_ms, "a whole question", probability)
         return TurnVerdict(False, config.incomplete_ms, "sounds unfinished", probability)

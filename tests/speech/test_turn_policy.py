@@ -52,6 +52,12 @@ def test_the_verdict_combines_the_score_with_the_words() -> None:
     assert (misheard.wait_ms, misheard.reason) == (unsure, "a word or two")
     asked = policy.verdict(0.07, "Bartok, is the stew any good?")  # a voice the model doubts
     assert (asked.complete, asked.wait_ms, asked.reason) == (True, unsure, "a whole question")
+    for flat in ("Bartok, Any news from the docks.", "Is it raining outside."):
+        heard = policy.verdict(0.2, flat)  # a flat voice: Whisper wrote a period
+        assert (heard.complete, heard.wait_ms, heard.reason) == (True, unsure, "a whole question")
+    for said in ("Bartok, the docks were busy.", "Well, I think we are lost.", "Roll for me."):
+        told = policy.verdict(0.2, said)  # not a question: the sound decides
+        assert (told.complete, told.wait_ms, told.reason) == (False, 1000, "sounds unfinished")
     stub = policy.verdict(0.07, "Is it?")  # too short to vouch for itself
     assert (stub.complete, stub.wait_ms) == (False, 1000)
     aside = policy.verdict(0.97, "I did, it ran right past my boots.", table_talk=True)
