@@ -5,7 +5,7 @@ make a private one; the bot uses the module-level ``METRICS``. Other parts recor
 
 - receive path: ``detach = METRICS.track_receiver(receiver.snapshot)`` (read at scrape time),
   or ``METRICS.packets.labels("received"|"dropped"|"decrypt_failed").inc()``
-- speech: ``METRICS.stt_seconds.labels("partial"|"final"|"second_look").observe(s)``,
+- speech: ``METRICS.stt_seconds.labels("partial"|"final"|"second_look"|"slot_look").observe(s)``,
   ``METRICS.tts_seconds.observe(s)`` (time to first audio), ``METRICS.active_speakers.set(n)``
 - table session: ``METRICS.observe_turn(stages_ms)``, ``METRICS.observe_tool(status, tier)``
 - voice connection: ``METRICS.voice_events.labels(event, cause).inc()`` (deaf, dave_recovery,

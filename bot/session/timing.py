@@ -70,7 +70,8 @@ class TimedStt:
             return first.text
         started = time.perf_counter()
         text = await self._inner.second_look(audio, first, vocabulary=vocabulary)
-        self._metrics.stt_seconds.labels("second_look").observe(time.perf_counter() - started)
+        label = "slot_look" if first.early else "second_look"
+        self._metrics.stt_seconds.labels(label).observe(time.perf_counter() - started)
         return text
 
 

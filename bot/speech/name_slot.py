@@ -69,7 +69,7 @@ class SlotLook:
         try:
             async with gated(scheduler, Work.PARTIAL, resource):
                 text = await stt.second_look(
-                    audio, FirstLook(heard, doubtful=True), vocabulary=vocabulary
+                    audio, FirstLook(heard, doubtful=True, early=True), vocabulary=vocabulary
                 )
         except Skipped:
             self.skipped = True

@@ -49,6 +49,9 @@ class FirstLook:
     text: str
     doubtful: bool = False
     loops: bool = False
+    early: bool = False
+    """Words so far, heard while the player still talks (a slot look, ``bot.speech.name_slot``):
+    its second look is counted apart from a final's."""
 
 
 @runtime_checkable

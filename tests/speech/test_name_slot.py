@@ -7,6 +7,8 @@ import asyncio
 
 import pytest
 
+from bot.metrics import Metrics
+from bot.session.timing import TimedStt
 from bot.speech import FasterWhisperStt, FinalTranscript, SpeakerLane, Vocabulary
 from bot.speech.turn_model import SmartTurnModel
 
@@ -53,7 +55,9 @@ async def _say(lane: SpeakerLane, frames: list[bytes]) -> None:
 async def test_a_final_takes_the_name_its_slot_look_heard(
     whisper: FasterWhisperStt, turn_model: SmartTurnModel, text: str, voice: str, named_early: int
 ) -> None:
-    lane = SpeakerLane("arin", stt=whisper, vocabulary=VOCABULARY, turn_model=turn_model)
+    metrics = Metrics()
+    stt = TimedStt(whisper, metrics)  # as the table wraps it: the slot look is counted apart
+    lane = SpeakerLane("arin", stt=stt, vocabulary=VOCABULARY, turn_model=turn_model)
     watch = LaneWatch(lane)
     await _say(lane, stt_frames(*espeak_pcm(text, voice)))
     look = lane._slot_look
@@ -65,3 +69,6 @@ async def test_a_final_takes_the_name_its_slot_look_heard(
     assert lane.named_early == named_early, final.text
     named = [name for name in NAMES if name.lower() in final.text.lower()]
     assert named == (["Bartok"] if named_early else []), final.text
+    assert metrics.sample("glyphoxa_stt_seconds_count", {"kind": "slot_look"}) == 1.0
+    second_looks = metrics.sample("glyphoxa_stt_seconds_count", {"kind": "second_look"})
+    assert (second_looks is None) == bool(named_early), second_looks  # a player's name: heard again
