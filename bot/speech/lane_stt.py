@@ -132,6 +132,8 @@ class LaneTranscription:
         stt, vocabulary = self._stt, self._vocabulary
         if work != Work.PARTIAL or not isinstance(stt, TwoLookStt) or not vocabulary:
             return
+        if self._segmenter.trailing_silence_s * 1000.0 >= _FINISHING_MS:
+            return  # the player may be done: the turn's own words come first
         look = self._slot_look
         if look is not None and look.belongs_to(audio) and not look.skipped:
             return  # heard, or being heard (a skipped look is tried again)

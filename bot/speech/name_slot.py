@@ -18,7 +18,6 @@ with a player's name, none had an NPC name from the slot look).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 
 import numpy as np
@@ -98,8 +97,3 @@ class SlotLook:
 
     def cancel(self) -> None:
         self.task.cancel()
-
-    async def aclose(self) -> None:
-        self.task.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await self.task
