@@ -18,7 +18,10 @@ with a player's name, none had an NPC name from the slot look).
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 
 import numpy as np
 
@@ -50,31 +53,29 @@ class SlotLook:
         self._head = audio[:_HEAD].copy()
         self.skipped = False
         """The CPU had more urgent work: nothing was heard (a later partial may try again)."""
+        early = FirstLook(heard, doubtful=True, early=True)
+        hear = functools.partial(stt.second_look, audio, early, vocabulary=vocabulary)
+        gate = gated(scheduler, Work.PARTIAL, resource)
         self.task: asyncio.Task[str | None] = asyncio.get_running_loop().create_task(
-            self._look(stt, vocabulary, scheduler, resource, audio, heard), name="slot-look"
+            self._look(hear, gate, vocabulary), name="slot-look"
         )
 
     async def _look(
         self,
-        stt: TwoLookStt,
+        hear: Callable[[], Awaitable[str]],
+        gate: AbstractAsyncContextManager[None],
         vocabulary: Vocabulary,
-        scheduler: CpuScheduler,
-        resource: str | None,
-        audio: np.ndarray,
-        heard: str,
     ) -> str | None:
         """The NPC name the full window hears in the slot, or None. Waits as partial work: it
         is skipped, never queued, while the CPU has something more urgent."""
         try:
-            async with gated(scheduler, Work.PARTIAL, resource):
-                text = await stt.second_look(
-                    audio, FirstLook(heard, doubtful=True, early=True), vocabulary=vocabulary
-                )
+            async with gate:
+                text = await hear()
         except Skipped:
             self.skipped = True
             return None
         name = vocabulary.opening_name(text)
-        log.debug("slot look: %r -> %r (%s)", heard, text, name)
+        log.debug("slot look: %r (%s)", text, name)
         return name
 
     def belongs_to(self, audio: np.ndarray) -> bool:
