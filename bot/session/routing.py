@@ -12,7 +12,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING
 
-from bot.session.events import PlayerSpoke, Routed
+from bot.session.events import BargedIn, PlayerSpoke, Routed
 from bot.session.speculation import Speculation, normalize
 from bot.speech.turn_end import name_alone
 from npcs.context import SceneLine, SceneWindow
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from bot.session.timing import TimedTts
     from bot.session.trace import TurnTrace
     from bot.speech import FinalTranscript, PartialTranscript
+    from bot.speech.barge_in import BargeIn
     from bot.speech.events import TurnCheck
     from bot.speech.scheduler import CpuScheduler
     from npcs.addressing import AddressDetector
@@ -171,10 +172,13 @@ class Routing:
         decision = self.addressing.detect(speaker.name, text, now, is_dm=self.is_dm(speaker))
         self.entities.prefetch(text)
         names = [n for n in decision.npcs if n in self.campaign.npcs and not self.is_muted(n)]
+        unheard, speaker.unheard = speaker.unheard, None
         if self._named_again(speaker, text, names, speech_start):
-            reason = f"{names[0]} named again right after the line to them: part of that line"
-            self._emit(Routed(speaker.name, text, (), reason, None, None, now))
-            return
+            if unheard is None or unheard[0] != names[0]:
+                reason = f"{names[0]} named again right after the line to them: part of that line"
+                self._emit(Routed(speaker.name, text, (), reason, None, None, now))
+                return
+            text = _joined(unheard[1], text)  # its answer was cut before a word: answer it whole
         speaker.last_line = (speech_end or now, tuple(names))
         tier_label = tier_reason = None
         spec = speaker.speculation
@@ -218,6 +222,19 @@ class Routing:
             spec.cancel()  # the final said something else
         reason = decision.reason if names or not decision.npcs else "muted"
         self._emit(Routed(speaker.name, text, tuple(names), reason, tier_label, tier_reason, now))
+
+    def _on_barge_in(self, barge: BargeIn) -> None:
+        """A player cut an NPC off: stop its turn. When it was the answer to their own line and
+        not a word of it was heard ("Roll a die for me," ended on its breath, then "Bartok."
+        over the answer), that line may be answered again (see ``_route``)."""
+        turn = self.turns.current(barge.npc)
+        speaker = self.lanes.get(barge.speaker)
+        if turn is not None and speaker is not None and turn.speaker == speaker.name:
+            if not barge.heard.played_text.strip() and turn.verbatim is None:
+                speaker.unheard = (barge.npc, turn.text)
+        self.turns.interrupt(barge.npc)
+        who = speaker.name if speaker else barge.speaker
+        self._emit(BargedIn(who, barge.npc, barge.heard.played_text, time.monotonic()))
 
     def _named_again(
         self, speaker: Speaker, text: str, names: list[str], speech_start: float | None
@@ -282,3 +299,10 @@ class Routing:
         if spec.task is not None:
             self._tasks.add(spec.task)
             spec.task.add_done_callback(self._tasks.discard)
+
+
+def _joined(line: str, name: str) -> str:
+    """A line and the name said after its breath, as one line: "Roll a die for me, Bartok."."""
+    tail = name.strip().rstrip(",;")
+    end = "" if tail.endswith((".", "!", "?")) else "."
+    return f"{line.strip().rstrip('.!?,;')}, {tail}{end}"

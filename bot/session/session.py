@@ -25,7 +25,7 @@ from bot.metrics import METRICS, Metrics
 from bot.session.alerts import TroubleDesk
 from bot.session.controls import DmControls
 from bot.session.entities import EntityLookup
-from bot.session.events import BargedIn, NpcSpoke, SessionEvent, TurnEnded
+from bot.session.events import NpcSpoke, SessionEvent, TurnEnded
 from bot.session.npc_queue import NpcQueues
 from bot.session.prefill import Prefiller
 from bot.session.recorder import TranscriptRecorder
@@ -37,7 +37,6 @@ from bot.session.turns import NpcTurn
 from bot.session.voice_commands import VoiceCommands
 from bot.speech import (
     Backchannel,
-    BargeIn,
     BargeInController,
     FinalTranscript,
     LaneEvent,
@@ -351,12 +350,6 @@ class TableSession(Routing, DmControls, VoiceCommands):
             return
         line = SceneLine(turn.npc, voiced, turn.npc, time.monotonic(), self._scene_seq)
         self._prefill_reply(turn, line.at, [*self.scene, line][-_MAX_SCENE:])
-
-    def _on_barge_in(self, barge: BargeIn) -> None:
-        self.turns.interrupt(barge.npc)
-        speaker = self.lanes.get(barge.speaker)
-        who = speaker.name if speaker else barge.speaker
-        self._emit(BargedIn(who, barge.npc, barge.heard.played_text, time.monotonic()))
 
     # --- helpers -----------------------------------------------------------------------------
     def _npcs_changed(self) -> None:

@@ -59,6 +59,9 @@ class Speaker:
     speculation: Speculation | None = None
     last_line: tuple[float, tuple[str, ...]] | None = None
     """When the speaker's last routed line ended (wall clock) and which NPCs it went to."""
+    unheard: tuple[str, str] | None = None
+    """(NPC, line): the speaker talked over the answer to their own line before a word of it
+    was heard; if what they said is that NPC's name, the line is answered again, whole."""
 
     def drop_speculation(self, utterance_id: int | None = None) -> None:
         """Cancel the speculative answer (only if it was for ``utterance_id``, when given)."""

@@ -84,6 +84,8 @@ class ScriptedEngine:
     replies: dict[str, list[str]]
     tools: dict[str, list[ToolResult]] = field(default_factory=dict)
     hold: asyncio.Event | None = None
+    think: asyncio.Event | None = None
+    """Holds the first sentence back (a model still thinking) until set."""
     requests: list[TurnRequest] = field(default_factory=list)
     cancelled: list[str] = field(default_factory=list)
     prefills: list[tuple[float, TurnRequest]] = field(default_factory=list)
@@ -105,6 +107,8 @@ class ScriptedEngine:
                 results = self.tools[name]
                 yield ToolsUsed(TurnToolReport(results, max(r.duration_ms for r in results)))
             sentences = self.replies.get(name, [f"{name} answers."])
+            if self.think is not None:
+                await self.think.wait()
             for sentence in sentences:
                 yield Sentence(sentence)
             if self.hold is not None:

@@ -173,6 +173,35 @@ async def test_a_name_said_right_after_a_line_to_that_npc_is_part_of_the_line(
     await driver.run_until(lambda: len(table.engine.requests) == 2)
 
 
+async def test_a_name_said_over_the_start_of_the_answer_gets_the_line_answered_whole(
+    table: Table,
+) -> None:
+    """ "Roll a die for me," ended on its breath; "Bartok." then talked over the start of his
+    answer, so not a word of it was heard: the line is answered again, whole (a fresh-clone
+    rehearsal lost "Roll a die for me, Bartok." this way: the name was taken as part of a line
+    whose answer had just been cut)."""
+    engine, driver = table.engine, table.driver
+    engine.replies["Bartok"] = ["Here you go, a six."]
+    driver.say("Arin", "Bartok, hello.")
+    await driver.run_until(lambda: len(spoken(table)) == 1)
+    engine.think = asyncio.Event()  # his next answer is still being written
+    driver.say("Arin", "Roll a die for me.")  # to Bartok: the conversation they are in
+    await driver.run_until(lambda: len(driver.of_type(Routed)) == 2)
+    driver.say("Arin", "Bartok.", seconds=0.6)
+    for _ in range(20):  # Arin has been talking for 400 ms when the answer starts
+        await driver.tick()
+    engine.think.set()
+    await driver.run_until(lambda: len(driver.of_type(BargedIn)) == 1)
+    assert driver.of_type(BargedIn)[0].heard == ""
+    await driver.run_until(lambda: len(driver.of_type(Routed)) == 3)
+    again = driver.of_type(Routed)[2]
+    assert again.npcs == ("Bartok",) and again.text == "Roll a die for me, Bartok.", again
+    await driver.run_until(lambda: len(spoken(table)) == 3)
+    assert [r.text for r in engine.requests][1:] == [
+        "Roll a die for me.", "Roll a die for me, Bartok."
+    ]  # fmt: skip
+
+
 async def test_dm_mute_unmute_say_and_status(table: Table) -> None:
     session, driver = table.session, table.driver
     session.mute("bart")  # aliases work
