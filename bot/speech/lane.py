@@ -283,7 +283,7 @@ class SpeakerLane(LaneTranscription):
             self._last_partial_at = event.onset
             self._last_partial_text = ""
             if self._slot_look is not None:
-                self._slot_look.cancel()  # the final it was for has its words by now
+                self._slot_look.cancel()  # a final still due hears its slot again itself
                 self._slot_look = None
             self.addressing = None
             self.scheduler.speaking(self.speaker, True)

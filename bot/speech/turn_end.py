@@ -77,8 +77,9 @@ def _whole_question(text: str) -> bool:
     if not stripped.endswith("."):
         return False
     head, _, rest = stripped.partition(",")
-    openings = [_words(head)[:1], _words(rest)[:1] if len(_words(head)) <= 2 else []]
-    return any(opening and opening[0] in _ASKS for opening in openings)
+    opening = _words(head)
+    after_name = _words(rest)[:1] if len(opening) <= 2 else []  # "Bartok, any news ..."
+    return any(word in _ASKS for word in opening[:1] + after_name)
 
 
 def name_alone(text: str, names: Iterable[str]) -> bool:
