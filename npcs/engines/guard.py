@@ -15,8 +15,9 @@ import json
 import logging
 import re
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, get_args
 
+from campaigns.content import EntityType
 from tools.host.types import ToolCall
 
 __all__ = [
@@ -40,6 +41,12 @@ _PARTIAL_CALL = re.compile(r"[A-Za-z_]\w*\s*(?:\(\s*)?|\{\s*", re.IGNORECASE)
 log = logging.getLogger(__name__)
 
 _WORDS = re.compile(r"[a-z0-9']+")
+
+#: What may stand in brackets after a name in a label: the prompt's "(you)" and the kinds of the
+#: campaign facts ("- Bartok (npc): Dwarf barkeep"), which the model copies as "Bartok (npc):"
+#: (5 of 10 FAST bench answers, spoken aloud as "Bartok N P C").
+_KINDS: tuple[str, ...] = get_args(EntityType)
+_TAGS = tuple(dict.fromkeys(["you", *_KINDS, *(kind.replace("_", " ") for kind in _KINDS)]))
 
 
 def parrots(sentence: str, heard: str) -> bool:
@@ -75,16 +82,19 @@ class ContentGuard:
         self._own = {n.strip().lower() for n in own if n.strip()}
         unique = sorted({n.strip() for n in [*names, *own] if n.strip()}, key=len, reverse=True)
         alternatives = "|".join(re.escape(n) for n in unique)
+        tags = "|".join(re.escape(tag) for tag in _TAGS)
         self._label = (
             re.compile(
-                rf"(?:(?<=\s)|^)({alternatives})(?:\s*\(you\))?(?:\s+sa(?:ys|id)(?:\s+to\s+you)?)?\s*:",
+                rf"(?:(?<=\s)|^)({alternatives})(?:\s*\((?:{tags})\))?"
+                r"(?:\s+sa(?:ys|id)(?:\s+to\s+you)?)?\s*:",
                 re.IGNORECASE,
             )
             if alternatives
             else None
         )
         # "Arin says to you:" echoes the prompt's layout
-        suffixes = ("", " (you)", " says", " says to you", " said", " said to you")
+        suffixes = ("", *(f" ({tag})" for tag in _TAGS), " says", " says to you", " said",
+                    " said to you")  # fmt: skip
         self._labels = [f"{n.lower()}{suffix}:" for n in unique for suffix in suffixes]
         self._hold = max([len(label) for label in self._labels] + [16])
         self._buffer = ""
