@@ -52,7 +52,7 @@ async def test_a_complete_sentence_ends_after_a_short_silence(
     ended = await watch.next(SpeechEnded)
     assert ended.reason == "sounds finished"
     complete_ms = CONFIG.turn.complete_ms
-    assert complete_ms <= ended.silence_ms <= complete_ms + WINDOW_MS
+    assert abs(ended.silence_ms - complete_ms) <= WINDOW_MS / 2  # the nearest window
     final = await watch.next(FinalTranscript)
     assert heard_as(text, final.text, 0.2), final.text
     await watch.close()
@@ -145,7 +145,7 @@ async def test_an_unfinished_sentence_ends_after_the_longer_wait(
     _push(lane, stt_silence(1.5))
     ended = await watch.next(SpeechEnded)
     incomplete_ms = CONFIG.turn.incomplete_ms
-    assert incomplete_ms <= ended.silence_ms <= incomplete_ms + WINDOW_MS
+    assert abs(ended.silence_ms - incomplete_ms) <= WINDOW_MS / 2
     await watch.close()
 
 
@@ -163,7 +163,7 @@ async def test_without_the_model_turns_end_after_the_plain_hangover(
     _push(lane, stt_frames(*piper_pcm(piper, "Please pour me a pint.")) + stt_silence(1.5))
     ended = await watch.next(SpeechEnded)
     hangover = CONFIG.vad.hangover_ms
-    assert hangover <= ended.silence_ms <= hangover + WINDOW_MS
+    assert abs(ended.silence_ms - hangover) <= WINDOW_MS / 2
     final = await watch.next(FinalTranscript)
     assert "pint" in final.text.lower()
     await watch.close()
