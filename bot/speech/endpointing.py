@@ -65,6 +65,9 @@ class PauseCheck:
     """The words up to the pause (a pending future until they are asked for)."""
     task: asyncio.Task[None] | None = None
     verdict: TurnVerdict | None = None
+    ended: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set when the turn ended at this pause (its words are the final): only then is a
+    doubtful transcript heard a second time."""
     started: float = field(default_factory=time.monotonic)
 
     def matches(self, utterance_id: int, voiced_end: float) -> bool:
@@ -86,7 +89,7 @@ class PauseJudge:
         policy: TurnEndPolicy,
         model: TurnModel | None,
         scheduler: CpuScheduler,
-        transcribe: Callable[[np.ndarray, Work], Coroutine[object, object, Heard]],
+        transcribe: Callable[[np.ndarray, Work, asyncio.Event], Coroutine[object, object, Heard]],
         on_verdict: Callable[[PauseCheck, str | None], None],
         table_talk: Callable[[], bool] = lambda: False,
     ) -> None:
@@ -137,6 +140,7 @@ class PauseJudge:
         if check is None or not check.matches(utterance_id, voiced_end):
             return None
         self.current = None
+        check.ended.set()
         if check.task is not None and not check.task.done():
             check.task.cancel()  # the verdict no longer matters; the words do
         heard = check.heard
@@ -176,7 +180,7 @@ class PauseJudge:
         """Transcribe the words up to the pause (once)."""
         if not isinstance(check.heard, asyncio.Task):
             check.heard = asyncio.get_running_loop().create_task(
-                self._transcribe(audio, Work.ENDPOINT),
+                self._transcribe(audio, Work.ENDPOINT, check.ended),
                 name=f"speaker-lane:{self._lane}:pause-stt",
             )
 

@@ -83,14 +83,17 @@ class LaneTranscription:
         aside = work == Work.ENDPOINT and self.table_talk
         return await self._heard(audio, Work.ASIDE if aside else work, aside)
 
-    async def _pause_words(self, audio: np.ndarray, work: Work) -> Heard:
+    async def _pause_words(self, audio: np.ndarray, work: Work, ended: asyncio.Event) -> Heard:
         """The words at a pause: heard at once even in table talk, since they may still say
-        the player is not done ("Fair enough." is a word or two: wait longer); only a second
-        look waits as ``ASIDE`` work."""
+        the player is not done ("Fair enough." is a word or two: wait longer). A second look
+        waits until the turn ``ended`` at this pause (most pauses are breaths, and a second
+        look costs 0.4 s of the recognizer), then as ``ASIDE`` work in table talk."""
         aside = work == Work.ENDPOINT and self.table_talk
-        return await self._heard(audio, work, aside)
+        return await self._heard(audio, work, aside, ended)
 
-    async def _heard(self, audio: np.ndarray, work: Work, aside: bool) -> Heard:
+    async def _heard(
+        self, audio: np.ndarray, work: Work, aside: bool, ended: asyncio.Event | None = None
+    ) -> Heard:
         stt = self._stt
         if work >= Work.PARTIAL or not isinstance(stt, TwoLookStt):
             async with gated(self.scheduler, work, self._stt_resource):
@@ -107,6 +110,8 @@ class LaneTranscription:
             return self._correct(first.text), spent * 1000.0
         if (named := await self._named_early(audio, first)) is not None:
             return self._correct(named), spent * 1000.0
+        if ended is not None:
+            await ended.wait()  # speech after the pause cancels this task first
         async with gated(self.scheduler, Work.ASIDE if aside else work, self._stt_resource):
             started = time.perf_counter()
             text = await stt.second_look(audio, first, vocabulary=self._vocabulary)

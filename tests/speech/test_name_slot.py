@@ -72,3 +72,28 @@ async def test_a_final_takes_the_name_its_slot_look_heard(
     assert metrics.sample("glyphoxa_stt_seconds_count", {"kind": "slot_look"}) == 1.0
     second_looks = metrics.sample("glyphoxa_stt_seconds_count", {"kind": "second_look"})
     assert (second_looks is None) == bool(named_early), second_looks  # a player's name: heard again
+
+
+async def test_a_breath_is_not_heard_a_second_time(
+    whisper: FasterWhisperStt, turn_model: SmartTurnModel
+) -> None:
+    """The words at a breath after "Mira, hold my bag" open with a slot that names nobody, so
+    they are doubtful; their second look (0.4 s of the recognizer) waits for the turn to end
+    there, and the player talking on cancels it: only the final is heard twice."""
+    metrics = Metrics()
+    stt = TimedStt(whisper, metrics)
+    lane = SpeakerLane("arin", stt=stt, vocabulary=VOCABULARY, turn_model=turn_model)
+    watch = LaneWatch(lane)
+    first = stt_frames(*espeak_pcm("Mira, hold my bag", "en-us+m3"))
+    rest = stt_frames(*espeak_pcm("while I talk to the guard.", "en-us+m3"))
+    await _say(lane, first + stt_silence(0.12))  # a breath: judged, shorter than complete_ms
+    breath = lane._judge.current
+    assert breath is not None, "the breath was judged"
+    await asyncio.sleep(2.0)  # time for its words and, before the change, their second look
+    assert breath.heard.done() is False, "doubtful words wait for the turn to end here"
+    await _say(lane, rest + stt_silence(1.5))
+    final = await watch.next(FinalTranscript)
+    await watch.close()
+    assert "guard" in final.text.lower() and len(watch.of(FinalTranscript)) == 1, final.text
+    assert breath.heard.cancelled()
+    assert metrics.sample("glyphoxa_stt_seconds_count", {"kind": "second_look"}) == 1.0
