@@ -111,6 +111,7 @@ class RealtimeEngine:
         self.voice = voice
         self.max_depth = max_depth
         self._sessions: dict[str, _Session] = {}
+        self._connecting: dict[str, asyncio.Lock] = {}
 
     @classmethod
     def from_config(
@@ -195,23 +196,40 @@ class RealtimeEngine:
     # -- connection -------------------------------------------------------------------------
 
     async def _session(self, request: TurnRequest) -> _Session:
+        """The NPC's connection, opened and set up on first use. One connect per NPC at a time
+        (two turns never open two connections, one of them never closed); a connection that
+        fails while being set up is closed, not left open, and the turn fails clearly."""
         npc = request.npc
-        session = self._sessions.get(npc.name)
-        if session is not None:
+        async with self._connecting.setdefault(npc.name, asyncio.Lock()):
+            session = self._sessions.get(npc.name)
+            if session is not None:
+                return session
+            manager = self.client.realtime.connect(model=self.model)
+            try:
+                connection = await manager.__aenter__()
+            except Exception as error:
+                raise GlyphoxaError(
+                    f"cannot reach the realtime API for {npc.name}: {error}"
+                ) from None
+            voice = (
+                npc.voice.voice
+                if npc.voice.provider == "openai" and npc.voice.voice
+                else self.voice
+            )
+            instructions = build_system_prompt(npc, has_tools=bool(npc.tools))
+            try:
+                await connection.session.update(session=wire.session_setup(instructions, voice))
+            except BaseException as error:
+                with contextlib.suppress(Exception):
+                    await manager.__aexit__(None, None, None)
+                if isinstance(error, ConnectionClosed | openai.OpenAIError | OSError):
+                    raise GlyphoxaError(
+                        f"realtime connection for {npc.name} lost while setting it up: {error}"
+                    ) from None
+                raise
+            session = _Session(connection=connection, manager=manager, instructions=instructions)
+            self._sessions[npc.name] = session
             return session
-        manager = self.client.realtime.connect(model=self.model)
-        try:
-            connection = await manager.__aenter__()
-        except Exception as error:
-            raise GlyphoxaError(f"cannot reach the realtime API for {npc.name}: {error}") from None
-        voice = (
-            npc.voice.voice if npc.voice.provider == "openai" and npc.voice.voice else self.voice
-        )
-        instructions = build_system_prompt(npc, has_tools=bool(npc.tools))
-        await connection.session.update(session=wire.session_setup(instructions, voice))
-        session = _Session(connection=connection, manager=manager, instructions=instructions)
-        self._sessions[npc.name] = session
-        return session
 
     async def _declare_tools(self, session: _Session, request: TurnRequest) -> None:
         """Re-declare tools when the tier (or the visible set) changed, and the persona when

@@ -39,6 +39,8 @@ class FakeRealtime:
     cancelled: asyncio.Event = field(default_factory=asyncio.Event)
     truncated: asyncio.Event = field(default_factory=asyncio.Event)
     base_url: str = ""
+    refuse: int = 0
+    """Close this many connections right after the handshake (a server error, code 1011)."""
     _ids: Any = field(default_factory=lambda: itertools.count(1))
 
     async def __aenter__(self) -> FakeRealtime:
@@ -60,6 +62,10 @@ class FakeRealtime:
     async def _handle(self, ws: ServerConnection) -> None:
         self.paths.append(ws.request.path)
         self.headers.append(dict(ws.request.headers))
+        if self.refuse > 0:
+            self.refuse -= 1
+            await ws.close(1011, "server error")
+            return
         await self._send(ws, "session.created", session={"type": "realtime", "id": "sess_1"})
         hold_task: asyncio.Task[None] | None = None
         async for raw in ws:

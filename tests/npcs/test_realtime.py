@@ -212,6 +212,38 @@ async def test_lost_connection_is_a_clear_error_and_the_next_turn_reconnects(hos
     assert len(server.paths) == 2
 
 
+async def test_a_connection_refused_while_set_up_is_a_clear_error_and_retried(host) -> None:
+    """The server drops the websocket right after the handshake: the session set-up fails with
+    the engine's own error (not websockets' ConnectionClosedError), and the next turn connects
+    again."""
+    from campaigns.errors import GlyphoxaError
+
+    async with FakeRealtime(
+        lambda _: Reply(transcript="Here.", audio_chunks=1), refuse=1
+    ) as server:
+        engine = engine_for(server, host)
+        with pytest.raises(
+            GlyphoxaError, match="realtime connection for Oracle lost while setting"
+        ):
+            await run(engine, TurnRequest(ORACLE, "Alice", "Hello?", Tier.FAST))
+        events = await run(engine, TurnRequest(ORACLE, "Alice", "Hello again?", Tier.FAST))
+        await engine.aclose()
+    assert events[-1] == TurnDone("Here.", engine="realtime")
+    assert len(server.paths) == 2
+
+
+async def test_two_turns_at_once_share_one_connection(host) -> None:
+    async with FakeRealtime(lambda _: Reply(transcript="One at a time.", audio_chunks=1)) as server:
+        engine = engine_for(server, host)
+        both = await asyncio.gather(
+            run(engine, TurnRequest(ORACLE, "Alice", "Hello?", Tier.FAST)),
+            run(engine, TurnRequest(ORACLE, "Bob", "And me?", Tier.FAST)),
+        )
+        await engine.aclose()
+    assert [events[-1] for events in both] == [TurnDone("One at a time.", engine="realtime")] * 2
+    assert len(server.paths) == 1
+
+
 async def test_hot_reloaded_persona_updates_the_instructions(host) -> None:
     async with FakeRealtime(lambda _: Reply(transcript="Hm.", audio_chunks=1)) as server:
         engine = engine_for(server, host)
