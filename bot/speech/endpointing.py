@@ -6,12 +6,13 @@ it transcribed, both as ``ENDPOINT`` work (the most urgent on the table); while 
 busy a breath in the middle of a sentence costs the recognizer nothing, while it is idle the
 words are heard at once, alongside the model. The verdict (:mod:`bot.speech.turn_end`) becomes
 the end rule of that pause: a finished turn ends after ``complete_ms`` of silence, an unfinished
-one after ``incomplete_ms``. The turn model answers in tens of milliseconds, the recognizer
-takes longer, so a turn that sounds finished ends on the sound alone; only a short one (shorter
-than ``short_turn_ms``: "Bartok," also sounds finished) waits for its words. Words that arrive
-before the turn ended can still say "not done" (a trailing "and"). The words heard at the pause
-are the turn's final transcript when no speech followed, so recognition runs while the player
-is silent, not after.
+one after ``incomplete_ms``; words the busy table did not hear at an unfinished-sounding pause
+are heard once its silence lasts half of ``unsure_ms``. The turn model answers in tens of
+milliseconds, the recognizer takes longer, so a turn that sounds finished ends on the sound
+alone; only a short one (shorter than ``short_turn_ms``: "Bartok," also sounds finished) waits
+for its words. Words that arrive before the turn ended can still say "not done" (a trailing
+"and"). The words heard at the pause are the turn's final transcript when no speech followed,
+so recognition runs while the player is silent, not after.
 """
 
 from __future__ import annotations
@@ -158,7 +159,12 @@ class PauseJudge:
         if self.has_model and not sound.complete and not isinstance(check.heard, asyncio.Task):
             check.verdict = sound
             self._on_verdict(check, "")  # reported without words
-            return  # the final transcribes the turn if it ends this way
+            if self._table_talk():
+                return  # nobody waits for an answer: the final transcribes the turn
+            # A pause that lasts is rarely a breath: hear its words after all, in time for a
+            # whole question the model is unsure of to end after ``unsure_ms``, not after
+            # ``incomplete_ms`` (speech in between cancels this task first).
+            await asyncio.sleep(self._late_listen_s(check))
         self._listen(check, audio)
         if sound.complete and spoken_s * 1000 >= self._policy.config.short_turn_ms:
             check.verdict = sound
@@ -175,6 +181,13 @@ class PauseJudge:
         else:
             check.verdict = self._policy.fallback()
         self._on_verdict(check, text)
+
+    def _late_listen_s(self, check: PauseCheck) -> float:
+        """How much longer to wait, from now, until the silence after ``check``'s pause has
+        lasted half of ``unsure_ms`` (the words then take 150-400 ms)."""
+        config = self._policy.config
+        already_s = config.pause_ms / 1000 + (time.monotonic() - check.started)
+        return max(0.0, config.unsure_ms / 2000 - already_s)
 
     def _listen(self, check: PauseCheck, audio: np.ndarray) -> None:
         """Transcribe the words up to the pause (once)."""

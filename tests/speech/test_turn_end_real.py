@@ -7,6 +7,7 @@ silence (in audio time, not wall time) the lane waited before declaring the turn
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,7 @@ from bot.speech.events import SpeechEnded, SpeechStarted, TurnCheck
 from bot.speech.turn_model import SmartTurnModel, load_turn_model
 from campaigns.errors import GlyphoxaError
 
-from .speech_helpers import LaneWatch, heard_as, piper_pcm, stt_frames, stt_silence
+from .speech_helpers import LaneWatch, espeak_pcm, heard_as, piper_pcm, stt_frames, stt_silence
 
 NAMES = ["Bartok", "Greymantle"]
 CONFIG = SpeechConfig()
@@ -167,3 +168,31 @@ async def test_without_the_model_turns_end_after_the_plain_hangover(
     final = await watch.next(FinalTranscript)
     assert "pint" in final.text.lower()
     await watch.close()
+
+
+async def test_a_busy_table_still_hears_a_long_pause_in_time_for_a_whole_question(
+    whisper: FasterWhisperStt, turn_model: SmartTurnModel
+) -> None:
+    """While an answer is on its way the words of an unfinished-sounding pause are not heard at
+    once (most such pauses are breaths). A pause that lasts is heard after all: the model is
+    unsure of this voice's question, its words are a whole question, so the turn ends after
+    ``unsure_ms`` instead of waiting out ``incomplete_ms`` (a full-table bench turn waited
+    1003 ms, then 406 ms more for its final)."""
+    lane = _lane(whisper, turn_model)
+    watch = LaneWatch(lane)
+    with lane.scheduler.answering():  # another NPC's answer is on its way
+        _push(lane, stt_frames(*espeak_pcm("Bartok, is it raining outside?", "en-us+m3")))
+        _push(lane, stt_silence(0.1))
+        check = await watch.next(TurnCheck)
+        assert not check.complete and check.text == "", check  # unsure, and no words yet
+        for _ in range(60):  # the pause goes on, in real time
+            _push(lane, stt_silence(0.02))
+            await asyncio.sleep(0.02)
+            if watch.of(SpeechEnded):
+                break
+        ended = await watch.next(SpeechEnded)
+        final = await watch.next(FinalTranscript)
+    await watch.close()
+    assert ended.reason == "a whole question", ended
+    assert abs(ended.silence_ms - CONFIG.turn.unsure_ms) <= WINDOW_MS / 2
+    assert "raining" in final.text.lower(), final.text
