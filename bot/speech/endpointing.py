@@ -23,7 +23,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -69,13 +69,16 @@ class PauseCheck:
     ended: asyncio.Event = field(default_factory=asyncio.Event)
     """Set when the turn ended at this pause (its words are the final): only then is a
     doubtful transcript heard a second time."""
+    draft: asyncio.Future[str] | None = None
+    """A doubtful transcript's first words (its name slot in doubt), set while its second look
+    waits for ``ended``: enough to judge whether the turn is over."""
     started: float = field(default_factory=time.monotonic)
 
     def matches(self, utterance_id: int, voiced_end: float) -> bool:
         return self.utterance_id == utterance_id and self.voiced_end == voiced_end
 
     def cancel(self) -> None:
-        for task in (self.task, self.heard):
+        for task in (self.task, self.heard, self.draft):
             if task is not None and not task.done():
                 task.cancel()
 
@@ -90,7 +93,7 @@ class PauseJudge:
         policy: TurnEndPolicy,
         model: TurnModel | None,
         scheduler: CpuScheduler,
-        transcribe: Callable[[np.ndarray, Work, asyncio.Event], Coroutine[object, object, Heard]],
+        transcribe: Callable[[np.ndarray, Work, PauseCheck], Coroutine[object, object, Heard]],
         on_verdict: Callable[[PauseCheck, str | None], None],
         table_talk: Callable[[], bool] = lambda: False,
     ) -> None:
@@ -116,7 +119,9 @@ class PauseJudge:
         another pause is dropped)."""
         self.drop()
         loop = asyncio.get_running_loop()
-        check = PauseCheck(utterance_id, voiced_end, loop.create_future())
+        check = PauseCheck(
+            utterance_id, voiced_end, loop.create_future(), draft=loop.create_future()
+        )
         check.task = loop.create_task(
             self._judge(check, audio, spoken_s), name=f"speaker-lane:{self._lane}:pause"
         )
@@ -170,7 +175,7 @@ class PauseJudge:
             check.verdict = sound
             self._on_verdict(check, None)  # ends on the sound; the words may still veto it
         try:
-            text, _ms = await asyncio.shield(check.heard)
+            text = await self._words(check)
         except asyncio.CancelledError:
             raise
         except GlyphoxaError as error:  # judged on the sound alone; the final will say more
@@ -181,6 +186,18 @@ class PauseJudge:
         else:
             check.verdict = self._policy.fallback()
         self._on_verdict(check, text)
+
+    @staticmethod
+    async def _words(check: PauseCheck) -> str:
+        """The words up to the pause, or, when they are in doubt, their first look's (their
+        second look waits for the turn to end, so it cannot say whether it ended)."""
+        heard, draft = check.heard, check.draft
+        waiting: set[asyncio.Future[Any]] = {heard} if draft is None else {heard, draft}
+        await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)  # never cancels them
+        if heard.done() or draft is None:
+            text, _ms = heard.result()
+            return text
+        return draft.result()
 
     def _late_listen_s(self, check: PauseCheck) -> float:
         """How much longer to wait, from now, until the silence after ``check``'s pause has
@@ -193,7 +210,7 @@ class PauseJudge:
         """Transcribe the words up to the pause (once)."""
         if not isinstance(check.heard, asyncio.Task):
             check.heard = asyncio.get_running_loop().create_task(
-                self._transcribe(audio, Work.ENDPOINT, check.ended),
+                self._transcribe(audio, Work.ENDPOINT, check),
                 name=f"speaker-lane:{self._lane}:pause-stt",
             )
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from bot.speech.endpointing import Heard, gated
+from bot.speech.endpointing import Heard, PauseCheck, gated
 from bot.speech.events import Backchannel, FinalTranscript, PartialTranscript, SpeechEnded
 from bot.speech.name_slot import SlotLook
 from bot.speech.protocols import FirstLook, SttProvider, TwoLookStt
@@ -83,16 +83,17 @@ class LaneTranscription:
         aside = work == Work.ENDPOINT and self.table_talk
         return await self._heard(audio, Work.ASIDE if aside else work, aside)
 
-    async def _pause_words(self, audio: np.ndarray, work: Work, ended: asyncio.Event) -> Heard:
+    async def _pause_words(self, audio: np.ndarray, work: Work, check: PauseCheck) -> Heard:
         """The words at a pause: heard at once even in table talk, since they may still say
         the player is not done ("Fair enough." is a word or two: wait longer). A second look
-        waits until the turn ``ended`` at this pause (most pauses are breaths, and a second
-        look costs 0.4 s of the recognizer), then as ``ASIDE`` work in table talk."""
+        waits until the turn ended at this pause (most pauses are breaths, and a second look
+        costs 0.4 s of the recognizer), then as ``ASIDE`` work in table talk; meanwhile the
+        first look's words are the check's ``draft``, to judge the pause by."""
         aside = work == Work.ENDPOINT and self.table_talk
-        return await self._heard(audio, work, aside, ended)
+        return await self._heard(audio, work, aside, check)
 
     async def _heard(
-        self, audio: np.ndarray, work: Work, aside: bool, ended: asyncio.Event | None = None
+        self, audio: np.ndarray, work: Work, aside: bool, check: PauseCheck | None = None
     ) -> Heard:
         stt = self._stt
         if work >= Work.PARTIAL or not isinstance(stt, TwoLookStt):
@@ -110,8 +111,10 @@ class LaneTranscription:
             return self._correct(first.text), spent * 1000.0
         if (named := await self._named_early(audio, first)) is not None:
             return self._correct(named), spent * 1000.0
-        if ended is not None:
-            await ended.wait()  # speech after the pause cancels this task first
+        if check is not None:
+            if check.draft is not None and not check.draft.done():
+                check.draft.set_result(self._correct(first.text))
+            await check.ended.wait()  # speech after the pause cancels this task first
         async with gated(self.scheduler, Work.ASIDE if aside else work, self._stt_resource):
             started = time.perf_counter()
             text = await stt.second_look(audio, first, vocabulary=self._vocabulary)
