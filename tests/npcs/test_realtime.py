@@ -198,37 +198,29 @@ async def test_from_config_uses_provider_settings(host) -> None:
     assert server.of_type("session.update")[0]["session"]["audio"]["output"]["voice"] == "verse"
 
 
-async def test_lost_connection_is_a_clear_error_and_the_next_turn_reconnects(host) -> None:
+@pytest.mark.parametrize(
+    ("refuse", "first", "error"),
+    [
+        # the websocket drops in the middle of an answer
+        (0, [Reply(close=True)], "realtime connection for Oracle lost: "),
+        # the server drops it right after the handshake: the session set-up fails with our own
+        # error, not websockets' ConnectionClosedError, and the connection is closed
+        (1, [], "realtime connection for Oracle lost while setting it up: "),
+    ],
+)
+async def test_lost_connection_is_a_clear_error_and_the_next_turn_reconnects(
+    host, refuse: int, first: list[Reply], error: str
+) -> None:
     from campaigns.errors import GlyphoxaError
 
-    replies = iter([Reply(close=True), Reply(transcript="Back again.", audio_chunks=1)])
-    async with FakeRealtime(lambda _: next(replies)) as server:
+    replies = iter([*first, Reply(transcript="Back again.", audio_chunks=1)])
+    async with FakeRealtime(lambda _: next(replies), refuse=refuse) as server:
         engine = engine_for(server, host)
-        with pytest.raises(GlyphoxaError, match="realtime connection for Oracle lost"):
+        with pytest.raises(GlyphoxaError, match=error):
             await run(engine, TurnRequest(ORACLE, "Alice", "Hello?", Tier.FAST))
         events = await run(engine, TurnRequest(ORACLE, "Alice", "Hello again?", Tier.FAST))
         await engine.aclose()
     assert events[-1] == TurnDone("Back again.", engine="realtime")
-    assert len(server.paths) == 2
-
-
-async def test_a_connection_refused_while_set_up_is_a_clear_error_and_retried(host) -> None:
-    """The server drops the websocket right after the handshake: the session set-up fails with
-    the engine's own error (not websockets' ConnectionClosedError), and the next turn connects
-    again."""
-    from campaigns.errors import GlyphoxaError
-
-    async with FakeRealtime(
-        lambda _: Reply(transcript="Here.", audio_chunks=1), refuse=1
-    ) as server:
-        engine = engine_for(server, host)
-        with pytest.raises(
-            GlyphoxaError, match="realtime connection for Oracle lost while setting"
-        ):
-            await run(engine, TurnRequest(ORACLE, "Alice", "Hello?", Tier.FAST))
-        events = await run(engine, TurnRequest(ORACLE, "Alice", "Hello again?", Tier.FAST))
-        await engine.aclose()
-    assert events[-1] == TurnDone("Here.", engine="realtime")
     assert len(server.paths) == 2
 
 

@@ -170,6 +170,16 @@ async def test_without_the_model_turns_end_after_the_plain_hangover(
     await watch.close()
 
 
+async def _pause_until_the_turn_ends(lane: SpeakerLane, watch: LaneWatch) -> SpeechEnded:
+    """Silence in real time (the late words are heard in wall time), up to 1.2 s."""
+    for _ in range(60):
+        _push(lane, stt_silence(0.02))
+        await asyncio.sleep(0.02)
+        if watch.of(SpeechEnded):
+            break
+    return await watch.next(SpeechEnded)
+
+
 async def test_a_busy_table_still_hears_a_long_pause_in_time_for_a_whole_question(
     whisper: FasterWhisperStt, turn_model: SmartTurnModel
 ) -> None:
@@ -185,16 +195,12 @@ async def test_a_busy_table_still_hears_a_long_pause_in_time_for_a_whole_questio
         _push(lane, stt_silence(0.1))
         check = await watch.next(TurnCheck)
         assert not check.complete and check.text == "", check  # unsure, and no words yet
-        for _ in range(60):  # the pause goes on, in real time
-            _push(lane, stt_silence(0.02))
-            await asyncio.sleep(0.02)
-            if watch.of(SpeechEnded):
-                break
-        ended = await watch.next(SpeechEnded)
+        ended = await _pause_until_the_turn_ends(lane, watch)
         final = await watch.next(FinalTranscript)
     await watch.close()
     assert ended.reason == "a whole question", ended
-    assert abs(ended.silence_ms - CONFIG.turn.unsure_ms) <= WINDOW_MS / 2
+    # after unsure_ms, or when the words came in if that was later (a loaded machine)
+    assert CONFIG.turn.unsure_ms - WINDOW_MS / 2 <= ended.silence_ms < CONFIG.turn.incomplete_ms
     assert "raining" in final.text.lower(), final.text
 
 
@@ -202,25 +208,20 @@ async def test_words_in_doubt_still_judge_the_pause(
     whisper: FasterWhisperStt, turn_model: SmartTurnModel
 ) -> None:
     """espeak's en-us+f2 "Bartok, any news from the docks?": the model hears it unfinished and
-        the first look hears "Mark, ..." (a name slot that names nobody: heard again over the full
-        window once the turn ends). Its words are a whole question all the same, so the turn ends
-        after ``unsure_ms``, judged by the first look's words, not after the hangover (the second
+    the first look hears "Mark, ..." (a name slot that names nobody: heard again over the full
+    window once the turn ends). Its words are a whole question all the same, so the turn ends
+    after ``unsure_ms``, judged by the first look's words, not after the hangover (the second
     look waits for the turn to end, so it cannot say whether it did)."""
     lane = _lane(whisper, turn_model)
     watch = LaneWatch(lane)
     _push(lane, stt_frames(*espeak_pcm("Bartok, any news from the docks?", "en-us+f2")))
     _push(lane, stt_silence(0.1))
-    for _ in range(60):  # the pause goes on, in real time
-        _push(lane, stt_silence(0.02))
-        await asyncio.sleep(0.02)
-        if watch.of(SpeechEnded):
-            break
-    ended = await watch.next(SpeechEnded)
+    ended = await _pause_until_the_turn_ends(lane, watch)
     final = await watch.next(FinalTranscript)
     await watch.close()
     checks = [(c.reason, c.text) for c in watch.of(TurnCheck)]
     assert ended.reason == "a whole question", (ended, checks)
-    assert abs(ended.silence_ms - CONFIG.turn.unsure_ms) <= WINDOW_MS / 2
+    assert CONFIG.turn.unsure_ms - WINDOW_MS / 2 <= ended.silence_ms < CONFIG.turn.incomplete_ms
     reason, draft = checks[-1]
     assert reason == "a whole question" and "any news" in draft.lower(), checks
     assert "from the" in final.text.lower(), final.text  # the whole line, heard again
