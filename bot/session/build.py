@@ -68,7 +68,8 @@ def local_llm_server(llm: ProviderConfig) -> LocalLlmServer:
     """The bundled llama.cpp server as ``providers.llm.options`` set it up: ``model_path`` (a
     GGUF of your own; default SmolLM2), ``n_threads`` (1: STT and TTS share the cores; on the
     2-core box two threads made FAST answers slower, 0.87-1.14 s p50 against 0.82-0.91 s),
-    ``n_ctx`` and ``prompt_cache`` (KV snapshots of each NPC's prompt prefix)."""
+    ``n_ctx``, ``prompt_cache`` (KV snapshots of each NPC's prompt prefix) and ``nice`` (the
+    server's CPU priority: 10 below the bot's, so the voice and the ears go first)."""
     from npcs.llm_server import LocalLlmServer
 
     options = llm.options
@@ -78,6 +79,7 @@ def local_llm_server(llm: ProviderConfig) -> LocalLlmServer:
         n_ctx=int(options.get("n_ctx", 2048)),
         n_threads=int(options.get("n_threads", 1)),
         cache=bool(options.get("prompt_cache", True)),
+        nice=int(options.get("nice", 10)),
     )
 
 

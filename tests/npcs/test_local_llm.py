@@ -6,7 +6,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 from openai import AsyncOpenAI
@@ -254,3 +256,26 @@ async def test_a_last_assistant_message_is_continued(local_llm, client) -> None:
     answer = chat.choices[0].message.content or ""
     assert answer.strip() and answer == raw.choices[0].text
     assert not answer.startswith("Bartok")  # the prefill is not echoed back
+
+
+def _nice_of_every_thread(pid: int) -> set[int]:
+    """The nice value of each of ``pid``'s threads (field 19 of /proc/PID/task/TID/stat)."""
+    values = set()
+    for stat in Path(f"/proc/{pid}/task").glob("*/stat"):
+        fields = stat.read_text().rsplit(")", 1)[1].split()
+        values.add(int(fields[16]))  # fields after "(comm)" start at field 3
+    return values
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux /proc")
+async def test_the_server_runs_below_the_bot_on_every_thread() -> None:
+    """``nice``: the server's process, and every thread it starts (the request that generates
+    too), runs that many steps below us, so Piper and Whisper win the cores beside it."""
+    from npcs.llm_server import LocalLlmServer
+
+    ours = os.getpriority(os.PRIO_PROCESS, 0)
+    async with LocalLlmServer(n_ctx=512, n_threads=1, nice=5) as server:
+        assert server.pid is not None
+        async with AsyncOpenAI(base_url=server.base_url, api_key="local", max_retries=0) as client:
+            await client.completions.create(model="local", prompt="The tavern", max_tokens=4)
+        assert _nice_of_every_thread(server.pid) == {min(19, ours + 5)}
