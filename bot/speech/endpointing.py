@@ -64,14 +64,14 @@ class PauseCheck:
     voiced_end: float
     heard: asyncio.Future[Heard]
     """The words up to the pause (a pending future until they are asked for)."""
+    draft: asyncio.Future[str]
+    """A doubtful transcript's first words (its name slot in doubt), set while its second look
+    waits for ``ended``: enough to judge whether the turn is over."""
     task: asyncio.Task[None] | None = None
     verdict: TurnVerdict | None = None
     ended: asyncio.Event = field(default_factory=asyncio.Event)
     """Set when the turn ended at this pause (its words are the final): only then is a
     doubtful transcript heard a second time."""
-    draft: asyncio.Future[str] | None = None
-    """A doubtful transcript's first words (its name slot in doubt), set while its second look
-    waits for ``ended``: enough to judge whether the turn is over."""
     started: float = field(default_factory=time.monotonic)
 
     def matches(self, utterance_id: int, voiced_end: float) -> bool:
@@ -119,9 +119,7 @@ class PauseJudge:
         another pause is dropped)."""
         self.drop()
         loop = asyncio.get_running_loop()
-        check = PauseCheck(
-            utterance_id, voiced_end, loop.create_future(), draft=loop.create_future()
-        )
+        check = PauseCheck(utterance_id, voiced_end, loop.create_future(), loop.create_future())
         check.task = loop.create_task(
             self._judge(check, audio, spoken_s), name=f"speaker-lane:{self._lane}:pause"
         )
@@ -191,13 +189,12 @@ class PauseJudge:
     async def _words(check: PauseCheck) -> str:
         """The words up to the pause, or, when they are in doubt, their first look's (their
         second look waits for the turn to end, so it cannot say whether it ended)."""
-        heard, draft = check.heard, check.draft
-        waiting: set[asyncio.Future[Any]] = {heard} if draft is None else {heard, draft}
+        waiting: set[asyncio.Future[Any]] = {check.heard, check.draft}
         await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)  # never cancels them
-        if heard.done() or draft is None:
-            text, _ms = heard.result()
+        if check.heard.done():
+            text, _ms = check.heard.result()
             return text
-        return draft.result()
+        return check.draft.result()
 
     def _late_listen_s(self, check: PauseCheck) -> float:
         """How much longer to wait, from now, until the silence after ``check``'s pause has

@@ -112,7 +112,7 @@ class LaneTranscription:
         if (named := await self._named_early(audio, first)) is not None:
             return self._correct(named), spent * 1000.0
         if check is not None:
-            if check.draft is not None and not check.draft.done():
+            if not check.draft.done():
                 check.draft.set_result(self._correct(first.text))
             await check.ended.wait()  # speech after the pause cancels this task first
         async with gated(self.scheduler, Work.ASIDE if aside else work, self._stt_resource):
