@@ -203,8 +203,13 @@ def build_messages(
         parts.append(f"What was just said at the table (oldest first):\n{transcript}")
     if entity_snapshot and entity_snapshot.strip():
         parts.append(f"Facts from the campaign notes:\n{entity_snapshot.strip()}")
-    # Small models otherwise continue the transcript with the player's own line.
-    parts.append(f"{speaker} says to you: {text.strip()}\n\nAnswer as {npc.name}.")
+    # The instruction before the player's words, not after: then the prompt prefilled on a
+    # partial is this one cut where the words go on, and the turn evaluates only the new words
+    # and the template's tail (7 tokens fewer; the bundled model's first token p50 95 against
+    # 153 ms over 80 interleaved FAST turns each). Small models need the instruction: without it
+    # 40 % of answers to 32 real FAST prompts were another speaker's line, 15 % with it here,
+    # 21 % with it after the words.
+    parts.append(f"Answer as {npc.name}. {speaker} says to you: {text.strip()}")
     return [
         {"role": "system", "content": system},
         {"role": "user", "content": "\n\n".join(parts)},

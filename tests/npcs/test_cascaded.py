@@ -357,9 +357,9 @@ async def test_follow_up_without_scene_keeps_the_players_words(host, sage) -> No
         await collect(engine_for(server, host, follow_up_scene=False), request)
     first, follow_up = (r["messages"][1]["content"] for r in server.requests)
     assert 'Tobble said: "Hello all."' in first and first.endswith(
-        "Alice says to you: Roll!\n\nAnswer as Greymantle."
+        "Answer as Greymantle. Alice says to you: Roll!"
     )
-    assert follow_up == "Alice says to you: Roll!\n\nAnswer as Greymantle."
+    assert follow_up == "Answer as Greymantle. Alice says to you: Roll!"
     assert server.requests[0]["messages"][0] == server.requests[1]["messages"][0]
 
 

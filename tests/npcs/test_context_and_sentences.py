@@ -52,11 +52,25 @@ def test_shared_scene_marks_own_lines_and_drops_the_current_utterance() -> None:
     assert 'Greymantle said: "A plane of shadow."' in user  # NPCs know what others said
     assert 'you heard that?"' not in user  # the current line is not in the transcript
     assert messages[1]["role"] == "user"
-    assert user.endswith("\n\nBob says to you: Bartok, you heard that?\n\nAnswer as Bartok.")
+    assert user.endswith("\n\nAnswer as Bartok. Bob says to you: Bartok, you heard that?")
     again = build_messages(BARTOK, "Alice", "And you?", scene=scene, entity_snapshot="Facts.")
     assert again[0] == messages[0]
     own = build_system_prompt(BARTOK, scene=[SceneLine("Bartok", "Welcome!", npc="Bartok", at=1)])
     assert 'Bartok (you) said: "Welcome!"' in own
+
+
+def test_the_players_words_end_the_prompt_so_a_prefill_on_a_partial_serves_the_turn() -> None:
+    """The prompt prefilled on a partial ("Bartok, is it") is the turn's own prompt cut where
+    the words go on: the server evaluates only the new words (and the chat template's tail)."""
+    scene = [SceneLine("Alice", "Evening.", at=1), SceneLine("Bartok", "Aye.", npc="Bartok", at=2)]
+    facts = "- Emberford (location): a river town."
+    partial = build_messages(BARTOK, "Bob", "Bartok, is it", scene=scene, entity_snapshot=facts)
+    final = build_messages(
+        BARTOK, "Bob", "Bartok, is it raining outside?", scene=scene, entity_snapshot=facts
+    )
+    assert partial[0] == final[0]
+    assert final[1]["content"] == partial[1]["content"] + " raining outside?"
+    assert "Answer as Bartok." in partial[1]["content"]  # small models need it (npcs.context)
 
 
 def test_scene_keeps_only_recent_lines() -> None:

@@ -110,7 +110,5 @@ async def test_chat_through_an_openai_compatible_server(config_file: Path) -> No
     assert "Bartok: Stout and mead tonight, friend." in out
     body = server.requests[0]
     assert body["model"] == "scripted"
-    assert (
-        body["messages"][-1]["content"] == "Player says to you: What's on tap?\n\nAnswer as Bartok."
-    )
+    assert body["messages"][-1]["content"] == "Answer as Bartok. Player says to you: What's on tap?"
     assert "Bartok" in body["messages"][0]["content"]
