@@ -209,7 +209,7 @@ def build_messages(
     # 153 ms over 80 interleaved FAST turns each). Small models need the instruction: without it
     # 40 % of answers to 32 real FAST prompts were another speaker's line, 15 % with it here,
     # 21 % with it after the words.
-    parts.append(f"Answer as {npc.name}. {speaker} says to you: {text.strip()}")
+    parts.append(f"Answer as {npc.name}. {speaker} says to you: {text.strip()}".rstrip())
     return [
         {"role": "system", "content": system},
         {"role": "user", "content": "\n\n".join(parts)},

@@ -70,6 +70,11 @@ def test_the_players_words_end_the_prompt_so_a_prefill_on_a_partial_serves_the_t
     )
     assert partial[0] == final[0]
     assert final[1]["content"] == partial[1]["content"] + " raining outside?"
+    # Prefilled before Bob speaks: no trailing space, which would be a token of its own
+    # where the turn has " Bartok".
+    before = build_messages(BARTOK, "Bob", "", scene=scene)[1]["content"]
+    assert before.endswith("Bob says to you:")
+    assert build_messages(BARTOK, "Bob", "Hi.", scene=scene)[1]["content"] == before + " Hi."
     assert "Answer as Bartok." in partial[1]["content"]  # small models need it (npcs.context)
 
 
