@@ -101,8 +101,9 @@ class TurnConfig(_Strict):
     """Another Smart Turn ONNX file; empty: the one inside the pipecat-ai wheel."""
     threshold: float = Field(default=0.5, gt=0.0, lt=1.0)
     """Model probability from which a turn sounds finished."""
-    pause_ms: int = Field(default=64, ge=32)
-    """Silence after which a pause is judged (model and transcript)."""
+    pause_ms: int = Field(default=32, ge=32)
+    """Silence after which a pause is judged (model and transcript): one silent VAD window, so
+    the words that end the turn are heard while its ``complete_ms`` pass."""
     complete_ms: int = Field(default=200, ge=0)
     """Silence before a finished-sounding turn ends."""
     short_turn_ms: int = Field(default=1000, ge=0)

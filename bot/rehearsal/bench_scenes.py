@@ -15,7 +15,7 @@ from typing import Any
 from bot.rehearsal.scene import Scene
 from campaigns.bench_result import percentile
 
-__all__ = ["CAUSES", "FAST_LINES", "cause_summary", "causes_of", "fast_scene"]
+__all__ = ["CAUSES", "FAST_LINES", "TABLE_TALK", "cause_summary", "causes_of", "fast_scene"]
 
 #: Short lines to the barkeep (FAST by his budget), two of them continuations without his name.
 FAST_LINES = (
@@ -32,7 +32,7 @@ FAST_LINES = (
 )
 
 #: Two players chatting among themselves: no NPC's name, nothing for an NPC to answer.
-_TABLE_TALK = (
+TABLE_TALK = (
     ("Tobble", "Did you see the size of that rat in the cellar earlier?"),
     ("Mira", "I did, it ran right past my boots and out the door."),
     ("Tobble", "I think we should count our coins before we order more."),
@@ -60,7 +60,7 @@ def fast_scene(campaign: Path, *, full_table: bool) -> Scene:
         lines.append({"at": 0.2, "speaker": "Dain", "text": "Evening, all.", "overlap": True})
         at = 0.6
         while at < 2 * len(FAST_LINES) + 6:  # talk through every answered turn
-            for speaker, text in _TABLE_TALK:
+            for speaker, text in TABLE_TALK:
                 lines.append({"at": round(at, 2), "speaker": speaker, "text": text,
                               "overlap": True})  # fmt: skip
                 at += 0.075 * len(text) + 0.6  # about the time it takes to say, then a breath

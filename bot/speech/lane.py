@@ -31,7 +31,7 @@ from bot.speech.events import (
     SpeechStarted,
     TurnCheck,
 )
-from bot.speech.lane_stt import LANE_END, LaneTranscription
+from bot.speech.lane_stt import FINISHING_MS, LANE_END, LaneTranscription
 from bot.speech.name_slot import SlotLook
 from bot.speech.protocols import SttProvider, VadModel
 from bot.speech.scheduler import CpuScheduler
@@ -104,6 +104,7 @@ class SpeakerLane(LaneTranscription):
             hangover_ms=longest,
             pause_ms=pause_ms if pause_ms < longest else None,
         )
+        self._finishing_ms = min(FINISHING_MS, pause_ms)
         self._judge = PauseJudge(
             lane=speaker,
             policy=self._policy,

@@ -32,13 +32,13 @@ if TYPE_CHECKING:
     from bot.speech.segmenter import Segmenter, SegmentProgress
     from bot.speech.vocabulary import Vocabulary
 
-__all__ = ["LANE_END", "LaneTranscription"]
+__all__ = ["FINISHING_MS", "LANE_END", "LaneTranscription"]
 
 log = logging.getLogger(__name__)
 
-#: Trailing silence from which no partial starts: two silent VAD windows (where the pause is
-#: judged) mean the player may be done, and a partial started now would hold up the final.
-_FINISHING_MS = 60.0
+#: Trailing silence from which no partial starts (at most; never later than the pause is
+#: judged): the player may be done, and a partial started now would hold up the final.
+FINISHING_MS = 60.0
 
 LANE_END = object()
 """Ends a lane's event stream (and its input queue)."""
@@ -63,6 +63,8 @@ class LaneTranscription:
     _partial_task: asyncio.Task[None] | None
     _last_partial_at: float
     _last_partial_text: str
+    _finishing_ms: float
+    """Trailing silence from which no partial starts (``FINISHING_MS`` or the pause, if sooner)."""
     _slot_look: SlotLook | None
     _error: BaseException | None
 
@@ -140,7 +142,7 @@ class LaneTranscription:
         stt, vocabulary = self._stt, self._vocabulary
         if work != Work.PARTIAL or not isinstance(stt, TwoLookStt) or not vocabulary:
             return
-        if self._segmenter.trailing_silence_s * 1000.0 >= _FINISHING_MS:
+        if self._segmenter.trailing_silence_s * 1000.0 >= self._finishing_ms:
             return  # the player may be done: the turn's own words come first
         look = self._slot_look
         if look is not None and look.belongs_to(audio) and not look.skipped:
@@ -157,7 +159,7 @@ class LaneTranscription:
         base = self._config.partial_interval_ms / 1000
         if event.stream_time - self._last_partial_at < self.scheduler.partial_interval(base, work):
             return
-        if event.trailing_silence_ms >= _FINISHING_MS:
+        if event.trailing_silence_ms >= self._finishing_ms:
             return  # the player may be finishing: keep the recognizer free for the final
         if self._partial_task is not None and not self._partial_task.done():
             return  # the previous partial is still running: skip, never queue
