@@ -66,12 +66,13 @@ class PauseCheck:
     """The words up to the pause (a pending future until they are asked for)."""
     draft: asyncio.Future[str]
     """A doubtful transcript's first words (its name slot in doubt), set while its second look
-    waits for ``ended``: enough to judge whether the turn is over."""
+    waits for ``hear_again``: enough to judge whether the turn is over."""
     task: asyncio.Task[None] | None = None
     verdict: TurnVerdict | None = None
-    ended: asyncio.Event = field(default_factory=asyncio.Event)
-    """Set when the turn ended at this pause (its words are the final): only then is a
-    doubtful transcript heard a second time."""
+    hear_again: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set when a doubtful transcript may be heard a second time: the turn ended here, or its
+    words are a whole question that only waits out ``unsure_ms`` (the second look, ~0.4 s of
+    the recognizer, then runs during that wait instead of after it)."""
     started: float = field(default_factory=time.monotonic)
 
     def matches(self, utterance_id: int, voiced_end: float) -> bool:
@@ -144,7 +145,7 @@ class PauseJudge:
         if check is None or not check.matches(utterance_id, voiced_end):
             return None
         self.current = None
-        check.ended.set()
+        check.hear_again.set()
         if check.task is not None and not check.task.done():
             check.task.cancel()  # the verdict no longer matters; the words do
         heard = check.heard
@@ -183,12 +184,14 @@ class PauseJudge:
             check.verdict = self._policy.verdict(probability, text, table_talk=self._table_talk())
         else:
             check.verdict = self._policy.fallback()
+        if check.verdict.whole_question and not self._table_talk():
+            check.hear_again.set()  # someone waits for this answer: hear it again now
         self._on_verdict(check, text)
 
     @staticmethod
     async def _words(check: PauseCheck) -> str:
         """The words up to the pause, or, when they are in doubt, their first look's (their
-        second look waits for the turn to end, so it cannot say whether it ended)."""
+        second look waits for the verdict these words give, so it cannot give it)."""
         waiting: set[asyncio.Future[Any]] = {check.heard, check.draft}
         await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)  # never cancels them
         if check.heard.done():

@@ -88,9 +88,10 @@ class LaneTranscription:
     async def _pause_words(self, audio: np.ndarray, work: Work, check: PauseCheck) -> Heard:
         """The words at a pause: heard at once even in table talk, since they may still say
         the player is not done ("Fair enough." is a word or two: wait longer). A second look
-        waits until the turn ended at this pause (most pauses are breaths, and a second look
-        costs 0.4 s of the recognizer), then as ``ASIDE`` work in table talk; meanwhile the
-        first look's words are the check's ``draft``, to judge the pause by."""
+        waits until the turn ended at this pause, or until its first look's words were judged
+        a whole question (most pauses are breaths, and a second look costs 0.4 s of the
+        recognizer), then as ``ASIDE`` work in table talk; meanwhile the first look's words are
+        the check's ``draft``, to judge the pause by."""
         aside = work == Work.ENDPOINT and self.table_talk
         return await self._heard(audio, work, aside, check)
 
@@ -116,7 +117,7 @@ class LaneTranscription:
         if check is not None:
             if not check.draft.done():
                 check.draft.set_result(self._correct(first.text))
-            await check.ended.wait()  # speech after the pause cancels this task first
+            await check.hear_again.wait()  # speech after the pause cancels this task first
         async with gated(self.scheduler, Work.ASIDE if aside else work, self._stt_resource):
             started = time.perf_counter()
             text = await stt.second_look(audio, first, vocabulary=self._vocabulary)

@@ -99,6 +99,9 @@ class TurnVerdict:
     reason: str
     probability: float | None = None
     """The turn model's score (None: no model, or it was not asked)."""
+    whole_question: bool = False
+    """The words are a whole question and only the sound is in doubt: the turn is very likely
+    over, it just waits ``unsure_ms`` in case the player goes on."""
 
 
 class TurnEndPolicy:
@@ -134,5 +137,5 @@ class TurnEndPolicy:
                 return TurnVerdict(True, config.table_talk_ms, "table talk", probability)
             return TurnVerdict(True, config.complete_ms, "sounds finished", probability)
         if words >= _WHOLE_WORDS and text and _whole_question(text):
-            return TurnVerdict(True, config.unsure_ms, "a whole question", probability)
+            return TurnVerdict(True, config.unsure_ms, "a whole question", probability, True)
         return TurnVerdict(False, config.incomplete_ms, "sounds unfinished", probability)

@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 
 from bot.config import SpeechConfig, TurnConfig
+from bot.metrics import Metrics
+from bot.session.timing import TimedStt
 from bot.speech import FasterWhisperStt, FinalTranscript, PiperTts, SpeakerLane, Vocabulary
 from bot.speech.events import SpeechEnded, SpeechStarted, TurnCheck
 from bot.speech.turn_model import SmartTurnModel, load_turn_model
@@ -225,3 +227,37 @@ async def test_words_in_doubt_still_judge_the_pause(
     reason, draft = checks[-1]
     assert reason == "a whole question" and "is it raining" in draft.lower(), checks
     assert draft != final.text and "outside" in final.text.lower(), final.text  # heard again
+
+
+async def test_a_whole_question_in_doubt_is_heard_again_while_its_turn_waits(
+    whisper: FasterWhisperStt, turn_model: SmartTurnModel
+) -> None:
+    """The same doubtful question: its words already say the turn is very likely over, so the
+    second look (0.4 s of the recognizer) runs while ``unsure_ms`` passes, not after it (a
+    bench turn heard as "Alright, is this too any good?" waited 521 ms, then 368 ms for its
+    final). The silence stops short of ``unsure_ms`` here: the final's words are ready before
+    the turn ends, and they are the ones the turn takes."""
+    metrics = Metrics()
+    lane = SpeakerLane(
+        "arin",
+        stt=TimedStt(whisper, metrics),
+        vocabulary=Vocabulary(NAMES, names=NAMES),
+        turn_model=turn_model,
+    )
+    watch = LaneWatch(lane)
+    _push(lane, stt_frames(*espeak_pcm("Bartok, is it raining outside?", "en-us+f2")))
+    _push(lane, stt_silence(0.1))
+    while (check := await watch.next(TurnCheck)).reason != "a whole question":
+        assert not check.complete, check  # no words yet: the sound alone is unsure
+    pause = lane._judge.current
+    assert pause is not None and pause.draft.done(), "the first look was in doubt"
+    heard, _ms = await asyncio.wait_for(pause.heard, 30)  # no more audio: the turn is not over
+    assert not watch.of(SpeechEnded)
+    assert metrics.sample("glyphoxa_stt_seconds_count", {"kind": "second_look"}) == 1.0
+    assert heard != pause.draft.result() and "outside" in heard.lower(), heard
+    ended = await _pause_until_the_turn_ends(lane, watch)
+    final = await watch.next(FinalTranscript)
+    await watch.close()
+    assert ended.reason == "a whole question", ended
+    assert final.text == heard  # the words heard while it waited, not heard a third time
+    assert metrics.sample("glyphoxa_stt_seconds_count", {"kind": "second_look"}) == 1.0
