@@ -64,6 +64,9 @@ def test_the_verdict_combines_the_score_with_the_words() -> None:
     assert (aside.complete, aside.wait_ms, aside.reason) == (True, unsure, "table talk")
     trailing = policy.verdict(0.97, "Upstairs, if the rooms are cheap,", table_talk=True)
     assert (trailing.complete, trailing.wait_ms) == (False, 1000)  # the words still decide
+    # only a whole question vouches for a turn the sound doubts (its second look may start now)
+    assert asked.whole_question and heard.whole_question
+    assert not any(v.whole_question for v in (done, short, told, stub, aside, unheard))
     fallback = policy.verdict(None, "Bartok, and")  # the model could not score: plain hangover
     assert (fallback.complete, fallback.wait_ms, fallback.reason) == (False, 500, "no turn model")
     assert policy.fallback() == fallback
