@@ -180,11 +180,12 @@ class PauseJudge:
         except GlyphoxaError as error:  # judged on the sound alone; the final will say more
             log.warning("pause transcript for %s failed: %s", self._lane, error)
             text = ""
+        table_talk = self._table_talk()
         if self.has_model:
-            check.verdict = self._policy.verdict(probability, text, table_talk=self._table_talk())
+            check.verdict = self._policy.verdict(probability, text, table_talk=table_talk)
         else:
             check.verdict = self._policy.fallback()
-        if check.verdict.whole_question and not self._table_talk():
+        if check.verdict.whole_question and not table_talk:
             check.hear_again.set()  # someone waits for this answer: hear it again now
         self._on_verdict(check, text)
 

@@ -137,5 +137,7 @@ class TurnEndPolicy:
                 return TurnVerdict(True, config.table_talk_ms, "table talk", probability)
             return TurnVerdict(True, config.complete_ms, "sounds finished", probability)
         if words >= _WHOLE_WORDS and text and _whole_question(text):
-            return TurnVerdict(True, config.unsure_ms, "a whole question", probability, True)
+            return TurnVerdict(
+                True, config.unsure_ms, "a whole question", probability, whole_question=True
+            )
         return TurnVerdict(False, config.incomplete_ms, "sounds unfinished", probability)
