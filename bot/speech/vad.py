@@ -2,9 +2,9 @@
 
 Silero v6 ships inside faster-whisper. We run it one 512-sample window (32 ms at 16 kHz) at a
 time with its recurrent state and 64 samples of left context: on the numpy kernel of
-:mod:`bot.speech.silero_kernel` (half the CPU) once it has been checked against onnxruntime in
-this process, else on onnxruntime directly. Weights and the ONNX session are shared (both are
-thread-safe to read); the state is per lane.
+:mod:`bot.speech.silero_kernel` (half of onnxruntime's CPU or less) once it has been checked
+against onnxruntime in this process, else on onnxruntime directly. Weights and the ONNX session
+are shared (both are thread-safe to read); the state is per lane.
 """
 
 from __future__ import annotations

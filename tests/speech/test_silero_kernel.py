@@ -76,3 +76,22 @@ def test_a_truncated_or_foreign_file_is_a_clear_error(tmp_path: Path) -> None:
     foreign.write_text("these are my session notes, not a model\n")
     with pytest.raises(GlyphoxaError, match="cannot read the ONNX weights"):
         float_initializers(foreign)
+
+
+def test_a_model_whose_stft_is_not_a_windowed_dft_is_refused(tmp_path: Path) -> None:
+    """The kernel computes the STFT as an FFT: a basis of the right shape but other values
+    (a retrained or altered front end) must not be run as if it were Silero's."""
+    data = silero_model_path().read_bytes()
+    basis = float_initializers(silero_model_path())[
+        "encoder.feature_extractor.forward_basis_buffer"
+    ]
+    raw = basis.tobytes()
+    assert data.count(raw) == 1
+    altered = tmp_path / "altered_silero.onnx"
+    noise = np.random.default_rng(5).standard_normal(basis.shape) * 0.01
+    altered.write_bytes(data.replace(raw, (basis + noise).astype(np.float32).tobytes()))
+    with pytest.raises(GlyphoxaError, match="its STFT is not a windowed DFT"):
+        SileroWeights.load(str(altered))
+    with pytest.raises(GlyphoxaError, match="its STFT is not a windowed DFT"):
+        SileroVad(altered, engine="numpy")
+    assert SileroVad(altered).engine == "onnxruntime"  # auto keeps the model on onnxruntime
