@@ -287,18 +287,33 @@ async def test_text_call_of_a_tool_the_npc_cannot_see_is_dropped(host, sage, too
     assert server.requests[1]["messages"] == server.requests[0]["messages"]
 
 
-async def test_an_answer_with_nothing_speakable_is_asked_again_at_most_twice(host, sage) -> None:
+async def test_an_answer_with_nothing_speakable_is_asked_again_at_most_three_times(
+    host, sage
+) -> None:
     from npcs.context import SceneLine
 
     script = [Step(content="Tobble: Me first!"), Step(content="Tobble: No, me!"),
-              Step(content="Tobble said: Me!"), Step("x")]  # fmt: skip
+              Step(content="Tobble said: Me!"), Step(content="Hi!"), Step("x")]  # fmt: skip
     async with FakeOpenAI(script) as server:
         scene = [SceneLine("Tobble", "Hello all.")]
         request = TurnRequest(sage, "Alice", "Hi!", Tier.FAST, scene=scene)
         events = await collect(engine_for(server, host), request)
     assert not [e for e in events if isinstance(e, Sentence)]
-    assert len(server.requests) == 3
+    assert len(server.requests) == 4
     assert events[-1] == TurnDone("", engine="cascaded")
+
+
+async def test_asking_again_does_not_use_up_the_tool_rounds(host, sage) -> None:
+    """The bundled model gets two tool rounds: after one, two unspeakable answers used to
+    leave a last round with no second look, and the turn failed with a die already rolled."""
+    script = [Step(tool_calls=[("roll_die", {})]), Step(content="Alice: A four?"),
+              Step(content="Alice said: Four!"), Step(content="A four. Lucky you.")]  # fmt: skip
+    async with FakeOpenAI(script) as server:
+        request = TurnRequest(sage, "Alice", "Roll for me.", Tier.FAST)
+        events = await collect(engine_for(server, host, max_depth=2), request)
+    assert [e.text for e in events if isinstance(e, Sentence)] == ["A four.", "Lucky you."]
+    assert len(server.requests) == 4
+    assert [bool(r.get("tools")) for r in server.requests] == [True, True, True, True]
 
 
 async def test_an_answer_asked_again_starts_as_the_npcs_own_quoted_line(host, sage) -> None:
