@@ -148,10 +148,12 @@ class SileroKernel:
         self._conv0 = _frames_with_bias_slot(6, 128)
         self._conv1_in = _view(self._conv0, (2, 3 * 129), 2 * 129)
         self._conv1 = _frames_with_bias_slot(3, 64)  # a zero frame, then the two outputs
-        self._conv1_rows = (
-            tuple(zip(self._conv1_in, self._conv1[1:3, :64], strict=True))
+        conv1_out = self._conv1[1:3, :64]
+        # (input, output) per product: both rows at once, or one row each where that is faster
+        self._conv1_parts: tuple[tuple[np.ndarray, np.ndarray], ...] = (
+            tuple(zip(self._conv1_in, conv1_out, strict=True))
             if _single_rows_are_faster(weights.convs[1].shape)
-            else None
+            else ((self._conv1_in, conv1_out),)
         )
         self._conv2 = _frames_with_bias_slot(1, 64)[0]
         self._lstm_in = np.zeros(257, _F32)  # [encoder output | hidden state | 1]
@@ -176,11 +178,8 @@ class SileroKernel:
         audio[:_CONTEXT] = audio[_WINDOW : _WINDOW + _CONTEXT]
         taps0, taps1, taps2, taps3 = w.convs
         _relu_product(self._conv0_in, taps0, self._conv0[1:5, :128])
-        if self._conv1_rows is None:
-            np.matmul(self._conv1_in, taps1, out=self._conv1[1:3, :64])
-        else:
-            for row, out in self._conv1_rows:
-                np.matmul(row, taps1, out=out)
+        for x, out in self._conv1_parts:
+            np.matmul(x, taps1, out=out)
         np.maximum(self._conv1, 0.0, out=self._conv1)
         _relu_product(self._conv1.reshape(-1), taps2, self._conv2[:64])
         _relu_product(self._conv2, taps3, self._lstm_in[:128])

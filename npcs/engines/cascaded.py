@@ -77,10 +77,8 @@ log = logging.getLogger(__name__)
 #: Words before a comma that may end the first spoken piece of a turn.
 _FIRST_CLAUSE_WORDS = 4
 _ASK_AGAIN = 3
-"""Samples after an answer with nothing speakable. The bundled model's second sample was
-speakable for all ten asked again in eleven rehearsals, but one turn in about a hundred drew
-three unspeakable samples in a row and failed. A fourth sample costs nothing when the first is
-speakable."""
+"""Samples after an answer with nothing speakable (one rehearsal turn in ~100 drew three bad
+ones in a row; a good first answer never pays for the fourth)."""
 _CONTINUE_INSTRUCTION = (
     "Continue speaking right after your last words above, as the same reply. "
     "Do not repeat what you already said."
@@ -349,8 +347,7 @@ class CascadedEngine:
             if guard.held:
                 calls += calls_written_as_text(npc.name, guard.held, offered, depth)
             if not calls and not spoken and asked_again < _ASK_AGAIN:
-                # A small model's answer was all another speaker's line, an echo or an unknown
-                # call: the same round is sampled again (a tool round is not used up by it).
+                # another speaker's line, an echo or an unknown call: sample this round again
                 asked_again += 1
                 log.info(
                     "%s: nothing speakable in the answer, asking again: %r",
