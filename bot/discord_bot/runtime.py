@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,7 +25,6 @@ from bot.session import events as session_events
 from bot.voice.client import ListeningVoiceClient
 from bot.voice.playback import MixerSource, PlaybackKeeper
 from bot.voice.receiver import VoiceFrame
-from bot.voice.speakers import SpeakerQueues
 
 __all__ = ["RuntimeFactory", "TableParts", "TableRuntime"]
 
@@ -79,7 +78,6 @@ class TableRuntime:
         self.session = parts.session
         self.link: VoiceLink | None = None
         self.playback: PlaybackKeeper | None = None
-        self.speakers: SpeakerQueues | None = None
         self.ended: LinkLost | None = None
         """Why the table stopped on its own, if it did."""
         self._transcript = transcript or alerts
@@ -92,6 +90,7 @@ class TableRuntime:
         self._lines: asyncio.Queue[str] = asyncio.Queue(200)
         self._poster: asyncio.Task[None] | None = None
         self._untrack_receiver: Callable[[], None] | None = None
+        self._guild: discord.Guild | None = None
         self._stopped = False
 
     @property
@@ -102,18 +101,7 @@ class TableRuntime:
     async def start(self, channel: discord.VoiceChannel | discord.StageChannel) -> None:
         """Start the session, join ``channel``, hear players and play the mixer."""
         await self.session.start()
-        guild = channel.guild
-
-        def push(frame: VoiceFrame) -> None:
-            member = guild.get_member(frame.user_id)
-            name = member.display_name if member else str(frame.user_id)
-            self.session.push_frame(frame.user_id, name, frame.pcm)
-
-        def arrived(user_id: int) -> float | None:
-            voice = self.voice
-            return voice.receiver.arrived_at(user_id) if voice is not None else None
-
-        self.speakers = SpeakerQueues(push, arrivals=arrived)
+        self._guild = channel.guild
         self.link = VoiceLink(
             channel,
             on_connected=self._attach,
@@ -144,8 +132,6 @@ class TableRuntime:
             await self.playback.stop()
         if self.link is not None:
             await self.link.stop()
-        if self.speakers is not None:
-            await self.speakers.aclose()
         if self._poster is not None:
             self._poster.cancel()
             with contextlib.suppress(asyncio.CancelledError, TimeoutError):
@@ -162,8 +148,7 @@ class TableRuntime:
 
     async def _attach(self, voice: ListeningVoiceClient) -> None:
         """A new voice client (first join or a rejoin): hear it, count it, play on it."""
-        assert self.speakers is not None
-        voice.listen(self.speakers)
+        voice.listen(self._deliver, self._hear)
         self._detach_receiver()
         # Packets received, dropped and failing to decrypt, read at each Prometheus scrape.
         self._untrack_receiver = self._metrics.track_receiver(voice.receiver.snapshot)
@@ -171,6 +156,18 @@ class TableRuntime:
             await self.playback.stop()
         self.playback = PlaybackKeeper(voice, MixerSource(self.session.mixer.next_frame))
         self.playback.start()
+
+    def _hear(self, frames: list[VoiceFrame]) -> list[VoiceFrame]:
+        """The socket thread: each frame through its player's open lane, right there."""
+        return [f for f in frames if not self.session.hear_frame(f.user_id, f.pcm)]
+
+    def _deliver(self, frames: Sequence[VoiceFrame]) -> None:
+        """The loop: the frames not heard on the socket thread (a player's first opens a lane)."""
+        guild = self._guild
+        for frame in frames:
+            member = guild.get_member(frame.user_id) if guild is not None else None
+            name = member.display_name if member else str(frame.user_id)
+            self.session.push_frame(frame.user_id, name, frame.pcm)
 
     async def _lost(self, lost: LinkLost) -> None:
         self.ended = lost

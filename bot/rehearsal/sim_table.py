@@ -6,7 +6,8 @@ What a guild's table costs the bot process is what runs here, on the same code p
 - receive: five remote speakers in a real DAVE group (``LocalDaveGroup``) send Opus that is
   DAVE- and transport-encrypted; a *socket thread* per table (discord.py has one per voice
   connection) hands each datagram to the production ``VoiceReceiver.on_datagram`` at 20 ms pace,
-  and ``SpeakerQueues`` pushes decoded frames into the session (VAD, lanes, STT requests);
+  which runs each decoded frame through its player's lane (VAD) right there, as the Discord
+  runtime does (a player's first frame goes to the loop, which opens the lane);
 - playback: a *player thread* per table does what discord.py's ``AudioPlayer`` does every 20 ms:
   read ``MixerSource`` (the mixer), Opus-encode, DAVE-encrypt, build RTP and transport-encrypt;
   it records how late each frame is against its 20 ms schedule;
@@ -36,7 +37,7 @@ from bot.voice.dave import DaveReceiver
 from bot.voice.loopback import LocalDaveGroup, LoopbackSpeaker
 from bot.voice.playback import MixerSource
 from bot.voice.receiver import VoiceFrame, VoiceReceiver
-from bot.voice.speakers import SpeakerQueues
+from bot.voice.stt_decode import SttSpeakerDecoder
 from bot.voice.transport_crypto import make_cipher
 
 __all__ = ["PLAYERS", "SimTable", "TableWindow"]
@@ -90,10 +91,13 @@ class SimTable:
         key = bytes(range(32))
         cipher = make_cipher(_MODE, key)
         self._speakers = [LoopbackSpeaker(2000 + i, cipher, s) for i, s in enumerate(remotes)]
-        self._queues = SpeakerQueues(self._push)
         self.receiver = VoiceReceiver(
-            loop, self._queues, dave=DaveReceiver(lambda: (self._bot_dave, 1))
+            loop,
+            self._push,
+            dave=DaveReceiver(lambda: (self._bot_dave, 1)),
+            decoder=SttSpeakerDecoder,  # as the Discord client: players' audio only goes to STT
         )
+        self.receiver.hear = self._hear
         self.receiver.set_transport(_MODE, key)
         self.receiver.set_own_ssrc(_BOT_SSRC)
         for i, _name in enumerate(PLAYERS):
@@ -133,7 +137,6 @@ class SimTable:
         for thread in self._threads:
             await asyncio.to_thread(thread.join, 5)
         self.receiver.close()
-        await self._queues.aclose()
 
     def prepare(self, turns: int) -> None:
         """Build (encrypt) the packets of the next ``turns`` lines, outside the measurement."""
@@ -184,9 +187,13 @@ class SimTable:
             await asyncio.sleep(0.1)
             self.receiver.tick()
 
-    def _push(self, frame: VoiceFrame) -> None:
-        name = PLAYERS[(frame.user_id - 100) % len(PLAYERS)]
-        self.session.push_frame(frame.user_id, name, frame.pcm)
+    def _hear(self, frames: list[VoiceFrame]) -> list[VoiceFrame]:
+        return [f for f in frames if not self.session.hear_frame(f.user_id, f.pcm)]
+
+    def _push(self, frames: Sequence[VoiceFrame]) -> None:
+        for frame in frames:
+            name = PLAYERS[(frame.user_id - 100) % len(PLAYERS)]
+            self.session.push_frame(frame.user_id, name, frame.pcm)
 
     # -- threads ------------------------------------------------------------------------------
 

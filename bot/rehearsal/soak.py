@@ -205,8 +205,7 @@ async def _play(
                     report.rejoins = runtime.link.rejoins
                 if runtime.voice is not None:
                     report.receive = runtime.voice.receiver.snapshot().as_dict()
-                if runtime.speakers is not None:
-                    report.overflow = runtime.speakers.overflow
+                report.overflow = sum(s.lane.dropped_frames for s in session.lanes)
                 report.rss_end_mb = rss_mb()
                 await runtime.stop()
             report.results = table.results

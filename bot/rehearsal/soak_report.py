@@ -263,7 +263,7 @@ class SoakReport:
                     "stale_sender_lines": len(stale),
                     "stale_lines_heard": sum(r.heard_after_s is not None for r in stale),
                     "dm_notices": self.dm_notices,
-                    "speaker_queue_overflow": self.overflow,
+                    "lane_frames_dropped": self.overflow,
                     "receive_last_connection": self.receive,
                 },
             )

@@ -134,6 +134,14 @@ class SpeakerLanes:
         speaker.lane.push(frame)
         speaker.clock.record(time.monotonic())
 
+    def hear(self, speaker_id: str, frame: bytes) -> bool:
+        """One frame on the thread that decoded it (False: the speaker has no open lane)."""
+        speaker = self._speakers.get(speaker_id)
+        if speaker is None or not speaker.lane.hear(frame):
+            return False
+        speaker.clock.record(time.monotonic())
+        return True
+
     def _open(self, speaker_id: str, user_name: str) -> Speaker:
         stt = TimedStt(self._stt, self._metrics)
         lane = SpeakerLane(
@@ -145,7 +153,9 @@ class SpeakerLanes:
             scheduler=self.scheduler,
             turn_model=self.turn_model,
         )
-        speaker = Speaker(speaker_id, user_name, lane, stt, StreamClock())
+        clock = StreamClock()
+        lane.on_silence = lambda frames: clock.record(time.monotonic(), frames)
+        speaker = Speaker(speaker_id, user_name, lane, stt, clock)
         self._speakers[speaker_id] = speaker
         speaker.task = self._spawn(self._read(speaker), f"table:lane:{user_name}")
         log.info("new speaker %s (%s)", user_name, speaker_id)

@@ -10,6 +10,7 @@ audio* speech ended; the session needs *when* that audio arrived.
 from __future__ import annotations
 
 import bisect
+import threading
 import time
 from collections import deque
 from collections.abc import AsyncIterator
@@ -107,8 +108,9 @@ class TimedTts:
 class StreamClock:
     """Wall time at which each stretch of a lane's audio was pushed (last ~30 s kept).
 
-    ``record(stream_time_end, wall)`` after each pushed frame; ``wall_at(stream_time)`` finds
-    when the frame holding that audio instant arrived.
+    ``record(wall)`` after each frame the lane takes; ``wall_at(stream_time)`` finds when the
+    frame holding that audio instant arrived. Frames are recorded on the socket thread (heard),
+    the loop (pushed) or the lane's worker (silence it fed itself), so both are locked.
     """
 
     def __init__(self, keep_s: float = 30.0, frame_s: float = 0.02) -> None:
@@ -116,18 +118,22 @@ class StreamClock:
         self._wall: deque[float] = deque(maxlen=int(keep_s / frame_s))
         self.pushed_s = 0.0
         self._frame_s = frame_s
+        self._lock = threading.Lock()
 
-    def record(self, wall: float) -> None:
-        self.pushed_s += self._frame_s
-        self._stream.append(self.pushed_s)
-        self._wall.append(wall)
+    def record(self, wall: float, frames: int = 1) -> None:
+        with self._lock:
+            for _ in range(frames):
+                self.pushed_s += self._frame_s
+                self._stream.append(self.pushed_s)
+                self._wall.append(wall)
 
     def wall_at(self, stream_time: float) -> float | None:
-        if not self._stream:
-            return None
-        index = bisect.bisect_left(self._stream, stream_time - 1e-9)
-        if index >= len(self._stream):
-            return self._wall[-1]
-        if index == 0 and stream_time < self._stream[0] - self._frame_s:
-            return None  # older than what we kept
-        return self._wall[index]
+        with self._lock:
+            if not self._stream:
+                return None
+            index = bisect.bisect_left(self._stream, stream_time - 1e-9)
+            if index >= len(self._stream):
+                return self._wall[-1]
+            if index == 0 and stream_time < self._stream[0] - self._frame_s:
+                return None  # older than what we kept
+            return self._wall[index]

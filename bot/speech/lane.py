@@ -1,13 +1,14 @@
 """``SpeakerLane``: one player's audio in, that player's speech events out.
 
 Push 20 ms frames (48 kHz stereo s16le as Discord sends, or 16 kHz mono s16le as the receiver
-decodes for STT) from any thread, never blocking; iterate the lane for typed events. The lane
-owns its tasks: a pump that brings the audio to 16 kHz mono and runs the VAD segmenter in a
-worker thread (batches of frames when behind, so rehearsal can push faster than real time), the
-pause checks that decide when the turn is over (:mod:`bot.speech.endpointing`), at most one
-partial transcription at a time, and the finals, emitted in utterance order. Every recognition
-and turn-model call goes through the table's :class:`~bot.speech.scheduler.CpuScheduler`. An
-error in any task is re-raised to whoever iterates the lane.
+decodes for STT) from any thread, never blocking, or let the socket thread ``hear`` them in place
+(:mod:`bot.speech.lane_feed`); iterate the lane for typed events. The lane owns its tasks: a pump
+that brings pushed audio to 16 kHz mono and runs the VAD segmenter in a worker thread (batches of
+frames when behind, so rehearsal can push faster than real time), the pause checks that decide
+when the turn is over (:mod:`bot.speech.endpointing`), at most one partial transcription at a
+time, and the finals, emitted in utterance order. Every recognition and turn-model call goes
+through the table's :class:`~bot.speech.scheduler.CpuScheduler`. An error in any task is
+re-raised to whoever iterates the lane.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import time
 from collections.abc import AsyncIterator
 
 from bot.config import SpeechConfig
-from bot.speech.audio import FRAME_BYTES, FRAME_MS, STT_FRAME_BYTES, SttInput
+from bot.speech.audio import FRAME_MS, SttInput
 from bot.speech.backchannel import BackchannelDetector
 from bot.speech.endpointing import PauseCheck, PauseJudge, TurnModel
 from bot.speech.events import (
@@ -31,6 +32,7 @@ from bot.speech.events import (
     SpeechStarted,
     TurnCheck,
 )
+from bot.speech.lane_feed import LaneFeed, Silence
 from bot.speech.lane_stt import FINISHING_MS, LANE_END, LaneTranscription
 from bot.speech.name_slot import SlotLook
 from bot.speech.protocols import SttProvider, VadModel
@@ -54,11 +56,9 @@ log = logging.getLogger(__name__)
 _END = LANE_END
 _POLL = object()  # a verdict arrived: check the end rule without new audio
 _MAX_BATCH = 250  # frames (5 s) per worker-thread call
-_FRAME_SIZES = (FRAME_BYTES, STT_FRAME_BYTES)
-_SAMPLES_PER_FRAME = STT_FRAME_BYTES // 2  # 20 ms at 16 kHz, whatever the frame's format
 
 
-class SpeakerLane(LaneTranscription):
+class SpeakerLane(LaneFeed, LaneTranscription):
     """Per-speaker VAD, end of turn and streaming STT; ``async for event in lane`` until
     ``end_input()``.
 
@@ -130,6 +130,7 @@ class SpeakerLane(LaneTranscription):
         self._final_tasks: set[asyncio.Task[None]] = set()
         self._previous_final: asyncio.Task[None] | None = None
         self._error: BaseException | None = None
+        self._init_feed()
         self._pump = self._loop.create_task(self._run(), name=f"speaker-lane:{speaker}")
 
     @property
@@ -143,18 +144,6 @@ class SpeakerLane(LaneTranscription):
         return self._judge.has_model
 
     # --- input ---------------------------------------------------------------------------------
-    def push(self, frame: bytes) -> None:
-        """Queue one 20 ms frame; safe from any thread; drops (and counts) on a huge backlog."""
-        if len(frame) not in _FRAME_SIZES:
-            raise ValueError(
-                f"expected {FRAME_BYTES}-byte (48 kHz stereo) or {STT_FRAME_BYTES}-byte "
-                f"(16 kHz mono) frames, got {len(frame)}"
-            )
-        if threading.get_ident() == self._loop_thread:
-            self._enqueue(frame)
-        else:
-            self._loop.call_soon_threadsafe(self._enqueue, frame)
-
     @property
     def vocabulary(self) -> Vocabulary | None:
         """The names transcriptions are prompted with and corrected toward."""
@@ -169,16 +158,6 @@ class SpeakerLane(LaneTranscription):
         """
         self._vocabulary = vocabulary
         self._policy.names = _names(vocabulary)
-
-    def _enqueue(self, frame: bytes) -> None:
-        if self._ended:
-            return
-        if self._frames.qsize() >= self._max_backlog:
-            self.dropped_frames += 1
-            if self.dropped_frames % 250 == 1:
-                log.warning("lane %s: %d frames behind, dropping", self.speaker, self._max_backlog)
-            return
-        self._frames.put_nowait(frame)
 
     def end_input(self) -> None:
         """No more audio: close any utterance, emit the last final, then end the iteration."""
@@ -205,6 +184,7 @@ class SpeakerLane(LaneTranscription):
     async def aclose(self) -> None:
         """Stop everything now (pending finals are dropped)."""
         self._ended = True
+        self._stop_feed()
         self._judge.drop()
         self.scheduler.speaking(self.speaker, False)
         tasks: list[asyncio.Task[object]] = [self._pump, *self._final_tasks]
@@ -229,7 +209,7 @@ class SpeakerLane(LaneTranscription):
     async def _run(self) -> None:
         try:
             done = False
-            held: list[bytes] = []  # frames that cannot complete a VAD window yet
+            held: list[bytes | Silence] = []  # frames that cannot complete a VAD window yet
             while not done:
                 batch, held = held, []
                 poll = False
@@ -248,9 +228,7 @@ class SpeakerLane(LaneTranscription):
                 if not (done or poll) and self._short_of_a_window(batch):
                     held = batch  # nothing the VAD could decide yet: no thread hop for it
                     continue
-                events = await asyncio.to_thread(self._process, batch, done, poll)
-                for event in events:
-                    self._handle(event)
+                await asyncio.to_thread(self._process, batch, done, poll)
             if self._partial_task is not None:
                 self._partial_task.cancel()
             self._judge.drop()
@@ -262,18 +240,6 @@ class SpeakerLane(LaneTranscription):
             log.exception("lane %s failed", self.speaker)
             self._error = self._error or error
         self._events.put_nowait(_END)
-
-    def _short_of_a_window(self, batch: list[bytes]) -> bool:
-        pending = self._segmenter.pending_samples + len(batch) * _SAMPLES_PER_FRAME
-        return pending < self._segmenter.window_samples
-
-    def _process(self, batch: list[bytes], last: bool, poll: bool) -> list[SegmentEvent]:
-        """Worker thread: 16 kHz mono + VAD for the batch (and the end rule, on a poll)."""
-        events = self._segmenter.poll() if poll else []
-        events += self._segmenter.process(self._input.process(batch, last=last))
-        if last:
-            events += self._segmenter.flush()
-        return events
 
     def _emit(self, event: LaneEvent) -> None:
         self._events.put_nowait(event)

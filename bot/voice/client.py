@@ -28,7 +28,7 @@ from discord.voice_state import VoiceConnectionState
 from bot.metrics import METRICS, Metrics
 from bot.voice.dave import DaveReceiver
 from bot.voice.deaf import DeafCause, DeafDetector, DeafSpell
-from bot.voice.receiver import FrameSink, VoiceFrame, VoiceReceiver
+from bot.voice.receiver import FrameHearer, FrameSink, VoiceFrame, VoiceReceiver
 from bot.voice.stt_decode import SttSpeakerDecoder
 
 if TYPE_CHECKING:
@@ -112,9 +112,11 @@ class ListeningVoiceClient(discord.VoiceClient):
     def create_connection_state(self) -> VoiceConnectionState:
         return VoiceConnectionState(self, hook=self._on_voice_gateway)
 
-    def listen(self, sink: FrameSink) -> None:
-        """Send decoded frames to ``sink`` (called on the event loop; must not block)."""
+    def listen(self, sink: FrameSink, hear: FrameHearer | None = None) -> None:
+        """Send decoded frames to ``sink`` (called on the event loop; must not block), after
+        ``hear`` took those it can on the socket thread."""
         self._sink = sink
+        self.receiver.hear = hear
 
     async def connect(self, *, reconnect: bool, timeout: float, **kwargs: Any) -> None:  # noqa: ASYNC109 (discord.py signature)
         await super().connect(reconnect=reconnect, timeout=timeout, **kwargs)

@@ -3,7 +3,9 @@
 ``on_datagram`` runs on discord.py's socket-reader thread. It filters and parses RTP, removes
 transport encryption, padding and the header-extension body, removes DAVE encryption and feeds
 the speaker's Opus decoder (:mod:`bot.voice.opus_decode`). Decoded frames cross into asyncio
-through one coalesced ``loop.call_soon_threadsafe`` (neither side ever waits for the other).
+through one coalesced ``loop.call_soon_threadsafe`` (neither side ever waits for the other),
+unless a ``FrameHearer`` takes them on the socket thread first: the speech lanes run their VAD
+right there and wake the loop only for speech events (:mod:`bot.speech.lane_feed`).
 Every datagram is counted exactly once: accepted, or dropped with a reason.
 """
 
@@ -31,7 +33,14 @@ from bot.voice.rtp import (
 )
 from bot.voice.transport_crypto import TransportCipher, TransportDecryptError, make_cipher
 
-__all__ = ["DropReason", "FrameSink", "ReceiveCounters", "VoiceFrame", "VoiceReceiver"]
+__all__ = [
+    "DropReason",
+    "FrameHearer",
+    "FrameSink",
+    "ReceiveCounters",
+    "VoiceFrame",
+    "VoiceReceiver",
+]
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +82,9 @@ class VoiceFrame:
 FrameSink = Callable[[Sequence[VoiceFrame]], None]
 """Receives frames on the event loop thread; must not block."""
 
+FrameHearer = Callable[[list[VoiceFrame]], list[VoiceFrame]]
+"""Takes frames on the socket thread (never blocking); returns those it did not take."""
+
 
 @dataclass(slots=True)
 class ReceiveCounters:
@@ -91,6 +103,8 @@ class ReceiveCounters:
     """Packets still held in a reorder buffer when their speaker left."""
     delivered: int = 0
     """Frames handed to the sink on the event loop."""
+    heard: int = 0
+    """Frames a ``FrameHearer`` took on the socket thread."""
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -101,6 +115,7 @@ class ReceiveCounters:
         out["decode_errors"] = self.decode_errors
         out["discarded"] = self.discarded
         out["delivered"] = self.delivered
+        out["heard"] = self.heard
         out["dropped"] = {str(k): v for k, v in self.dropped.items() if v}
         return out
 
@@ -154,6 +169,8 @@ class VoiceReceiver:
         self._scheduled = False
         self._next_idle_check = 0.0
         self._closed = False
+        self.hear: FrameHearer | None = None
+        """Takes frames on the socket thread before the loop's ``sink`` gets the rest."""
         self.counters = ReceiveCounters()
         self.last_decoded_at = 0.0
         """``clock()`` when a packet other than the Opus silence frame last decoded."""
@@ -252,6 +269,7 @@ class VoiceReceiver:
                 silence=self.counters.silence,
                 dropped=dict(self.counters.dropped),
                 delivered=self.counters.delivered,
+                heard=self.counters.heard,
             )
             stats = [s.decoder.stats for s in self._speakers.values()]
             out.decoded = self._retired.decoded + sum(s.decoded for s in stats)
@@ -278,8 +296,18 @@ class VoiceReceiver:
     # -- socket thread -----------------------------------------------------------------------
 
     def on_datagram(self, data: bytes) -> None:
-        """socket listener: process one datagram and hand frames to the loop. Never raises."""
-        self._hand_off(self.process(data))
+        """socket listener: process one datagram and hand frames on. Never raises."""
+        frames = self.process(data)
+        hear = self.hear
+        if frames and hear is not None and not self._closed:
+            try:
+                left = hear(frames)
+            except Exception:  # a bug there must not make the bot deaf: the loop gets them
+                log.exception("hearing %d frames on the socket thread failed", len(frames))
+            else:
+                self.counters.heard += len(frames) - len(left)
+                frames = left
+        self._hand_off(frames)
 
     def tick(self) -> None:
         """Release frames held for speakers who went quiet (call every ~100 ms, any thread).

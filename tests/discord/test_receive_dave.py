@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Sequence
 
 from bot.voice.receiver import DropReason, VoiceFrame
-from bot.voice.speakers import SpeakerQueues
 
 from .conftest import SPEAKER_SSRC, SPEAKER_USER, Rig, reference_decode, tone
 
@@ -163,26 +163,36 @@ async def test_channel_without_dave_passes_plain_opus() -> None:
     assert rig.dave.stats.plain == 5
 
 
-async def test_socket_thread_hands_frames_to_per_speaker_queues(rig: Rig) -> None:
-    received: list[VoiceFrame] = []
+async def test_a_hearer_takes_frames_on_the_socket_thread(rig: Rig) -> None:
+    """The speech lanes hear frames where they were decoded; what they do not take (a player
+    whose lane is not open yet) still reaches the loop's sink, in order, and none twice."""
+    heard: list[tuple[int, str]] = []
+    delivered: list[VoiceFrame] = []
     done = asyncio.Event()
 
-    async def push(frame: VoiceFrame) -> None:
-        received.append(frame)
-        if len(received) == 30:
+    def hear(frames: list[VoiceFrame]) -> list[VoiceFrame]:
+        heard.extend((f.sequence, threading.current_thread().name) for f in frames)
+        return [f for f in frames if f.sequence < 10]  # "no lane" for the first ten
+
+    def sink(frames: Sequence[VoiceFrame]) -> None:
+        delivered.extend(frames)
+        if len(delivered) == 10:
             done.set()
 
-    queues = SpeakerQueues(push)
-    rig.receiver._sink = queues  # the receiver under test delivers to the real fan-out
+    rig.receiver._sink = sink
+    rig.receiver.hear = hear
     packets = [rig.speaker.packet(p) for p in _opus(rig, 30)]
-    thread = threading.Thread(target=lambda: [rig.receiver.on_datagram(p) for p in packets])
+    thread = threading.Thread(
+        target=lambda: [rig.receiver.on_datagram(p) for p in packets], name="voice-socket"
+    )
     thread.start()
     await asyncio.wait_for(done.wait(), timeout=10)
     thread.join(timeout=5)
-    assert [f.sequence for f in received] == list(range(30))
-    assert rig.receiver.snapshot().delivered == 30
-    assert queues.speakers() == [SPEAKER_USER]
-    await queues.aclose()
+    assert [seq for seq, _ in heard] == list(range(30))
+    assert {name for _, name in heard} == {"voice-socket"}
+    assert [f.sequence for f in delivered] == list(range(10))
+    counters = rig.receiver.snapshot()
+    assert (counters.heard, counters.delivered) == (20, 10)
 
 
 async def test_tick_releases_a_held_tail_without_further_packets(rig: Rig) -> None:
