@@ -6,6 +6,7 @@ Discord connection, so tests and benchmarks drive the very code the bot runs.
 
 from __future__ import annotations
 
-from bot.voice.receiver import DropReason, ReceiveCounters, VoiceFrame, VoiceReceiver
+from bot.voice.receive_counters import DropReason, ReceiveCounters
+from bot.voice.receiver import VoiceFrame, VoiceReceiver
 
 __all__ = ["DropReason", "ReceiveCounters", "VoiceFrame", "VoiceReceiver"]

@@ -13,7 +13,7 @@ from collections import deque
 from dataclasses import dataclass
 from enum import StrEnum
 
-from bot.voice.receiver import DropReason, ReceiveCounters
+from bot.voice.receive_counters import DropReason, ReceiveCounters
 
 __all__ = ["DeafCause", "DeafDetector", "DeafSpell"]
 

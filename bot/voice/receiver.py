@@ -17,12 +17,12 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from enum import StrEnum
+from dataclasses import dataclass
 from typing import Any
 
 from bot.voice.dave import OPUS_SILENCE, DaveDecryptError, DaveNotReady, DaveReceiver
 from bot.voice.opus_decode import DecodedFrame, SpeakerDecoder
+from bot.voice.receive_counters import DropReason, ReceiveCounters
 from bot.voice.rtp import (
     NONCE_SIZE,
     RtpParseError,
@@ -33,14 +33,7 @@ from bot.voice.rtp import (
 )
 from bot.voice.transport_crypto import TransportCipher, TransportDecryptError, make_cipher
 
-__all__ = [
-    "DropReason",
-    "FrameHearer",
-    "FrameSink",
-    "ReceiveCounters",
-    "VoiceFrame",
-    "VoiceReceiver",
-]
+__all__ = ["FrameHearer", "FrameSink", "VoiceFrame", "VoiceReceiver"]
 
 log = logging.getLogger(__name__)
 
@@ -50,21 +43,6 @@ OP_READY = 2
 OP_SESSION_DESCRIPTION = 4
 OP_SPEAKING = 5
 OP_CLIENT_DISCONNECT = 13
-
-
-class DropReason(StrEnum):
-    SHORT = "short"
-    NOT_RTP = "not_rtp"
-    PAYLOAD_TYPE = "payload_type"
-    OWN_SSRC = "own_ssrc"
-    BAD_EXTENSION = "bad_extension"
-    BAD_PADDING = "bad_padding"
-    UNKNOWN_SSRC = "unknown_ssrc"
-    NO_KEY = "no_key"
-    DECRYPT_FAILED = "decrypt_failed"
-    DAVE_NOT_READY = "dave_not_ready"
-    DAVE_FAILED = "dave_failed"
-    INTERNAL_ERROR = "internal_error"
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,40 +62,6 @@ FrameSink = Callable[[Sequence[VoiceFrame]], None]
 
 FrameHearer = Callable[[list[VoiceFrame]], list[VoiceFrame]]
 """Takes frames on the socket thread (never blocking); returns those it did not take."""
-
-
-@dataclass(slots=True)
-class ReceiveCounters:
-    received: int = 0
-    accepted: int = 0
-    """Datagrams handed to a speaker's decoder."""
-    silence: int = 0
-    """Of those, Opus silence frames (a client that stopped talking sends a few)."""
-    dropped: dict[DropReason, int] = field(default_factory=lambda: dict.fromkeys(DropReason, 0))
-    decoded: int = 0
-    concealed: int = 0
-    late: int = 0
-    duplicate: int = 0
-    decode_errors: int = 0
-    discarded: int = 0
-    """Packets still held in a reorder buffer when their speaker left."""
-    delivered: int = 0
-    """Frames handed to the sink on the event loop."""
-    heard: int = 0
-    """Frames a ``FrameHearer`` took on the socket thread."""
-
-    def as_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            k: getattr(self, k)
-            for k in ("received", "accepted", "silence", "decoded", "concealed", "late")
-        }
-        out["duplicate"] = self.duplicate
-        out["decode_errors"] = self.decode_errors
-        out["discarded"] = self.discarded
-        out["delivered"] = self.delivered
-        out["heard"] = self.heard
-        out["dropped"] = {str(k): v for k, v in self.dropped.items() if v}
-        return out
 
 
 @dataclass(slots=True)

@@ -17,7 +17,7 @@ import discord
 from discord.gateway import DiscordVoiceWebSocket
 
 from bot.voice.loopback import LocalDaveGroup, LoopbackSpeaker
-from bot.voice.receiver import DropReason
+from bot.voice.receive_counters import DropReason
 from bot.voice.transport_crypto import make_cipher
 
 from .conftest import Rig, reference_decode, tone

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 import time
 
-from bot.voice.receiver import DropReason
+from bot.voice.receive_counters import DropReason
 from bot.voice.rtp import build_header
 from bot.voice.transport_crypto import XChaCha20Cipher
 

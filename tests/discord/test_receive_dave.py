@@ -10,7 +10,8 @@ import asyncio
 import threading
 from collections.abc import Sequence
 
-from bot.voice.receiver import DropReason, VoiceFrame
+from bot.voice.receive_counters import DropReason
+from bot.voice.receiver import VoiceFrame
 
 from .conftest import SPEAKER_SSRC, SPEAKER_USER, Rig, reference_decode, tone
 

@@ -17,7 +17,7 @@ import discord.opus
 import pytest
 
 from bot.voice.loopback import LoopbackSpeaker
-from bot.voice.receiver import DropReason
+from bot.voice.receive_counters import DropReason
 from bot.voice.transport_crypto import make_cipher
 
 from .conftest import KEY, SPEAKER_SSRC, SPEAKER_USER, Rig, reference_decode, tone

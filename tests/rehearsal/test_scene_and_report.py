@@ -15,7 +15,7 @@ from bot.rehearsal.report import latency_summary, write_chart, write_latency_jso
 from bot.rehearsal.scene import PlayerLine, load_scene, player_voice
 from bot.rehearsal.steering import dm_notes, tier_checks
 from bot.session.trace import ToolUse, TurnTrace
-from bot.voice.receiver import DropReason, ReceiveCounters
+from bot.voice.receive_counters import DropReason, ReceiveCounters
 from campaigns.errors import GlyphoxaError
 from tools.tiers import Tier
 
