@@ -316,6 +316,8 @@ class SpeakerLane(LaneFeed, LaneTranscription):
         if not (segmenter.in_speech and segmenter.utterance_id == check.utterance_id):
             return
         segmenter.set_end_rule(check.utterance_id, check.voiced_end, verdict.wait_ms / 1000)
+        if self._heard_at is not None:
+            self._watch_gap()  # packets may have stopped: the silence the rule counts, first
         if not self._ended:
             self._frames.put_nowait(_POLL)
         if text is None:

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from bot.speech.audio import FRAME_BYTES, FRAME_MS, STT_FRAME_BYTES
+from bot.speech.audio import FRAME_BYTES, FRAME_MS, STT_FRAME_BYTES, STT_SAMPLE_RATE
 
 if TYPE_CHECKING:
     from bot.speech.audio import SttInput
@@ -38,6 +38,7 @@ _FRAME_S = FRAME_MS / 1000
 _SILENCE = bytes(STT_FRAME_BYTES)
 _GAP_S = 0.1
 """Packets missing this long mean the player stopped talking (Discord sends every 20 ms)."""
+_FILL_EVERY_S = 0.25
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +77,8 @@ class LaneFeed:
         self._closed = False
         self._heard_at: float | None = None
         """When the last heard frame arrived (None: this lane is only pushed)."""
+        self._heard_stream = 0.0
+        """The segmenter's stream time once that frame was through it."""
         self._silence_from = 0.0
         self._silenced = 0
         self._gap_timer: asyncio.TimerHandle | None = None
@@ -110,6 +113,7 @@ class LaneFeed:
             if self._queued == self._taken:
                 try:
                     self._segment([frame], last=False, poll=False)
+                    self._heard_stream = self._segmenter.stream_time
                 except Exception as error:  # the lane's reader gets it; the socket thread lives
                     self._error = self._error or error
                     self.end_input()
@@ -166,15 +170,17 @@ class LaneFeed:
         for event in events:
             self._handle(event)
         if self._heard_at is not None:
-            self._watch_gap()
+            self._watch_gap(feed=False)  # only when to look again: feeding costs a worker hop
 
-    def _watch_gap(self) -> None:
-        """A heard lane in an utterance: once packets stop, feed silence in real time."""
+    def _watch_gap(self, feed: bool = True) -> None:
+        """A heard lane in an utterance whose packets stopped: feed it the silence so far, and
+        again when silence alone next acts (a pause to judge, the end; at least every 0.25 s),
+        not every 20 ms: each feed costs a worker hop."""
         if self._gap_timer is not None:
             self._gap_timer.cancel()
             self._gap_timer = None
-        heard_at = self._heard_at
-        if heard_at is None or self._ended or self._closed or not self._segmenter.in_speech:
+        heard_at, segmenter = self._heard_at, self._segmenter
+        if heard_at is None or self._ended or self._closed or not segmenter.in_speech:
             return
         now = time.monotonic()
         quiet = now - heard_at
@@ -184,12 +190,19 @@ class LaneFeed:
         if heard_at != self._silence_from:
             self._silence_from, self._silenced = heard_at, 0
         due = int(quiet / _FRAME_S)
-        if due > self._silenced:
+        if feed and due > self._silenced:
             with self._front:
                 self._queued += 1
             self._enqueue(Silence(due - self._silenced, heard_at))
             self._silenced = due
-        self._gap_timer = self._loop.call_at(now + _FRAME_S, self._watch_gap)
+        acts = segmenter.silence_that_acts_s()
+        if acts is None:
+            return
+        # Trailing silence grows in real time from the last packet's: it acts at ``deadline``.
+        deadline = heard_at + acts - (self._heard_stream - segmenter.voiced_end)
+        window_s = segmenter.window_samples / STT_SAMPLE_RATE
+        wake = min(max(deadline + window_s, now + _FRAME_S), now + _FILL_EVERY_S)
+        self._gap_timer = self._loop.call_at(wake, self._watch_gap)
 
     def _stop_feed(self) -> None:
         self._closed = True

@@ -157,6 +157,17 @@ class Segmenter:
         """Silence since the last voiced audio of the utterance in progress (0 when none)."""
         return self.stream_time - self._last_voiced_end if self._utterance is not None else 0.0
 
+    def silence_that_acts_s(self) -> float | None:
+        """Trailing silence at which silence alone next changes something (a pause to report,
+        the end); None outside an utterance. A lane fed silence feeds it up to there."""
+        if self._utterance is None:
+            return None
+        rule = self._rule_silence()
+        wait = self._hangover_s if rule is None else rule
+        if self._pause_s is not None and self._paused_at != self._last_voiced_end:
+            wait = min(wait, self._pause_s)
+        return wait - self._window_s / 2
+
     def set_end_rule(self, utterance_id: int, voiced_end: float, silence_s: float) -> None:
         """End ``utterance_id`` after ``silence_s`` of silence, unless speech resumes after
         ``voiced_end`` (the pause the rule was made for). Safe to call from another thread
