@@ -8,6 +8,8 @@ client. The bot side is the production :class:`~bot.voice.receiver.VoiceReceiver
 segmenter, side by side: the lane before issue 18 (decoded at 48 kHz stereo then resampled, the
 path still used for 48 kHz sources, and Silero on onnxruntime), the 16 kHz mono decode alone,
 and the lane now (16 kHz mono, Silero on the numpy kernel where it is checked and cheaper).
+That is the work on a packet in a hot loop; :mod:`bot.voice.bench_paced` measures what a
+talking player costs the whole process at Discord's pace, against the code before issue 18.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from bot.voice.bench_paced import paced_cpu
 from bot.voice.dave import DaveReceiver
 from bot.voice.loopback import LocalDaveGroup, LoopbackSpeaker
 from bot.voice.opus_decode import SpeakerDecoder, ensure_opus_loaded
@@ -152,6 +155,7 @@ async def run_bench(quick: bool) -> list[BenchResult]:
         )
     results.extend(await asyncio.to_thread(_stage_breakdown, scenario))
     results.extend(await _per_speaker_cpu(loop, 500 if quick else 3000))
+    results.extend(await paced_cpu(rounds=1 if quick else 3, seconds=6.0 if quick else 12.0))
     # A fresh group: davey refuses to decrypt the same frames twice (replay protection).
     fresh = await asyncio.to_thread(_Scenario, scenario.mode, speakers, packets)
     handoff_us, _ = await _handoff_us(fresh)
