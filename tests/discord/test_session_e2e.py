@@ -143,6 +143,11 @@ async def test_session_start_hears_players_and_plays_the_mixer(
             voice.send(PLAYER, quiet)
         session = sessions[0]
         await _eventually(lambda: "Aria" in session.status()["speakers"])
+        # The first frames opened the lane on the loop; from now on the socket thread hears them.
+        for _ in range(5):
+            voice.send(PLAYER, quiet)
+        await _eventually(lambda: vc.receiver.snapshot().heard >= 5)
+        assert vc.receiver.snapshot().delivered > 0
         # DM voice commands are read only from the lane of a member with the DM role.
         assert session.dm_resolver(str(DM_USER)) and not session.dm_resolver(str(PLAYER))
         assert not session.is_dm(next(iter(session.lanes)))
