@@ -23,8 +23,8 @@ from bot.discord_bot.voice_link import LinkLost, VoiceLink
 from bot.metrics import METRICS
 from bot.session import events as session_events
 from bot.voice.client import ListeningVoiceClient
+from bot.voice.frames import VoiceFrame, hear_by_speaker
 from bot.voice.playback import MixerSource, PlaybackKeeper
-from bot.voice.receiver import VoiceFrame
 
 __all__ = ["RuntimeFactory", "TableParts", "TableRuntime"]
 
@@ -158,8 +158,8 @@ class TableRuntime:
         self.playback.start()
 
     def _hear(self, frames: list[VoiceFrame]) -> list[VoiceFrame]:
-        """The socket thread: each frame through its player's open lane, right there."""
-        return [f for f in frames if not self.session.hear_frame(f.user_id, f.pcm)]
+        """The socket thread: each player's frames through their open lane, right there."""
+        return hear_by_speaker(frames, self.session.hear_frames)
 
     def _deliver(self, frames: Sequence[VoiceFrame]) -> None:
         """The loop: the frames not heard on the socket thread (a player's first opens a lane)."""

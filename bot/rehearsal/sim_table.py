@@ -34,9 +34,10 @@ from typing import Any
 import discord.opus
 
 from bot.voice.dave import DaveReceiver
+from bot.voice.frames import VoiceFrame, hear_by_speaker
 from bot.voice.loopback import LocalDaveGroup, LoopbackSpeaker
 from bot.voice.playback import MixerSource
-from bot.voice.receiver import VoiceFrame, VoiceReceiver
+from bot.voice.receiver import VoiceReceiver
 from bot.voice.stt_decode import SttSpeakerDecoder
 from bot.voice.transport_crypto import make_cipher
 
@@ -96,6 +97,7 @@ class SimTable:
             self._push,
             dave=DaveReceiver(lambda: (self._bot_dave, 1)),
             decoder=SttSpeakerDecoder,  # as the Discord client: players' audio only goes to STT
+            hold_at_pace=True,
         )
         self.receiver.hear = self._hear
         self.receiver.set_transport(_MODE, key)
@@ -188,7 +190,7 @@ class SimTable:
             self.receiver.tick()
 
     def _hear(self, frames: list[VoiceFrame]) -> list[VoiceFrame]:
-        return [f for f in frames if not self.session.hear_frame(f.user_id, f.pcm)]
+        return hear_by_speaker(frames, self.session.hear_frames)
 
     def _push(self, frames: Sequence[VoiceFrame]) -> None:
         for frame in frames:

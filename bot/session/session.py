@@ -260,10 +260,10 @@ class TableSession(Routing, DmControls, VoiceCommands):
         else:
             self._push(str(speaker_id), user_name, frame)
 
-    def hear_frame(self, speaker_id: str | int, frame: bytes) -> bool:
-        """Socket thread: one 20 ms 16 kHz mono frame through its speaker's open lane, right
-        here (:mod:`bot.speech.lane_feed`). False: no open lane, so ``push_frame`` it."""
-        return not self._stopped and self.lanes.hear(str(speaker_id), frame)
+    def hear_frames(self, speaker_id: str | int, frames: Sequence[bytes]) -> bool:
+        """Socket thread: a speaker's 20 ms 16 kHz mono frames through their open lane, right
+        here (:mod:`bot.speech.lane_feed`). False: no open lane, so ``push_frame`` them."""
+        return not self._stopped and self.lanes.hear(str(speaker_id), frames)
 
     def _push(self, speaker_id: str, user_name: str, frame: bytes) -> None:
         if not self._stopped:

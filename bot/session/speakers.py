@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -134,12 +134,12 @@ class SpeakerLanes:
         speaker.lane.push(frame)
         speaker.clock.record(time.monotonic())
 
-    def hear(self, speaker_id: str, frame: bytes) -> bool:
-        """One frame on the thread that decoded it (False: the speaker has no open lane)."""
+    def hear(self, speaker_id: str, frames: Sequence[bytes]) -> bool:
+        """Frames on the thread that decoded them (False: the speaker has no open lane)."""
         speaker = self._speakers.get(speaker_id)
-        if speaker is None or not speaker.lane.hear(frame):
+        if speaker is None or not speaker.lane.hear(*frames):
             return False
-        speaker.clock.record(time.monotonic())
+        speaker.clock.record(time.monotonic(), len(frames))
         return True
 
     def _open(self, speaker_id: str, user_name: str) -> Speaker:

@@ -100,25 +100,27 @@ class LaneFeed:
         else:
             self._loop.call_soon_threadsafe(self._enqueue, frame)
 
-    def hear(self, frame: bytes) -> bool:
-        """The thread that decoded ``frame`` (never the loop's) runs it through the VAD now.
+    def hear(self, *frames: bytes) -> bool:
+        """The thread that decoded ``frames`` (never the loop's) runs them through the VAD now,
+        together: the second runs on the caches the first warmed.
 
         False when the lane takes no more audio. Frames pushed earlier and not yet processed
-        go first: then this one is pushed behind them.
+        go first: then these are pushed behind them.
         """
-        if self._ended or len(frame) not in _FRAME_SIZES:
+        if self._ended or any(len(frame) not in _FRAME_SIZES for frame in frames):
             return False
         self._heard_at = time.monotonic()
         with self._front:
             if self._queued == self._taken:
                 try:
-                    self._segment([frame], last=False, poll=False)
+                    self._segment(list(frames), last=False, poll=False)
                     self._heard_stream = self._segmenter.stream_time
                 except Exception as error:  # the lane's reader gets it; the socket thread lives
                     self._error = self._error or error
                     self.end_input()
                 return True
-        self.push(frame)
+        for frame in frames:
+            self.push(frame)
         return True
 
     def _enqueue(self, frame: bytes | Silence) -> None:

@@ -34,7 +34,8 @@ _PATHS = {
     "before": "before issue 18: 48 kHz stereo, every frame through the loop and a worker hop, "
     "Silero on onnxruntime",
     "loop": "16 kHz mono, every frame through the loop, Silero as the lane runs it",
-    "now": "now: 16 kHz mono heard on the socket thread, Silero as the lane runs it",
+    "now": "now: 16 kHz mono, packets in pairs heard on the socket thread, Silero as the lane "
+    "runs it",
 }
 
 

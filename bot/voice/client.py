@@ -106,6 +106,7 @@ class ListeningVoiceClient(discord.VoiceClient):
                 on_recovery_needed=self._request_dave_recovery,
             ),
             decoder=SttSpeakerDecoder,  # players' audio only goes to the speech lanes
+            hold_at_pace=True,  # a talking player's packets run in pairs, on warm caches
         )
         self._listening = False
 

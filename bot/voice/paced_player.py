@@ -7,7 +7,8 @@ have: ``LocalDaveGroup``, ``LoopbackSpeaker``, ``VoiceReceiver``, ``SpeakerLane`
 
 PATH: ``before`` (that tree's Discord path: 48 kHz decode, ``SpeakerQueues`` on the loop, each
 frame pushed to the lane), ``loop`` (this tree, 16 kHz, each frame pushed through the loop) or
-``now`` (this tree as the Discord client runs it: frames heard on the socket thread). Prints one
+``now`` (this tree as the Discord client runs it: packets in pairs, frames heard on the socket
+thread). Prints one
 JSON line: the process's CPU in % of a core while the player talked, and while a socket thread
 only kept the same pace (``idle``).
 """
@@ -75,9 +76,11 @@ async def _main(path: str, seconds: float, line: list[bytes], voiced: int) -> di
             for frame in frames:
                 lane.push(frame.pcm)
 
-        receiver = VoiceReceiver(loop, push, dave=dave, decoder=SttSpeakerDecoder)
+        receiver = VoiceReceiver(
+            loop, push, dave=dave, decoder=SttSpeakerDecoder, hold_at_pace=path == "now"
+        )
         if path == "now":
-            receiver.hear = lambda frames: [f for f in frames if not lane.hear(f.pcm)]
+            receiver.hear = lambda frames: [] if lane.hear(*(f.pcm for f in frames)) else frames
     receiver.set_transport(mode, key)
     receiver.map_ssrc(1000, 100)
     ended = 0

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol
 
 __all__ = ["DropReason", "ReceiveCounters"]
 
@@ -24,6 +24,16 @@ class DropReason(StrEnum):
     INTERNAL_ERROR = "internal_error"
 
 
+class DecodingCounts(Protocol):
+    """What a speaker's decoder counts (``DecoderStats``)."""
+
+    decoded: int
+    concealed: int
+    late: int
+    duplicate: int
+    decode_errors: int
+
+
 @dataclass(slots=True)
 class ReceiveCounters:
     received: int = 0
@@ -38,11 +48,22 @@ class ReceiveCounters:
     duplicate: int = 0
     decode_errors: int = 0
     discarded: int = 0
-    """Packets still held in a reorder buffer when their speaker left."""
+    """Packets still held (in a reorder buffer, or waiting for the next) when their speaker left."""
     delivered: int = 0
     """Frames handed to the sink on the event loop."""
     heard: int = 0
     """Frames a ``FrameHearer`` took on the socket thread."""
+
+    def copy(self) -> ReceiveCounters:
+        return replace(self, dropped=dict(self.dropped))
+
+    def add_decoding(self, counts: DecodingCounts) -> None:
+        """Add a decoder's counts (the receiver's own are those of speakers who left)."""
+        self.decoded += counts.decoded
+        self.concealed += counts.concealed
+        self.late += counts.late
+        self.duplicate += counts.duplicate
+        self.decode_errors += counts.decode_errors
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {

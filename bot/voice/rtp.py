@@ -20,6 +20,7 @@ __all__ = [
     "parse_header",
     "parse_ssrc",
     "parse_user_id",
+    "peek_ssrc",
     "strip_padding_and_extension",
 ]
 
@@ -49,6 +50,13 @@ class RtpHeader:
     """Length of the (encrypted) extension body in 32-bit words; 0 without the X bit."""
     padded: bool
     """P bit: the decrypted payload ends with RTP padding whose last byte is its length."""
+
+
+def peek_ssrc(data: bytes) -> int | None:
+    """The SSRC of what looks like an Opus RTP datagram (``parse_header`` judges it)."""
+    if len(data) < RTP_HEADER_SIZE or data[0] >> 6 != 2 or data[1] & 0x7F != OPUS_PAYLOAD_TYPE:
+        return None
+    return int.from_bytes(data[8:12], "big")
 
 
 def parse_header(data: bytes, own_ssrc: int | None = None) -> RtpHeader:

@@ -73,6 +73,7 @@ class Rig:
         recovery: Callable[[], None] | None = None,
         decoder: type[SpeakerDecoder] = SpeakerDecoder,
         clock: Callable[[], float] | None = None,
+        hold_at_pace: bool = False,
     ) -> None:
         self.group = LocalDaveGroup(CHANNEL)
         self.bot_session = self.group.new_session(BOT_USER) if dave else None
@@ -86,7 +87,7 @@ class Rig:
             failure_threshold=5,
         )
         loop = asyncio.get_running_loop()
-        options: dict[str, Any] = {"decoder": decoder}
+        options: dict[str, Any] = {"decoder": decoder, "hold_at_pace": hold_at_pace}
         if clock is not None:
             options["clock"] = clock
         self.receiver = VoiceReceiver(loop, self.frames.extend, dave=self.dave, **options)
