@@ -113,7 +113,7 @@ class LaneFeed:
         with self._front:
             if self._queued == self._taken:
                 try:
-                    self._segment(list(frames), last=False, poll=False)
+                    self._segment(list(frames), last=False, poll=False, pair=True)
                     self._heard_stream = self._segmenter.stream_time
                 except Exception as error:  # the lane's reader gets it; the socket thread lives
                     self._error = self._error or error
@@ -156,10 +156,12 @@ class LaneFeed:
                         self.on_silence(item.frames)
             self._segment(frames, last=last, poll=poll)
 
-    def _segment(self, frames: list[bytes], *, last: bool, poll: bool) -> None:
-        """With ``_front`` held: 16 kHz mono + VAD; the events go to the loop in that order."""
+    def _segment(self, frames: list[bytes], *, last: bool, poll: bool, pair: bool = False) -> None:
+        """With ``_front`` held: 16 kHz mono + VAD; the events go to the loop in that order.
+        ``pair``: heard frames, whose lone VAD window may wait for the next (see Segmenter)."""
         events = self._segmenter.poll() if poll else []
-        events += self._segmenter.process(self._input.process(frames, last=last))
+        samples = self._input.process(frames, last=last)
+        events += self._segmenter.process(samples, pair=pair)
         if last:
             events += self._segmenter.flush()
         if events:
