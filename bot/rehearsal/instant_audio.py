@@ -92,10 +92,13 @@ class InstantAudio:
 
     async def _transcriptions(self, request: web.Request) -> web.StreamResponse:
         fields: dict[str, Any] = {}
-        async for part in await request.multipart():
-            name = getattr(part, "name", None)
-            data = await part.read()  # type: ignore[union-attr]
-            fields[str(name)] = len(data) if name == "file" else data.decode()
+        try:
+            async for part in await request.multipart():
+                name = getattr(part, "name", None)
+                data = await part.read()  # type: ignore[union-attr]
+                fields[str(name)] = len(data) if name == "file" else data.decode()
+        except ConnectionResetError:  # the client closed mid-upload (a bench step's tables ended)
+            return web.Response(status=400, text="connection lost during the upload")
         try:
             refusal = await self._enter(request, "transcriptions", fields)
             if refusal is not None:

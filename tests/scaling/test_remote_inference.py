@@ -209,3 +209,22 @@ def test_options_are_read_from_the_provider_section_with_clear_errors() -> None:
         remote_options("tts", {"retries": "lots"})
     with pytest.raises(GlyphoxaError, match="per_table is too small"):
         remote_options("tts", {"per_table": 0})
+
+
+async def test_a_client_that_goes_away_mid_upload_leaves_no_traceback(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """``bench tables`` ends a step's tables while their uploads are in flight: the stand-in
+    server printed aiohttp's "Error handling request" traceback for each."""
+    async with InstantAudio() as server:
+        host, port = server.base_url.split("//")[1].split("/")[0].split(":")
+        reader, writer = await asyncio.open_connection(host, int(port))
+        writer.write(
+            b"POST /v1/audio/transcriptions HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n"
+            b"Content-Type: multipart/form-data; boundary=b\r\n\r\n--b\r\n"
+        )
+        await writer.drain()
+        await asyncio.sleep(0.1)
+        writer.transport.abort()
+        await asyncio.sleep(0.2)
+    assert not [r for r in caplog.records if r.levelname == "ERROR"], caplog.text
