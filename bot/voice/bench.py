@@ -155,7 +155,7 @@ async def run_bench(quick: bool) -> list[BenchResult]:
         )
     results.extend(await asyncio.to_thread(_stage_breakdown, scenario))
     results.extend(await _per_speaker_cpu(loop, 500 if quick else 3000))
-    results.extend(await paced_cpu(rounds=1 if quick else 3, seconds=6.0 if quick else 12.0))
+    results.extend(await paced_cpu(rounds=1 if quick else 5, seconds=6.0 if quick else 12.0))
     # A fresh group: davey refuses to decrypt the same frames twice (replay protection).
     fresh = await asyncio.to_thread(_Scenario, scenario.mode, speakers, packets)
     handoff_us, _ = await _handoff_us(fresh)
