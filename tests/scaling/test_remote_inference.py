@@ -218,7 +218,7 @@ async def test_a_client_that_goes_away_mid_upload_leaves_no_traceback(
     server printed aiohttp's "Error handling request" traceback for each."""
     async with InstantAudio() as server:
         host, port = server.base_url.split("//")[1].split("/")[0].split(":")
-        reader, writer = await asyncio.open_connection(host, int(port))
+        _reader, writer = await asyncio.open_connection(host, int(port))
         writer.write(
             b"POST /v1/audio/transcriptions HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n"
             b"Content-Type: multipart/form-data; boundary=b\r\n\r\n--b\r\n"
