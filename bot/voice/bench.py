@@ -271,7 +271,9 @@ async def _per_speaker_cpu(loop: asyncio.AbstractEventLoop, packets: int) -> lis
     ]
     return [
         *rows,
+        # The work on warm caches only: what a talking player costs the process (thread hops,
+        # cold caches at 20 ms) is measured at Discord's pace, and the goal judged there.
         BenchResult(f"receive + lane CPU per active speaker ({new_name})", new,
-                    "% of one core", method, goal="<= half of the old path",
-                    passed=new <= old / 2, extra={"ratio_new_to_old": round(new / old, 3)}),
+                    "% of one core", method + "; hot loop: the goal is judged at pace, below",
+                    extra={"ratio_new_to_old": round(new / old, 3)}),
     ]  # fmt: skip

@@ -8,9 +8,8 @@ have: ``LocalDaveGroup``, ``LoopbackSpeaker``, ``VoiceReceiver``, ``SpeakerLane`
 PATH: ``before`` (that tree's Discord path: 48 kHz decode, ``SpeakerQueues`` on the loop, each
 frame pushed to the lane), ``loop`` (this tree, 16 kHz, each frame pushed through the loop) or
 ``now`` (this tree as the Discord client runs it: packets in pairs, frames heard on the socket
-thread). Prints one
-JSON line: the process's CPU in % of a core while the player talked, and while a socket thread
-only kept the same pace (``idle``).
+thread). Prints one JSON line: the process's CPU in % of a core while the player talked, and
+while a socket thread only kept the same pace (``idle``).
 """
 
 from __future__ import annotations
