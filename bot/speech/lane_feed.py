@@ -107,7 +107,9 @@ class LaneFeed:
         False when the lane takes no more audio. Frames pushed earlier and not yet processed
         go first: then these are pushed behind them.
         """
-        if self._ended or any(len(frame) not in _FRAME_SIZES for frame in frames):
+        if self._ended or self._error is not None:  # failed: ``end_input`` is on its way
+            return False
+        if any(len(frame) not in _FRAME_SIZES for frame in frames):
             return False
         self._heard_at = time.monotonic()
         with self._front:

@@ -157,8 +157,10 @@ async def test_a_vad_failure_on_the_socket_thread_reaches_the_reader(
     whisper: FasterWhisperStt,
 ) -> None:
     lane = SpeakerLane("gil", stt=whisper, vad=_BrokenVad())
-    taken = await asyncio.to_thread(_socket_thread, lane, [bytes(640)] * 20, 0.0)
-    assert taken[0] is True  # the socket thread went on
+    # The loop is held meanwhile, as a busy one may be: the lane must refuse audio at once,
+    # not once the loop has run its end (CI once saw all 20 frames taken after the failure).
+    taken = _socket_thread(lane, [bytes(640)] * 20, 0.0)
+    assert taken[:2] == [True, True]  # the socket thread went on after the failing window
     with pytest.raises(RuntimeError, match="the VAD model broke"):
         async with asyncio.timeout(10):
             async for _event in lane:
