@@ -7,6 +7,8 @@ argument, so Discord's 20 ms pace is replayed without waiting.
 
 from __future__ import annotations
 
+import asyncio
+
 from bot.voice.dave import OPUS_SILENCE
 from bot.voice.frames import VoiceFrame, hear_by_speaker
 
@@ -47,8 +49,7 @@ async def test_at_pace_a_talking_players_packets_run_in_pairs_with_the_same_fram
     counters = rig.receiver.snapshot()
     assert (counters.received, counters.accepted, counters.decoded) == (14, 14, 14)
 
-    frames = rig.frames + rig.receiver.flush()  # none: everything ran
-    assert frames == []
+    assert rig.receiver.flush() == []  # nothing was left waiting
     rig2 = Rig(clock=clock, hold_at_pace=True)
     out: list[VoiceFrame] = []
     for datagram in [rig2.speaker.packet(o) for o in said]:
@@ -118,7 +119,5 @@ async def test_hear_by_speaker_hands_each_players_run_of_frames_over_in_one_call
 
 
 async def _settle() -> None:
-    import asyncio
-
     for _ in range(3):
         await asyncio.sleep(0)
