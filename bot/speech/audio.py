@@ -64,8 +64,8 @@ _INT16_SCALE = np.float32(1 / 32768)
 
 
 def pcm16_to_float(pcm: bytes) -> np.ndarray:
-    """s16le bytes -> float32 in [-1, 1]."""
-    return np.frombuffer(pcm, dtype="<i2").astype(np.float32) / 32768.0
+    """s16le bytes -> float32 in [-1, 1], in one operation (on a live lane each is cold)."""
+    return np.frombuffer(pcm, dtype="<i2") * _INT16_SCALE
 
 
 def float_to_pcm16(samples: np.ndarray) -> bytes:
@@ -119,8 +119,8 @@ class SttInput:
 
     def _convert(self, run: list[bytes]) -> np.ndarray:
         pcm = b"".join(run)
-        if len(run[0]) == STT_FRAME_BYTES:  # one operation: on a live lane each one is cold
-            return np.frombuffer(pcm, dtype="<i2") * _INT16_SCALE
+        if len(run[0]) == STT_FRAME_BYTES:
+            return pcm16_to_float(pcm)
         return self._resampler.process(pcm)
 
 
