@@ -66,10 +66,12 @@ def _features_module(folder: str) -> ModuleType:
 
 
 @cache
-def _session(model_path: str) -> Any:
+def _session(model_path: str, optimize: bool) -> Any:
     import onnxruntime
 
     options = onnxruntime.SessionOptions()
+    if not optimize:
+        options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
     options.inter_op_num_threads = 1
     options.intra_op_num_threads = 1  # lanes, Whisper, Piper and the LLM share two cores
     options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
@@ -87,15 +89,22 @@ def _session(model_path: str) -> Any:
 
 
 class SmartTurnModel:
-    """``probability(audio)``: how sure the model is that the turn is over (thread-safe)."""
+    """``probability(audio)``: how sure the model is that the turn is over (thread-safe).
 
-    def __init__(self, model_path: str | Path | None = None) -> None:
+    Args:
+        model_path: another Smart Turn ONNX file (default: the one in the pipecat-ai wheel).
+        optimize: let onnxruntime fuse the graph (the default). Without fusion the same weights
+            run through other kernels, as on another CPU: a score that changes by more than
+            the margin of a decision is a score no test or threshold may rely on.
+    """
+
+    def __init__(self, model_path: str | Path | None = None, *, optimize: bool = True) -> None:
         folder = smart_turn_dir()  # the feature extractor lives there even for another model
         self.model_path = Path(model_path) if model_path else folder / "data" / _MODEL_FILE
         if not self.model_path.is_file():
             raise GlyphoxaError(f"Smart Turn model not found: {self.model_path}; {_FIX}")
         self._features = _features_module(str(folder))
-        self._session = _session(str(self.model_path))
+        self._session = _session(str(self.model_path), optimize)
         self._lock = threading.Lock()
 
     def probability(self, audio: np.ndarray) -> float:

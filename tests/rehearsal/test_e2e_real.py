@@ -26,6 +26,7 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "campaigns" / "example"
 pytestmark = [
     pytest.mark.llm,
     pytest.mark.slow,
+    pytest.mark.model_verdict,
     pytest.mark.skipif(not llama_cpp_available(), reason="llama-cpp-python[server] missing"),
 ]
 

@@ -8,6 +8,7 @@ import pytest
 
 from bot.speech import FasterWhisperStt, PiperTts
 
+from ..model_variants import optimize_turn_graph
 from .speech_helpers import ESPEAK_LINES, PLAYER_LINES, espeak_pcm, piper_pcm
 
 
@@ -34,4 +35,4 @@ def player_audio(piper: PiperTts) -> list[tuple[str, bytes, int]]:
 def turn_model():  # type: ignore[no-untyped-def]
     from bot.speech.turn_model import SmartTurnModel
 
-    return SmartTurnModel()
+    return SmartTurnModel(optimize=optimize_turn_graph())

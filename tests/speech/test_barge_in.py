@@ -29,6 +29,8 @@ from bot.speech import (
 
 from .speech_helpers import heard_as, pcm_to_frames, piper_pcm
 
+pytestmark = pytest.mark.model_verdict
+
 FIRST = "Welcome to the Prancing Pony."
 SECOND = "Our ale is brewed in the cellar by my cousin, who learned it from the monks of the hill."
 

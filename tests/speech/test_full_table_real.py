@@ -20,7 +20,7 @@ from bot.speech.turn_model import SmartTurnModel
 
 from .speech_helpers import heard_as, piper_pcm, stt_frames, stt_silence
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.model_verdict]
 
 
 async def test_each_lane_gets_its_final_while_everyone_talks(

@@ -16,6 +16,8 @@ from bot.speech.scheduler import CpuScheduler, Work
 
 from .speech_helpers import EnergyVad, pcm_to_frames, silence_frames, tone_pcm
 
+pytestmark = pytest.mark.model_verdict
+
 
 class _TwoLooks:
     """A recognizer whose first look leaves a name in doubt; notes whether each look came

@@ -26,6 +26,8 @@ from bot.speech import (
 
 from .speech_helpers import heard_as, piper_pcm
 
+pytestmark = pytest.mark.model_verdict
+
 _LINE = "Bartok, please bring us two bowls of hot soup."
 
 

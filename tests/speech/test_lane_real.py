@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from bot.config import SpeechConfig, VadConfig
 from bot.speech import (
     Backchannel,
@@ -26,6 +28,8 @@ from .speech_helpers import (
     silence_frames,
     wer,
 )
+
+pytestmark = pytest.mark.model_verdict
 
 
 async def test_word_error_rate_over_player_lines(

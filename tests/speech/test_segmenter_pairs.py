@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pytest
 import soxr
 
 from bot.config import TurnConfig, VadConfig
@@ -17,6 +18,8 @@ from bot.speech.segmenter import SegmentEnd, Segmenter, SegmentEvent, SegmentPau
 from bot.speech.vad import SileroVad
 
 from .speech_helpers import piper_pcm
+
+pytestmark = pytest.mark.model_verdict
 
 _CHUNK = 640  # two 20 ms packets at 16 kHz
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import soxr
 
 from bot.config import TurnConfig, VadConfig
@@ -12,6 +13,8 @@ from bot.speech.segmenter import SegmentEnd, Segmenter, SegmentPause
 from bot.speech.vad import SileroVad
 
 from .speech_helpers import piper_pcm
+
+pytestmark = pytest.mark.model_verdict
 
 WINDOW_MS = 32  # the VAD decides per 32 ms window
 

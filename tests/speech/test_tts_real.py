@@ -26,6 +26,8 @@ from npcs.schema import VoiceSettings
 
 from .speech_helpers import heard_as, requires_espeak
 
+pytestmark = pytest.mark.model_verdict
+
 
 async def synthesize(tts, text: str, voice: VoiceSettings) -> list[AudioChunk]:  # type: ignore[no-untyped-def]
     return [chunk async for chunk in tts.synthesize(text, voice)]

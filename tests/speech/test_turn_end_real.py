@@ -1,5 +1,9 @@
 """End of turn with the real Smart Turn v3.2 model, Silero VAD and faster-whisper tiny.en.
 
+Where a test needs the model to be unsure, it sets the score (``ScoredTurnModel``): the real
+model's score of a borderline line depends on the CPU; lines the real model judges are far from
+its threshold on every kernel path and perturbation tried (``test_model_margins.py``).
+
 Event-driven: each test pushes speech and a short pause, waits for the lane's verdict on that
 pause (``TurnCheck``), then pushes more silence; what is asserted is the verdict and how much
 silence (in audio time, not wall time) the lane waited before declaring the turn over.
@@ -16,18 +20,29 @@ from bot.config import SpeechConfig, TurnConfig
 from bot.metrics import Metrics
 from bot.session.timing import TimedStt
 from bot.speech import FasterWhisperStt, FinalTranscript, PiperTts, SpeakerLane, Vocabulary
+from bot.speech.endpointing import TurnModel
 from bot.speech.events import SpeechEnded, SpeechStarted, TurnCheck
 from bot.speech.turn_model import SmartTurnModel, load_turn_model
 from campaigns.errors import GlyphoxaError
 
-from .speech_helpers import LaneWatch, espeak_pcm, heard_as, piper_pcm, stt_frames, stt_silence
+from .speech_helpers import (
+    LaneWatch,
+    MisheardOpening,
+    ScoredTurnModel,
+    heard_as,
+    piper_pcm,
+    stt_frames,
+    stt_silence,
+)
+
+pytestmark = pytest.mark.model_verdict
 
 NAMES = ["Bartok", "Greymantle"]
 CONFIG = SpeechConfig()
 WINDOW_MS = 32  # the VAD decides per 32 ms window
 
 
-def _lane(whisper: FasterWhisperStt, turn_model: SmartTurnModel | None) -> SpeakerLane:
+def _lane(whisper: FasterWhisperStt, turn_model: TurnModel | None) -> SpeakerLane:
     return SpeakerLane(
         "arin",
         stt=whisper,
@@ -99,11 +114,11 @@ async def test_a_name_alone_is_not_a_turn(
 
 
 async def _two_sentences(lane: SpeakerLane, piper: PiperTts, *, table_talk: bool) -> LaneWatch:
-    """Says "I think we should sell the old sword tomorrow." (Smart Turn: 0.98 or more at every
-    alignment tried), a breath of 0.35 s (a comma's in Piper's voice), then a
+    """Says "We should sell the old sword at the market." (finished on every path and variant of
+    ``test_model_margins.py``), a breath of 0.35 s (a comma's in Piper's voice), then a
     second sentence; with ``table_talk`` the table has said the player talks to no NPC."""
     watch = LaneWatch(lane)
-    _push(lane, stt_frames(*piper_pcm(piper, "I think we should sell the old sword tomorrow.")))
+    _push(lane, stt_frames(*piper_pcm(piper, "We should sell the old sword at the market.")))
     await watch.next(SpeechStarted)
     lane.addressing = False if table_talk else None  # as the table sets it from the partials
     _push(lane, stt_silence(0.15))
@@ -182,41 +197,54 @@ async def _pause_until_the_turn_ends(lane: SpeakerLane, watch: LaneWatch) -> Spe
     return await watch.next(SpeechEnded)
 
 
+UNSURE = 0.2
+"""A score far under ``speech.turn.threshold``: the sound alone leaves the turn in doubt. Real
+Smart Turn scores a flat-voiced question anywhere from 0.05 to 0.9 across CPUs, kernels and a
+few ms of alignment, so the policy for such questions is tested with this score."""
+
+
 async def test_a_busy_table_still_hears_a_long_pause_in_time_for_a_whole_question(
-    whisper: FasterWhisperStt, turn_model: SmartTurnModel
+    whisper: FasterWhisperStt, piper: PiperTts
 ) -> None:
     """While an answer is on its way the words of an unfinished-sounding pause are not heard at
     once (most such pauses are breaths). A pause that lasts is heard after all: the model is
-    unsure of this voice's question, its words are a whole question, so the turn ends after
-    ``unsure_ms`` instead of waiting out ``incomplete_ms`` (a full-table bench turn waited
-    1003 ms, then 406 ms more for its final)."""
-    lane = _lane(whisper, turn_model)
+    unsure of the question, its words are a whole question, so the turn ends after
+    ``unsure_ms`` instead of waiting out ``incomplete_ms``."""
+    lane = _lane(whisper, ScoredTurnModel(UNSURE))
     watch = LaneWatch(lane)
     with lane.scheduler.answering():  # another NPC's answer is on its way
-        _push(lane, stt_frames(*espeak_pcm("Bartok, is it raining outside?", "en-us+m3")))
+        _push(lane, stt_frames(*piper_pcm(piper, "Bartok, is it raining outside?")))
         _push(lane, stt_silence(0.1))
         check = await watch.next(TurnCheck)
         assert not check.complete and check.text == "", check  # unsure, and no words yet
+        # Silence in real time up to just before ``unsure_ms``: the words are asked for at half
+        # of it. A slower CPU may take longer to hear them; the audio waits for that, since
+        # how fast the words come is the bench's business, what they decide is this test's.
+        for _ in range((CONFIG.turn.unsure_ms - 100) // 20):
+            _push(lane, stt_silence(0.02))
+            await asyncio.sleep(0.02)
+        words = await watch.next(TurnCheck)
         ended = await _pause_until_the_turn_ends(lane, watch)
         final = await watch.next(FinalTranscript)
     await watch.close()
+    assert words.reason == "a whole question" and "raining" in words.text.lower(), words
     assert ended.reason == "a whole question", ended
-    # after unsure_ms, or when the words came in if that was later (a loaded machine)
-    assert CONFIG.turn.unsure_ms - WINDOW_MS / 2 <= ended.silence_ms < CONFIG.turn.incomplete_ms
+    assert abs(ended.silence_ms - CONFIG.turn.unsure_ms) <= WINDOW_MS / 2
     assert "raining" in final.text.lower(), final.text
 
 
 async def test_words_in_doubt_still_judge_the_pause(
-    whisper: FasterWhisperStt, turn_model: SmartTurnModel
+    whisper: FasterWhisperStt, piper: PiperTts
 ) -> None:
-    """espeak's en-us+f2 "Bartok, is it raining outside?": the model hears it unfinished and
-    the first look hears "Mark, ..." (a name slot that names nobody: heard again over the full
-    window once the turn ends). Its words are a whole question all the same, so the turn ends
-    after ``unsure_ms``, judged by the first look's words, not after the hangover (the second
-    look waits for the turn to end, so it cannot say whether it did)."""
-    lane = _lane(whisper, turn_model)
+    """ "Bartok, is it raining outside?", unsure to the model, and its first look hears "Mark,
+    ..." (a name slot that names nobody: heard again over the full window once the turn ends).
+    Its words are a whole question all the same, so the turn ends after ``unsure_ms``, judged
+    by the first look's words, not after the hangover (the second look waits for the turn to
+    end, so it cannot say whether it did)."""
+    stt = MisheardOpening(whisper)
+    lane = _lane(stt, ScoredTurnModel(UNSURE))  # type: ignore[arg-type]
     watch = LaneWatch(lane)
-    _push(lane, stt_frames(*espeak_pcm("Bartok, is it raining outside?", "en-us+f2")))
+    _push(lane, stt_frames(*piper_pcm(piper, "Bartok, is it raining outside?")))
     _push(lane, stt_silence(0.1))
     ended = await _pause_until_the_turn_ends(lane, watch)
     final = await watch.next(FinalTranscript)
@@ -226,26 +254,26 @@ async def test_words_in_doubt_still_judge_the_pause(
     assert CONFIG.turn.unsure_ms - WINDOW_MS / 2 <= ended.silence_ms < CONFIG.turn.incomplete_ms
     reason, draft = checks[-1]
     assert reason == "a whole question" and "is it raining" in draft.lower(), checks
-    assert draft != final.text and "outside" in final.text.lower(), final.text  # heard again
+    assert draft.startswith("Mark,") and draft in stt.first_looks, checks
+    assert not final.text.startswith("Mark") and "outside" in final.text.lower(), final.text
 
 
 async def test_a_whole_question_in_doubt_is_heard_again_while_its_turn_waits(
-    whisper: FasterWhisperStt, turn_model: SmartTurnModel
+    whisper: FasterWhisperStt, piper: PiperTts
 ) -> None:
     """The same doubtful question: its words already say the turn is very likely over, so the
-    second look (0.4 s of the recognizer) runs while ``unsure_ms`` passes, not after it (a
-    bench turn heard as "Alright, is this too any good?" waited 521 ms, then 368 ms for its
-    final). The silence stops short of ``unsure_ms`` here: the final's words are ready before
-    the turn ends, and they are the ones the turn takes."""
+    second look (0.4 s of the recognizer) runs while ``unsure_ms`` passes, not after it. The
+    silence stops short of ``unsure_ms`` here: the final's words are ready before the turn
+    ends, and they are the ones the turn takes."""
     metrics = Metrics()
     lane = SpeakerLane(
         "arin",
-        stt=TimedStt(whisper, metrics),
+        stt=TimedStt(MisheardOpening(whisper), metrics),  # type: ignore[arg-type]
         vocabulary=Vocabulary(NAMES, names=NAMES),
-        turn_model=turn_model,
+        turn_model=ScoredTurnModel(UNSURE),
     )
     watch = LaneWatch(lane)
-    _push(lane, stt_frames(*espeak_pcm("Bartok, is it raining outside?", "en-us+f2")))
+    _push(lane, stt_frames(*piper_pcm(piper, "Bartok, is it raining outside?")))
     _push(lane, stt_silence(0.1))
     while (check := await watch.next(TurnCheck)).reason != "a whole question":
         assert not check.complete, check  # no words yet: the sound alone is unsure

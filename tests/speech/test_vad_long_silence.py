@@ -14,6 +14,8 @@ from npcs.schema import VoiceSettings
 
 from .speech_helpers import piper_pcm
 
+pytestmark = pytest.mark.model_verdict
+
 
 @pytest.mark.parametrize("silence_s", [1, 40])
 def test_a_low_voice_is_heard_from_its_first_word_after_long_silence(
