@@ -23,7 +23,7 @@ from campaigns.bench_result import BenchResult, percentile
 from campaigns.errors import GlyphoxaError
 from npcs.llm_server import LocalLlmServer
 
-__all__ = ["run_bench"]
+__all__ = ["decode_reference", "run_bench"]
 
 _PROMPT = (
     "Request {n}. You are Bartok, the barkeep of the Prancing Pony. A traveller asks what is on "
@@ -103,6 +103,16 @@ async def _measure(
             )
         )
     return results
+
+
+async def decode_reference(turns: int = 3) -> tuple[float, float]:
+    """(ms per token, ms to the first token), medians, of the bundled server on one thread: the
+    reference figure every ``glyphoxa bench`` run prints beside its machine."""
+    async with LocalLlmServer(n_threads=1) as server:
+        async with httpx.AsyncClient(timeout=60.0) as client:
+            await _one_turn(client, server, 0)  # warm-up
+            samples = [await _one_turn(client, server, n) for n in range(1, turns + 1)]
+    return percentile([s[1] for s in samples], 50), percentile([s[0] for s in samples], 50)
 
 
 async def run_bench(quick: bool = False) -> list[BenchResult]:

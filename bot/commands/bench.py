@@ -1,7 +1,9 @@
 """``glyphoxa bench [target ...] [--json]``: one benchmark suite over every hot path.
 
 Each target lives next to the code it measures and exposes
-``async def run_bench(quick: bool) -> list[BenchResult]``; this command only dispatches and prints.
+``async def run_bench(quick: bool) -> list[BenchResult]``; this command dispatches and prints,
+first the machine and two reference figures measured in the same run (``bot.bench.machine``),
+so that any two runs can be compared.
 """
 
 from __future__ import annotations
@@ -46,6 +48,12 @@ def register(sub: Any) -> None:
     parser.add_argument(
         "--hours", type=float, default=4.0, help="soak: simulated hours of the game night (4)"
     )
+    parser.add_argument(
+        "--no-reference",
+        action="store_true",
+        help="skip the SmolLM2 reference figure (the CPython loop and the machine are printed "
+        "always)",
+    )
     parser.set_defaults(func=_run)
 
 
@@ -56,6 +64,14 @@ async def _run(args: argparse.Namespace) -> int:
         raise GlyphoxaError(
             f"unknown bench target {unknown[0]!r}; choose from {', '.join(TARGETS)}"
         )
+    from bot.bench.machine import describe_machine, measure_reference
+
+    machine = describe_machine()
+    reference = await measure_reference(llm=not args.no_reference)
+    if not args.json:
+        print(f"machine: {machine.describe()}")
+        print(f"reference (this run): {reference.describe()}")
+        sys.stdout.flush()
     report: dict[str, list[dict[str, Any]]] = {}
     for target in targets:
         try:
@@ -71,7 +87,8 @@ async def _run(args: argparse.Namespace) -> int:
                 print("  " + result.describe())
             sys.stdout.flush()
     if args.json:
-        print(json.dumps(report, indent=2))
+        whole = {"machine": machine.as_dict(), "reference": reference.as_dict(), "results": report}
+        print(json.dumps(whole, indent=2))
     missed = [r["name"] for rs in report.values() for r in rs if r["passed"] is False]
     if missed and "soak" in targets:  # a soak that misses a goal must not look like a pass
         print(f"soak: goal missed: {', '.join(missed)}", file=sys.stderr)
