@@ -20,6 +20,7 @@ from bot.discord_bot.messages import MESSAGE_LIMIT, fit_message
 from bot.discord_bot.permissions import (
     NotDungeonMaster,
     dm_only,
+    dm_rule_of,
     is_dungeon_master,
 )
 from bot.discord_bot.runtime import TableRuntime
@@ -211,9 +212,7 @@ class TableCog(commands.Cog):
         self, interaction: discord.Interaction, current: str
     ) -> list[app_commands.Choice[str]]:
         """NPC names for the DM's commands; players (who cannot run them) learn nothing."""
-        config = getattr(self.bot, "config", None)
-        dm_role = config.discord.dm_role if config is not None else None
-        if not is_dungeon_master(interaction, dm_role):
+        if not is_dungeon_master(interaction, dm_rule_of(self.bot)):
             return []
         table = self.tables.get(interaction.guild_id or 0)
         try:
