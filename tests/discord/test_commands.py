@@ -38,6 +38,7 @@ REFUSAL = (
 )
 EXAMPLE = Path(__file__).resolve().parents[2] / "campaigns" / "example"
 _ids = itertools.count(80_000)
+WELL_SHAPED = "MTIzNDU2Nzg5MDEyMzQ1Njc4.GhXyZa." + "s" * 38  # user id 123456789012345678
 
 
 def guild_payload() -> dict[str, Any]:
@@ -375,18 +376,30 @@ async def test_live_transcript_is_posted_to_the_channel(
             runtime._poster.cancel()
 
 
-async def test_glyphoxa_run_reports_a_rejected_token_cleanly(
+async def test_glyphoxa_run_reports_a_malformed_or_rejected_token_cleanly(
     harness: Harness, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from bot.cli import main
 
     config = tmp_path / "glyphoxa.yaml"
     memory = f"sqlite+aiosqlite:///{tmp_path / 'memory.db'}"  # glyphoxa run opens it first
-    config.write_text(f"discord:\n  token: not-a-valid-token\nmemory:\n  url: {memory}\n")
+    config.write_text(f"discord:\n  token: Bot {WELL_SHAPED}\nmemory:\n  url: {memory}\n")
+    before = len(harness.api.calls)
+    code = await asyncio.to_thread(main, ["--config", str(config), "run"])
+    assert code == 2
+    assert capsys.readouterr().err == (
+        'error: discord.token: the token starts with "Bot "; fix: set the bare token without the '
+        "prefix; Glyphoxa adds it when talking to Discord (glyphoxa discord setup shows every "
+        "step)\n"
+    )
+    assert len(harness.api.calls) == before  # refused before Discord was asked
+    config.write_text(f"discord:\n  token: {WELL_SHAPED}\nmemory:\n  url: {memory}\n")
     harness.api.reject_token = True
     code = await asyncio.to_thread(main, ["--config", str(config), "run"])
     assert code == 2
-    assert "Discord rejected the bot token" in capsys.readouterr().err
+    assert "Discord rejected the bot token (discord.token / $DISCORD_TOKEN): it was reset" in (
+        capsys.readouterr().err
+    )
 
 
 async def test_without_a_dm_role_manage_server_decides(harness: Harness) -> None:
