@@ -20,7 +20,7 @@ import pytest
 from bot.config import GlyphoxaConfig
 from bot.discord_bot import GlyphoxaBot, TableParts, TableRuntime
 
-from .discord_api import APP_ID, FakeDiscordApi, user
+from .discord_api import APP_ID, BOT_ID, FakeDiscordApi, user
 
 GUILD = 7000
 CHANNEL = 7001
@@ -71,6 +71,7 @@ def guild_payload() -> dict[str, Any]:
             _member(MANAGER, (MODERATORS,)),
             _member(DM_USER, (DM_ROLE,)),
             _member(PLAYER, ()),
+            _member(BOT_ID, ()),  # the bot itself: guild.me
         ],
         "voice_states": [],
         "member_count": 2,
@@ -81,6 +82,17 @@ def _member(user_id: int, roles: tuple[int, ...]) -> dict[str, Any]:
     return {"user": user(user_id, f"user{user_id}"), "roles": [str(r) for r in roles],
             "joined_at": "2026-01-01T00:00:00+00:00", "deaf": False, "mute": False,
             "flags": 0}  # fmt: skip
+
+
+def join_voice(harness: Harness, who: int, roles: tuple[int, ...]) -> None:
+    """What the gateway sends when a member joins the voice channel (how members are known
+    without the members intent)."""
+    harness.bot._connection.parse_voice_state_update(
+        {"guild_id": str(GUILD), "channel_id": str(VOICE), "user_id": str(who),
+         "session_id": f"s{who}", "deaf": False, "mute": False, "self_deaf": False,
+         "self_mute": False, "self_video": False, "suppress": False,
+         "request_to_speak_timestamp": None, "member": _member(who, roles)}
+    )  # fmt: skip
 
 
 def interaction(
@@ -282,14 +294,7 @@ async def test_dm_voice_commands_follow_the_same_rule(harness: Harness) -> None:
     guild = harness.bot.get_guild(GUILD)
     assert guild is not None
     for who, roles in ((OWNER, ()), (MANAGER, (MODERATORS,)), (DM_USER, (DM_ROLE,)), (PLAYER, ())):
-        # What the gateway sends as each joins voice (how members are known without the
-        # members intent): the voice lanes' speakers.
-        harness.bot._connection.parse_voice_state_update(
-            {"guild_id": str(GUILD), "channel_id": str(VOICE), "user_id": str(who),
-             "session_id": f"s{who}", "deaf": False, "mute": False, "self_deaf": False,
-             "self_mute": False, "self_video": False, "suppress": False,
-             "request_to_speak_timestamp": None, "member": _member(who, roles)}
-        )  # fmt: skip
+        join_voice(harness, who, roles)  # the voice lanes' speakers
     by_default = dm_voice_resolver(guild, DmRule("Dungeon Master", admins=True))
     heard = {who: by_default(str(who)) for who in (OWNER, MANAGER, DM_USER, PLAYER, 999)}
     assert heard == {OWNER: True, MANAGER: True, DM_USER: True, PLAYER: False, 999: False}
@@ -330,6 +335,24 @@ async def test_commands_without_a_session_explain_how_to_start(harness: Harness)
 async def test_session_start_requires_a_voice_channel(harness: Harness) -> None:
     reply = await harness.run(interaction("session", sub("start"), roles=(DM_ROLE,)))
     assert "Join a voice channel first" in reply["content"]
+    assert not harness.cog.tables
+
+
+async def test_session_start_names_the_permissions_the_bot_lacks_there(harness: Harness) -> None:
+    join_voice(harness, DM_USER, (DM_ROLE,))
+    reply = await harness.run(interaction("session", sub("start"), roles=(DM_ROLE,)))
+    assert reply["content"] == (
+        f"I can't join <#{VOICE}>: I need View Channels, Connect and Speak there. Allow them for "
+        "my role (Edit Channel > Permissions), or invite me again with the link from "
+        "`glyphoxa discord setup`."
+    )
+    assert reply["flags"] & 64 and not harness.cog.tables
+    # The server lets everyone in, but not speak (what the gateway sends on that change).
+    muted = discord.Permissions(view_channel=True, connect=True, send_messages=True)
+    everyone = {**guild_payload()["roles"][0], "permissions": str(muted.value)}
+    harness.bot._connection.parse_guild_role_update({"guild_id": str(GUILD), "role": everyone})
+    reply = await harness.run(interaction("session", sub("start"), roles=(DM_ROLE,)))
+    assert reply["content"].startswith(f"I can't join <#{VOICE}>: I need Speak there. Allow")
     assert not harness.cog.tables
 
 
