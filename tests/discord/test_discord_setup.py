@@ -150,6 +150,19 @@ def test_application_id_without_a_token(
     )
 
 
+def test_an_application_id_other_than_the_tokens_is_used_and_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DISCORD_TOKEN", GOOD)
+    code, report = setup_report(capsys, write_config(tmp_path), "--application-id", str(SERVER))
+    assert code == 0
+    assert parse_qs(urlsplit(report["invite_urls"]["any"]).query)["client_id"] == [str(SERVER)]
+    assert report["notes"] == [
+        f"--application-id {SERVER} differs from the token's bot user {BOT}: an application from "
+        "before 2016 has its own id; otherwise the token belongs to another application"
+    ]
+
+
 def test_the_bot_asks_for_no_privileged_intent() -> None:
     from bot.discord_bot import GlyphoxaBot
 
