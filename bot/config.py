@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Literal, cast
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationInfo, field_validator
 
 from tools.config import BuiltinToolsConfig, McpConfig
 from tools.tiers import DEFAULT_CEILINGS_MS, Tier
@@ -40,7 +40,11 @@ class DiscordConfig(_Strict):
     guild_ids: list[int] = Field(default_factory=list)
     """Guilds to sync slash commands to instantly (global sync can take an hour)."""
     dm_role: str | None = None
-    """Role allowed to steer the bot; without one, Manage Server permission is required."""
+    """Role (name or id) whose members act as the Dungeon Master: they steer the table with
+    slash commands and by voice."""
+    dm_admins: bool = True
+    """The server owner and members with Manage Server may act as the DM too, with or without
+    ``dm_role``; false: only ``dm_role`` counts."""
     transcript_channel_id: int | None = None
     """Text channel for the live transcript; empty disables it."""
     transcription_notice: bool = True
@@ -49,6 +53,16 @@ class DiscordConfig(_Strict):
     """Rejoins (1, 2, 4, ... s apart) after the voice connection ends; then the table ends."""
     deaf_after_s: float = Field(default=2.0, gt=0.0, le=60.0)
     """Players' packets arriving with nothing decoded this long runs recovery."""
+
+    @field_validator("dm_admins")
+    @classmethod
+    def _someone_is_dm(cls, dm_admins: bool, info: ValidationInfo) -> bool:
+        if not dm_admins and not (info.data.get("dm_role") or "").strip():
+            raise ValueError(
+                "false while dm_role is empty, so nobody could steer the table: set dm_role to "
+                "your DM role's name, or dm_admins: true"
+            )
+        return dm_admins
 
 
 class ProviderConfig(_Strict):
@@ -177,8 +191,8 @@ class TiersConfig(_Strict):
 class DmVoiceConfig(_Strict):
     enabled: bool = True
     """Commands the DM says out loud ("Greymantle, take your time", "everyone stop") steer the
-    table; only the DM's own voice lane counts (``discord.dm_role``; a rehearsal scene's
-    ``dm_speaker``)."""
+    table; only the DM's own voice lane counts (``discord.dm_role``, and the server owner and
+    Manage Server with ``discord.dm_admins``; a rehearsal scene's ``dm_speaker``)."""
     override_minutes: float = Field(default=5.0, gt=0)
     """How long a spoken tier override ("take your time", "quick answers") lasts."""
     ack: Literal["tone", "word", "none"] = "tone"

@@ -1,8 +1,9 @@
-"""``glyphoxa doctor [--only NAMES] [--discord] [--json]``: is this machine ready for a table?
+"""``glyphoxa doctor [--only NAMES] [--discord [--online]] [--json]``: ready for a table?
 
 Checks, by really running each part, everything the configured table needs: config and
 campaign, libopus, espeak-ng, every NPC voice, the VAD, the speech recognizer, the LLM (a chat
-and a tool call), campaign memory, the built-in tools, each MCP server and the Discord token.
+and a tool call), campaign memory, the built-in tools, each MCP server and the Discord token
+(offline, in the words of ``glyphoxa discord setup``; ``--online`` also asks Discord).
 One line per check with the time it took and, for a failure, the fix; exit code 0 only when
 every check passed.
 """
@@ -30,10 +31,16 @@ def register(sub: Any) -> None:
         default=None,
         metavar="NAMES",
         help="comma-separated checks (config, campaign, opus, espeak, voices, vad, stt, llm, "
-        "memory, tools, mcp, discord-token)",
+        "memory, tools, mcp, discord-token, discord-api)",
     )
     parser.add_argument(
         "--discord", action="store_true", help="a missing DISCORD_TOKEN fails (about to run)"
+    )
+    parser.add_argument(
+        "--online",
+        action="store_true",
+        help="also ask Discord's API whether it accepts the token and the bot is in the "
+        "configured servers with its permissions (implies --discord; needs the network)",
     )
     parser.add_argument("--json", action="store_true", help="machine-readable results")
     parser.set_defaults(func=_run)
@@ -53,7 +60,9 @@ async def _run(args: argparse.Namespace) -> int:
             )
     started = time.monotonic()
     printer = None if args.json else (lambda outcome: print(outcome.line(), flush=True))
-    outcomes = await diagnose(args.config, only=only, discord=args.discord, on_outcome=printer)
+    outcomes = await diagnose(
+        args.config, only=only, discord=args.discord, online=args.online, on_outcome=printer
+    )
     failed = [o for o in outcomes if o.status == "FAIL"]
     elapsed = time.monotonic() - started
     if args.json:

@@ -54,6 +54,7 @@ async def _run(args: argparse.Namespace) -> int:
     configure_logging(config.logging, verbose=getattr(args, "verbose", False))
     shard_ids = parse_shard_ids(args.shard_ids, args.shard_count)
     token = require_discord_token(config)
+    _check_token_shape(token)  # a mistyped token named now, not as Discord's bare 401
     library = ensure_opus_loaded()  # fail now, not when the first player speaks
     log.info("libopus: %s", library)
     registry = await TableRegistry.open(config.memory.url)
@@ -68,6 +69,18 @@ async def _run(args: argparse.Namespace) -> int:
         detach()
         await inference.aclose()
         await registry.close()
+
+
+def _check_token_shape(token: str) -> None:
+    from bot.discord_setup.token import TokenProblem, parse_bot_token
+
+    try:
+        parse_bot_token(token)
+    except TokenProblem as problem:
+        raise GlyphoxaError(
+            f"discord.token: {problem}; fix: {problem.fix} (glyphoxa discord setup shows every "
+            "step)"
+        ) from None
 
 
 async def _serve(
@@ -104,7 +117,9 @@ async def _serve(
         await bot.start(token)
     except discord.LoginFailure:
         raise GlyphoxaError(
-            "Discord rejected the bot token (discord.token / $DISCORD_TOKEN)"
+            "Discord rejected the bot token (discord.token / $DISCORD_TOKEN): it was reset, or "
+            "it is another application's; copy a new one (Developer Portal > your application "
+            "> Bot > Reset Token)"
         ) from None
     except (aiohttp.ClientConnectionError, OSError) as error:
         raise GlyphoxaError(f"cannot reach Discord: {error}") from None

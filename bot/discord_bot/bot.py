@@ -11,6 +11,7 @@ from discord.ext import commands
 from bot.config import GlyphoxaConfig
 from bot.discord_bot.cog import TableCog
 from bot.discord_bot.runtime import RuntimeFactory
+from bot.discord_setup.needs import bot_intents
 from campaigns.errors import GlyphoxaError
 from campaigns.memory.table_registry import TableRegistry
 
@@ -31,9 +32,7 @@ class GlyphoxaBot(commands.Bot):
         **options: Any,
     ) -> None:
         """``table_registry`` shares open tables with other processes (``keeper.py``)."""
-        intents = discord.Intents.default()
-        intents.voice_states = True
-        intents.members = False
+        intents = bot_intents()  # what ``glyphoxa discord setup`` tells the DM to enable
         # Nothing the bot posts (player names, transcribed speech, NPC lines) may ping anyone:
         # a player named "@everyone" or an LLM line quoting it stays text.
         options.setdefault("allowed_mentions", discord.AllowedMentions.none())

@@ -20,9 +20,11 @@ from bot.discord_bot.messages import MESSAGE_LIMIT, fit_message
 from bot.discord_bot.permissions import (
     NotDungeonMaster,
     dm_only,
+    dm_rule_of,
     is_dungeon_master,
 )
 from bot.discord_bot.runtime import TableRuntime
+from bot.discord_setup.needs import VOICE_PERMISSIONS, lacking
 from campaigns.errors import GlyphoxaError
 from tools.builtin.dice_engine import roll_expression
 from tools.tiers import Tier
@@ -83,6 +85,7 @@ class TableCog(commands.Cog):
         channel = voice.channel if voice is not None else None
         if channel is None:
             raise GlyphoxaError("Join a voice channel first, then run `/session start` again.")
+        _check_can_join(channel)
         guild_id = interaction.guild_id or 0
         await self.keeper.claim(guild_id)  # one process per table, even on a shared shard
         await interaction.response.defer(ephemeral=True, thinking=True)
@@ -211,9 +214,7 @@ class TableCog(commands.Cog):
         self, interaction: discord.Interaction, current: str
     ) -> list[app_commands.Choice[str]]:
         """NPC names for the DM's commands; players (who cannot run them) learn nothing."""
-        config = getattr(self.bot, "config", None)
-        dm_role = config.discord.dm_role if config is not None else None
-        if not is_dungeon_master(interaction, dm_role):
+        if not is_dungeon_master(interaction, dm_rule_of(self.bot)):
             return []
         table = self.tables.get(interaction.guild_id or 0)
         try:
@@ -318,6 +319,22 @@ async def _reply(interaction: discord.Interaction, text: str, **kwargs: Any) -> 
         await interaction.followup.send(text, ephemeral=True, **kwargs)
     else:
         await interaction.response.send_message(text, ephemeral=True, **kwargs)
+
+
+def _check_can_join(channel: discord.VoiceChannel | discord.StageChannel) -> None:
+    """Refuse at once, naming what is missing, where Discord would let a connect time out."""
+    me = channel.guild.me
+    if me is None:  # not cached: the connect itself will tell
+        return
+    missing = lacking(channel.permissions_for(me), VOICE_PERMISSIONS)
+    if missing:
+        labels = [p.label for p in missing]
+        needed = ", ".join(labels[:-1]) + " and " + labels[-1] if len(labels) > 1 else labels[0]
+        raise GlyphoxaError(
+            f"I can't join {channel.mention}: I need {needed} there. Allow them for my role "
+            "(Edit Channel > Permissions), or invite me again with the link from "
+            "`glyphoxa discord setup`."
+        )
 
 
 def _ms_summary(samples: list[float]) -> str:

@@ -21,7 +21,7 @@ import discord
 from discord import app_commands
 
 from bot.discord_bot.approval import DiscordApprover
-from bot.discord_bot.permissions import dm_voice_resolver
+from bot.discord_bot.permissions import dm_rule_of, dm_voice_resolver
 from bot.discord_bot.runtime import TableRuntime
 from bot.discord_bot.table_metrics import TableMetrics
 from bot.metrics import METRICS
@@ -193,10 +193,8 @@ class TableKeeper:
             parts = await factory(campaign, memory_session_id=memory_session)
         else:
             parts = await factory(campaign)
-        # DM voice commands: the DM role's own voice lane steers the table.
-        parts.session.dm_resolver = dm_voice_resolver(
-            channel.guild, self.bot.config.discord.dm_role
-        )
+        # DM voice commands: the DM's own voice lane steers the table (the slash commands' rule).
+        parts.session.dm_resolver = dm_voice_resolver(channel.guild, dm_rule_of(self.bot))
         if parts.tools is not None and dm is not None:  # approvals go to this DM in private
             approver = DiscordApprover(dm)
             parts.tools.approvals.configure(approver=approver)

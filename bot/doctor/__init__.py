@@ -13,6 +13,7 @@ from bot.doctor.scaling_checks import check_tables
 from bot.doctor.service_checks import (
     check_campaign,
     check_config,
+    check_discord_api,
     check_discord_token,
     check_llm,
     check_memory,
@@ -40,7 +41,8 @@ _CHECKS = (
     Check("tools", check_tools),
     Check("discord-token", check_discord_token),
 )
-CHECK_NAMES = (*(check.name for check in _CHECKS), "mcp")
+_ONLINE = Check("discord-api", check_discord_api, timeout_s=30.0)
+CHECK_NAMES = (*(check.name for check in _CHECKS), "mcp", _ONLINE.name)
 
 
 async def diagnose(
@@ -48,10 +50,15 @@ async def diagnose(
     *,
     only: set[str] | None = None,
     discord: bool = False,
+    online: bool = False,
     on_outcome: Callable[[Outcome], None] | None = None,
 ) -> list[Outcome]:
-    """Run the checks (``only``: those names, plus the config and campaign they build on)."""
-    context = DoctorContext(config_path, discord=discord)
+    """Run the checks (``only``: those names, plus the config and campaign they build on).
+
+    ``discord``: the bot is about to run, so a missing token fails. ``online`` (implies
+    ``discord``): also ask Discord's API (the ``discord-api`` check, after the token's).
+    """
+    context = DoctorContext(config_path, discord=discord or online, online=online)
     wanted = None if only is None else only | {"config", "campaign"}
     if wanted is not None and wanted & {"vad", "stt", "turn"}:
         wanted.add("voices")  # they listen to the voices' audio
@@ -59,4 +66,6 @@ async def diagnose(
     outcomes = await run_checks(checks[:2], context, on_outcome)
     if wanted is None or "mcp" in wanted:
         checks += mcp_checks(context)
+    if online and (wanted is None or _ONLINE.name in wanted):
+        checks.append(_ONLINE)
     return outcomes + await run_checks(checks[2:], context, on_outcome)

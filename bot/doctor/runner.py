@@ -47,6 +47,8 @@ class DoctorContext:
     """A synthesized player line, 16 kHz mono float32, for the VAD and STT checks."""
     discord: bool = False
     """The Discord bot is about to run: a missing token fails instead of being skipped."""
+    online: bool = False
+    """Also ask Discord's API about the token, the application and the servers."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,10 +5,8 @@ the built-in tools and every configured MCP server listing tools, and the Discor
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import json
-import re
 from pathlib import Path
 from typing import Any
 
@@ -17,12 +15,15 @@ from bot.doctor.runner import Check, DoctorContext, Problem, Skip, config_label
 __all__ = [
     "check_campaign",
     "check_config",
+    "check_discord_api",
     "check_discord_token",
     "check_llm",
     "check_memory",
     "check_tools",
     "mcp_checks",
 ]
+
+_SETUP = "glyphoxa discord setup"
 
 _ROLL = {
     "type": "function",
@@ -206,28 +207,37 @@ def _mcp_fix(server: Any) -> str:
     return "check mcp.servers[].url, the server, and its auth"
 
 
-_TOKEN = re.compile(r"^[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{20,}$")
-
-
 async def check_discord_token(context: DoctorContext) -> str:
-    """Set and shaped like a bot token (no network: Discord itself is not asked)."""
-    token = context.config.discord.token
-    fix = "export DISCORD_TOKEN=... (Developer Portal > your app > Bot > Reset Token)"
-    if token is None:
-        if context.discord:
-            raise Problem("DISCORD_TOKEN is not set", fix)
-        raise Skip("not set; only glyphoxa run needs it (glyphoxa doctor --discord checks it)")
-    value = token.get_secret_value().strip()
-    if value.lower().startswith("bot "):
-        raise Problem("the token starts with 'Bot '", "set the bare token; the prefix is added")
-    if not _TOKEN.match(value):
-        raise Problem("DISCORD_TOKEN is not shaped like a bot token (three parts joined by dots)",
-                      fix)  # fmt: skip
-    head = value.split(".")[0]
+    """Set and shaped like a bot token, with the same words as ``glyphoxa discord setup``
+    (offline: ``--online`` adds a check that asks Discord)."""
+    from bot.discord_setup.guide import guild_summary, token_summary
+    from bot.discord_setup.token import TokenProblem, read_bot_token
+
     try:
-        user_id = base64.urlsafe_b64decode(head + "=" * (-len(head) % 4)).decode("ascii")
-    except (ValueError, UnicodeDecodeError):
-        user_id = ""
-    if not user_id.isdigit():
-        raise Problem("DISCORD_TOKEN's first part is not a bot's user id", fix)
-    return f"well-formed, for bot user {user_id} (not checked against Discord: no network)"
+        token = read_bot_token(context.config)
+    except TokenProblem as problem:
+        if problem.missing and not context.discord:
+            raise Skip(
+                "not set; only glyphoxa run needs it (glyphoxa doctor --discord checks it)"
+            ) from None
+        fix = problem.fix if _SETUP in problem.fix else f"{problem.fix}; {_SETUP} shows every step"
+        raise Problem(str(problem), fix) from None
+    asked = "asked below" if context.online else "not asked: add --online"
+    guilds = guild_summary(context.config.discord.guild_ids)
+    return f"{token_summary(token)}; {guilds} (Discord {asked})"
+
+
+async def check_discord_api(context: DoctorContext) -> str:
+    """Discord accepts the token; the application, servers and transcript channel are ready."""
+    from bot.discord_setup.online import OnlineProblem, ask_discord
+    from bot.discord_setup.token import TokenProblem, read_bot_token
+
+    try:
+        token = read_bot_token(context.config)
+    except TokenProblem:
+        raise Skip("no well-formed token to ask Discord with (see discord-token)") from None
+    settings = context.config.discord
+    try:
+        return await ask_discord(token, settings.guild_ids, settings.transcript_channel_id)
+    except OnlineProblem as problem:
+        raise Problem(str(problem), problem.fix) from None

@@ -26,9 +26,15 @@ from bot.local_discord.tls import self_signed_tls
 from bot.local_discord.voice_server import LocalVoiceServer
 from bot.voice.dave import OPUS_SILENCE
 
-__all__ = ["LocalDiscord"]
+__all__ = ["EVERYONE_PERMISSIONS", "LocalDiscord"]
 
 _FRAME_S = 0.02
+#: @everyone's permissions as in a new Discord server: the everyday ones (see and write in
+#: channels, join and talk in voice, use slash commands).
+EVERYONE_PERMISSIONS = discord.Permissions(
+    view_channel=True, send_messages=True, read_message_history=True, add_reactions=True,
+    connect=True, speak=True, use_voice_activation=True, use_application_commands=True,
+).value  # fmt: skip
 _TRAILING_SILENCE = 5  # a Discord client sends five silence frames when it stops talking
 
 
@@ -231,7 +237,8 @@ class LocalDiscord:
 
     def _guild(self) -> dict[str, Any]:
         roles = [
-            {"id": str(role_id), "name": name, "permissions": "0", "position": position,
+            {"id": str(role_id), "name": name, "position": position,
+             "permissions": str(EVERYONE_PERMISSIONS if role_id == self.guild_id else 0),
              "color": 0, "hoist": False, "managed": False, "mentionable": False, "flags": 0}
             for position, (role_id, name) in enumerate(
                 [(self.guild_id, "@everyone"), *self.roles.items()]

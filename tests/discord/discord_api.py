@@ -57,8 +57,18 @@ def _json(data: Any, status: int = 200) -> web.Response:
 
 
 class FakeDiscordApi:
-    def __init__(self) -> None:
+    def __init__(self, *, bot_id: int = BOT_ID, app_id: int = APP_ID) -> None:
         self.calls: list[tuple[str, str, Any]] = []
+        self.bot_id, self.app_id = bot_id, app_id
+        self.app_flags = 0
+        """``flags`` of the application (privileged intent bits)."""
+        self.code_grant = False
+        self.bot_roles: dict[int, list[int]] = {}
+        """Servers the bot is in -> its role ids there (``GET guilds/{id}/members/{bot}``)."""
+        self.roles: dict[int, list[dict[str, Any]]] = {}
+        """Server id -> its roles (``GET guilds/{id}/roles``), @everyone's id is the server's."""
+        self.channels: dict[int, dict[str, Any]] = {}
+        """Channels the bot can see (``GET channels/{id}``)."""
         app = web.Application()
         app.router.add_route("*", "/api/v10/{tail:.*}", self._handle)
         self._runner = web.AppRunner(app)
@@ -132,22 +142,25 @@ class FakeDiscordApi:
         if path == "users/@me" and self.reject_token:
             return _json({"message": "401: Unauthorized", "code": 0}, status=401)
         if path == "users/@me":
-            return _json(user(BOT_ID, "Glyphoxa", bot=True))
+            return _json(user(self.bot_id, "Glyphoxa", bot=True))
         if path == "oauth2/applications/@me":
             return _json(
                 {
-                    "id": str(APP_ID),
+                    "id": str(self.app_id),
                     "name": "Glyphoxa",
                     "icon": None,
                     "description": "",
                     "bot_public": False,
-                    "bot_require_code_grant": False,
+                    "bot_require_code_grant": self.code_grant,
                     "owner": user(1, "owner"),
                     "verify_key": "00",
-                    "flags": 0,
+                    "flags": self.app_flags,
                     "summary": "",
                 }
             )
+        found = self._server(request.method, path)
+        if found is not None:
+            return found
         if path == "users/@me/channels":  # open a DM channel with a user
             recipient = (body or {}).get("recipient_id", "0")
             return _json(
@@ -176,3 +189,34 @@ class FakeDiscordApi:
             channel = path.split("/")[1]
             return _json(message(channel, (body or {}).get("content") or ""))
         return _json({"message": f"unhandled {path}", "code": 0}, status=404)
+
+    def _server(self, method: str, path: str) -> web.Response | None:
+        """What the bot may read of servers and channels, answered as discord.com does."""
+        parts = path.split("/")
+        if method != "GET" or parts[0] not in ("guilds", "channels") or not parts[1].isdigit():
+            return None
+        target = int(parts[1])
+        missing_access = _json({"message": "Missing Access", "code": 50001}, status=403)
+        if parts[0] == "channels" and len(parts) == 2:
+            channel = self.channels.get(target)
+            if channel is None:
+                return _json({"message": "Unknown Channel", "code": 10003}, status=404)
+            return _json(channel)
+        if parts[0] != "guilds" or target not in self.bot_roles:
+            return missing_access if parts[0] == "guilds" else None
+        if len(parts) == 4 and parts[2] == "members":
+            if parts[3] != str(self.bot_id):
+                return _json({"message": "Unknown Member", "code": 10007}, status=404)
+            return _json(
+                {
+                    "user": user(self.bot_id, "Glyphoxa", bot=True),
+                    "roles": [str(r) for r in self.bot_roles[target]],
+                    "joined_at": "2026-01-01T00:00:00+00:00",
+                    "deaf": False,
+                    "mute": False,
+                    "flags": 0,
+                }
+            )
+        if len(parts) == 3 and parts[2] == "roles":
+            return _json(self.roles.get(target, []))
+        return None

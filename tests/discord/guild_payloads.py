@@ -6,6 +6,8 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+from bot.local_discord.world import EVERYONE_PERMISSIONS
+
 from .discord_api import APP_ID, user
 
 DM_USER = 601
@@ -32,7 +34,12 @@ def guild(guild_id: int, player: tuple[int, str]) -> dict[str, Any]:
     """GUILD_CREATE data: the DM (role ``DM``) and ``player`` sit in its voice channel."""
     channel = ids(guild_id)
     roles = [
-        {"id": str(guild_id), "name": "@everyone", "permissions": "0", "position": 0},
+        {
+            "id": str(guild_id),
+            "name": "@everyone",
+            "permissions": str(EVERYONE_PERMISSIONS),
+            "position": 0,
+        },
         {"id": str(channel["role"]), "name": "DM", "permissions": "0", "position": 1},
     ]
     for r in roles:

@@ -20,34 +20,79 @@ import pytest
 from bot.config import GlyphoxaConfig
 from bot.discord_bot import GlyphoxaBot, TableParts, TableRuntime
 
-from .discord_api import APP_ID, FakeDiscordApi, user
+from .discord_api import APP_ID, BOT_ID, FakeDiscordApi, user
 
 GUILD = 7000
 CHANNEL = 7001
 DM_ROLE = 7002
 DM_USER = 501
 PLAYER = 502
+OWNER = 1  # the guild's owner_id; has no DM role
+MANAGER = 503  # has the Moderators role, which grants Manage Server
+MODERATORS = 7003
+MANAGE_GUILD = 1 << 5
+VOICE = 7004
+REFUSAL = (
+    'Sorry, only the Dungeon Master can do that: you need the role "Dungeon Master" (set by '
+    "discord.dm_role in glyphoxa.yaml) or Manage Server."
+)
 EXAMPLE = Path(__file__).resolve().parents[2] / "campaigns" / "example"
 _ids = itertools.count(80_000)
+WELL_SHAPED = "MTIzNDU2Nzg5MDEyMzQ1Njc4.GhXyZa." + "s" * 38  # user id 123456789012345678
 
 
 def guild_payload() -> dict[str, Any]:
     role = {"id": str(GUILD), "name": "@everyone", "permissions": "0", "position": 0}
     dm = {"id": str(DM_ROLE), "name": "Dungeon Master", "permissions": "0", "position": 1}
-    for r in (role, dm):
+    mods = {"id": str(MODERATORS), "name": "Moderators", "permissions": str(MANAGE_GUILD),
+            "position": 2}  # fmt: skip
+    for r in (role, dm, mods):
         r.update(color=0, hoist=False, managed=False, mentionable=False, flags=0)
     return {
         "id": str(GUILD),
         "name": "Table",
-        "owner_id": "1",
-        "roles": [role, dm],
+        "owner_id": str(OWNER),
+        "roles": [role, dm, mods],
         "emojis": [],
         "features": [],
-        "channels": [{"id": str(CHANNEL), "type": 0, "name": "table-talk", "position": 0}],
-        "members": [],
+        "channels": [
+            {"id": str(CHANNEL), "type": 0, "name": "table-talk", "position": 0},
+            {
+                "id": str(VOICE),
+                "type": 2,
+                "name": "Tavern",
+                "position": 1,
+                "bitrate": 64000,
+                "user_limit": 0,
+            },
+        ],
+        "members": [
+            _member(OWNER, ()),
+            _member(MANAGER, (MODERATORS,)),
+            _member(DM_USER, (DM_ROLE,)),
+            _member(PLAYER, ()),
+            _member(BOT_ID, ()),  # the bot itself: guild.me
+        ],
         "voice_states": [],
         "member_count": 2,
     }
+
+
+def _member(user_id: int, roles: tuple[int, ...]) -> dict[str, Any]:
+    return {"user": user(user_id, f"user{user_id}"), "roles": [str(r) for r in roles],
+            "joined_at": "2026-01-01T00:00:00+00:00", "deaf": False, "mute": False,
+            "flags": 0}  # fmt: skip
+
+
+def join_voice(harness: Harness, who: int, roles: tuple[int, ...]) -> None:
+    """What the gateway sends when a member joins the voice channel (how members are known
+    without the members intent)."""
+    harness.bot._connection.parse_voice_state_update(
+        {"guild_id": str(GUILD), "channel_id": str(VOICE), "user_id": str(who),
+         "session_id": f"s{who}", "deaf": False, "mute": False, "self_deaf": False,
+         "self_mute": False, "self_video": False, "suppress": False,
+         "request_to_speak_timestamp": None, "member": _member(who, roles)}
+    )  # fmt: skip
 
 
 def interaction(
@@ -183,16 +228,80 @@ async def test_player_is_refused_politely_and_nothing_changes(
             interaction("tier", [opt("level", "deep")], member=PLAYER, permissions=0)
         )
         assert reply["flags"] & 64
-        assert "only the Dungeon Master" in reply["content"]
+        assert reply["content"] == REFUSAL
         assert table_session.tiers.override_for("Bartok", 0.0) is None
-        # Manage Server alone does not help when a DM role is configured.
         reply = await harness.run(
-            interaction("npc", sub("mute", opt("name", "Bartok")), member=PLAYER, permissions=32)
+            interaction("npc", sub("mute", opt("name", "Bartok")), member=PLAYER)
         )
-        assert "only the Dungeon Master" in reply["content"]
+        assert reply["content"] == REFUSAL and reply["flags"] & 64
         assert not table_session.is_muted("Bartok")
     finally:
         harness.cog.tables.clear()
+
+
+async def test_the_owner_and_manage_server_act_as_dm_without_the_role(
+    harness: Harness, table_session: Any
+) -> None:
+    harness.cog.tables[GUILD] = TableRuntime(TableParts(table_session), None)
+    try:
+        # Discord resolves the owner's permissions to all of them; the owner id alone counts too.
+        reply = await harness.run(
+            interaction("npc", sub("mute", opt("name", "Bartok")), member=OWNER)
+        )
+        assert reply["content"] == "Muted Bartok." and table_session.is_muted("Bartok")
+        reply = await harness.run(
+            interaction("npc", sub("unmute", opt("name", "Bartok")), member=MANAGER,
+                        roles=(MODERATORS,), permissions=MANAGE_GUILD)
+        )  # fmt: skip
+        assert reply["content"] == "Unmuted Bartok." and not table_session.is_muted("Bartok")
+        payload = interaction(
+            "npc", sub("mute", opt("name", "ba", focused=True)), member=OWNER, kind=4
+        )
+        assert [c["name"] for c in (await harness.run(payload))["choices"]] == ["Bartok"]
+    finally:
+        harness.cog.tables.clear()
+
+
+async def test_dm_admins_false_leaves_only_the_role(harness: Harness) -> None:
+    discord_config = harness.bot.config.discord.model_copy(update={"dm_admins": False})
+    harness.bot.config = harness.bot.config.model_copy(update={"discord": discord_config})
+    refusal = (
+        'Sorry, only the Dungeon Master can do that: you need the role "Dungeon Master" (set by '
+        "discord.dm_role in glyphoxa.yaml; discord.dm_admins is false, so Manage Server does "
+        "not count)."
+    )
+    for member, permissions in ((OWNER, 0), (MANAGER, MANAGE_GUILD)):
+        reply = await harness.run(
+            interaction("npc", sub("list"), member=member, permissions=permissions)
+        )
+        assert reply["content"] == refusal and reply["flags"] & 64
+    reply = await harness.run(interaction("npc", sub("list"), roles=(DM_ROLE,)))
+    assert "**Bartok**" in reply["content"]
+
+
+async def test_a_role_given_by_id_is_named_in_the_refusal(harness: Harness) -> None:
+    discord_config = harness.bot.config.discord.model_copy(update={"dm_role": str(DM_ROLE)})
+    harness.bot.config = harness.bot.config.model_copy(update={"discord": discord_config})
+    reply = await harness.run(interaction("npc", sub("list"), member=PLAYER))
+    assert reply["content"] == REFUSAL
+    reply = await harness.run(interaction("npc", sub("list"), roles=(DM_ROLE,)))
+    assert "**Bartok**" in reply["content"]
+
+
+async def test_dm_voice_commands_follow_the_same_rule(harness: Harness) -> None:
+    from bot.discord_bot.permissions import DmRule, dm_voice_resolver
+
+    guild = harness.bot.get_guild(GUILD)
+    assert guild is not None
+    for who, roles in ((OWNER, ()), (MANAGER, (MODERATORS,)), (DM_USER, (DM_ROLE,)), (PLAYER, ())):
+        join_voice(harness, who, roles)  # the voice lanes' speakers
+    by_default = dm_voice_resolver(guild, DmRule("Dungeon Master", admins=True))
+    heard = {who: by_default(str(who)) for who in (OWNER, MANAGER, DM_USER, PLAYER, 999)}
+    assert heard == {OWNER: True, MANAGER: True, DM_USER: True, PLAYER: False, 999: False}
+    role_only = dm_voice_resolver(guild, DmRule("dungeon master", admins=False))
+    heard = {who: role_only(str(who)) for who in (OWNER, MANAGER, DM_USER, PLAYER)}
+    assert heard == {OWNER: False, MANAGER: False, DM_USER: True, PLAYER: False}
+    assert not by_default("Dana")  # a display name is never a speaker id
 
 
 async def test_dm_steers_the_table(harness: Harness, table_session: Any) -> None:
@@ -226,6 +335,24 @@ async def test_commands_without_a_session_explain_how_to_start(harness: Harness)
 async def test_session_start_requires_a_voice_channel(harness: Harness) -> None:
     reply = await harness.run(interaction("session", sub("start"), roles=(DM_ROLE,)))
     assert "Join a voice channel first" in reply["content"]
+    assert not harness.cog.tables
+
+
+async def test_session_start_names_the_permissions_the_bot_lacks_there(harness: Harness) -> None:
+    join_voice(harness, DM_USER, (DM_ROLE,))
+    reply = await harness.run(interaction("session", sub("start"), roles=(DM_ROLE,)))
+    assert reply["content"] == (
+        f"I can't join <#{VOICE}>: I need View Channels, Connect and Speak there. Allow them for "
+        "my role (Edit Channel > Permissions), or invite me again with the link from "
+        "`glyphoxa discord setup`."
+    )
+    assert reply["flags"] & 64 and not harness.cog.tables
+    # The server lets everyone in, but not speak (what the gateway sends on that change).
+    muted = discord.Permissions(view_channel=True, connect=True, send_messages=True)
+    everyone = {**guild_payload()["roles"][0], "permissions": str(muted.value)}
+    harness.bot._connection.parse_guild_role_update({"guild_id": str(GUILD), "role": everyone})
+    reply = await harness.run(interaction("session", sub("start"), roles=(DM_ROLE,)))
+    assert reply["content"].startswith(f"I can't join <#{VOICE}>: I need Speak there. Allow")
     assert not harness.cog.tables
 
 
@@ -272,27 +399,41 @@ async def test_live_transcript_is_posted_to_the_channel(
             runtime._poster.cancel()
 
 
-async def test_glyphoxa_run_reports_a_rejected_token_cleanly(
+async def test_glyphoxa_run_reports_a_malformed_or_rejected_token_cleanly(
     harness: Harness, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from bot.cli import main
 
     config = tmp_path / "glyphoxa.yaml"
     memory = f"sqlite+aiosqlite:///{tmp_path / 'memory.db'}"  # glyphoxa run opens it first
-    config.write_text(f"discord:\n  token: not-a-valid-token\nmemory:\n  url: {memory}\n")
+    config.write_text(f"discord:\n  token: Bot {WELL_SHAPED}\nmemory:\n  url: {memory}\n")
+    before = len(harness.api.calls)
+    code = await asyncio.to_thread(main, ["--config", str(config), "run"])
+    assert code == 2
+    assert capsys.readouterr().err == (
+        'error: discord.token: the token starts with "Bot "; fix: set the bare token without the '
+        "prefix; Glyphoxa adds it when talking to Discord (glyphoxa discord setup shows every "
+        "step)\n"
+    )
+    assert len(harness.api.calls) == before  # refused before Discord was asked
+    config.write_text(f"discord:\n  token: {WELL_SHAPED}\nmemory:\n  url: {memory}\n")
     harness.api.reject_token = True
     code = await asyncio.to_thread(main, ["--config", str(config), "run"])
     assert code == 2
-    assert "Discord rejected the bot token" in capsys.readouterr().err
+    assert "Discord rejected the bot token (discord.token / $DISCORD_TOKEN): it was reset" in (
+        capsys.readouterr().err
+    )
 
 
 async def test_without_a_dm_role_manage_server_decides(harness: Harness) -> None:
     discord_config = harness.bot.config.discord.model_copy(update={"dm_role": None})
     harness.bot.config = harness.bot.config.model_copy(update={"discord": discord_config})
-    manage_guild = 1 << 5
     reply = await harness.run(interaction("npc", sub("list"), member=PLAYER, permissions=0))
-    assert "only the Dungeon Master" in reply["content"]
+    assert reply["content"] == (
+        "Sorry, only the Dungeon Master can do that: you need Manage Server (or a DM role, set "
+        "by discord.dm_role in glyphoxa.yaml)."
+    )
     reply = await harness.run(
-        interaction("npc", sub("list"), member=PLAYER, permissions=manage_guild)
+        interaction("npc", sub("list"), member=PLAYER, permissions=MANAGE_GUILD)
     )
     assert "**Bartok**" in reply["content"]

@@ -196,10 +196,10 @@ def _token(user_id: str) -> str:
     ("token", "flag", "status", "text"),
     [
         (None, (), "SKIP", "not set; only glyphoxa run needs it"),
-        (None, ("--discord",), "FAIL", "DISCORD_TOKEN is not set"),
-        ("not-a-token", (), "FAIL", "not shaped like a bot token"),
-        ("Bot " + _token("123456789012345678"), (), "FAIL", "starts with 'Bot '"),
-        (_token("123456789012345678"), (), "PASS", "for bot user 123456789012345678"),
+        (None, ("--discord",), "FAIL", "DISCORD_TOKEN is not set -> fix: Developer Portal"),
+        ("not-a-token", (), "FAIL", "the token has no dots (11 characters); a bot token is"),
+        ("Bot " + _token("123456789012345678"), (), "FAIL", 'the token starts with "Bot "'),
+        (_token("123456789012345678"), (), "PASS", "application id 123456789012345678"),
     ],
 )
 def test_the_discord_token_check(

@@ -162,3 +162,20 @@ def test_config_resolution(
 def test_empty_config_file_means_defaults(tmp_path: Path) -> None:
     path = _write(tmp_path, "# nothing configured yet\n")
     assert load_config(path, environ={}).memory.url.startswith("sqlite+aiosqlite")
+
+
+def test_the_shipped_dm_rule_lets_the_server_owner_in() -> None:
+    settings = load_config(CONFIG, environ={}).discord
+    assert (settings.dm_role, settings.dm_admins) == ("Dungeon Master", True)
+
+
+def test_a_config_where_nobody_is_dm_is_refused_at_its_line(tmp_path: Path) -> None:
+    path = _write(tmp_path, "discord:\n  dm_role: ''\n  dm_admins: false\n")
+    with pytest.raises(ContentError) as raised:
+        load_config(path, environ={})
+    assert (
+        f"{path}:3:14: discord.dm_admins: false while dm_role is empty, so nobody could steer "
+        "the table: set dm_role to your DM role's name, or dm_admins: true"
+    ) in str(raised.value)
+    config = load_config(_write(tmp_path, "discord:\n  dm_role: DM\n  dm_admins: false\n"))
+    assert (config.discord.dm_role, config.discord.dm_admins) == ("DM", False)

@@ -126,7 +126,7 @@ memory: {{url: "{postgres_url}"}}
         env = {
             **os.environ,
             "PYTHONPATH": str(ROOT),
-            "DISCORD_TOKEN": "test-token",
+            "DISCORD_TOKEN": "MTIzNDU2Nzg5MDEyMzQ1Njc4.GhXyZa." + "s" * 38,  # well-shaped
             "GLYPHOXA_TEST_DISCORD_API": api.base,
             "GLYPHOXA_TEST_DISCORD_GATEWAY": discord_side.gateway_url,
             "SSL_CERT_FILE": str(discord_side.certificates()),
