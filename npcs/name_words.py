@@ -43,7 +43,7 @@ def name_parts(words: list[str], skip: frozenset[str] = frozenset()) -> list[lis
     """The shorter forms players use for a name given as normalised words.
 
     "captain vessa thornwood" -> vessa, thornwood, vessa thornwood, captain vessa, captain
-    thornwood; "hagar the boatman" -> hagar, the boatman. Words in ``skip`` (function words
+    thornwood; "hagar the boatman" -> hagar, the boatman, boatman. Words in ``skip`` (function words
     such as "you" or "that") and words under three letters are never a part on their own.
     The full name is not among them.
     """
@@ -62,7 +62,7 @@ def name_parts(words: list[str], skip: frozenset[str] = frozenset()) -> list[lis
         if len(core) > 1 and titles:
             parts.append(list(core))
     if epithet[:1] == ["the"] and len(epithet) > 1:
-        parts.append(list(epithet))
+        parts += [list(epithet), epithet[1:]]
     full = list(words)
     return [part for part in parts if part != full]
 
