@@ -17,11 +17,12 @@ from npcs.addressing import AddressDetector
 
 __all__ = ["ADDRESS_FLOOR", "FALSE_ADDRESS_CEILING", "TIER_FLOOR", "run_bench"]
 
-#: The accuracy each part of the corpus must keep (the corpus tests assert the same floors).
-ADDRESS_FLOOR = {"tuning": 0.95, "held_out": 0.85}
-TIER_FLOOR = {"tuning": 0.95, "held_out": 0.80}
+#: The accuracy each part of the corpus must keep (the corpus tests assert the same floors);
+#: a few points under what each part scores, so a change that loses ground fails.
+ADDRESS_FLOOR = {"tuning": 0.95, "held_out": 0.90}
+TIER_FLOOR = {"tuning": 0.95, "held_out": 0.85}
 #: Lines on which an NPC answers who was not spoken to, at most.
-FALSE_ADDRESS_CEILING = {"tuning": 0.02, "held_out": 0.05}
+FALSE_ADDRESS_CEILING = {"tuning": 0.02, "held_out": 0.03}
 
 
 async def run_bench(quick: bool) -> list[BenchResult]:
