@@ -1,11 +1,14 @@
 """Which NPC (if any) a player's final utterance is meant for.
 
-Precedence: DM puppeting > explicit names (in order of mention) > continuation (the NPC this
-player addressed within the window) > the sole active NPC in the scene > nobody. Names are matched
-on STT output, so matching survives misspellings ("Bartock", "Grey Mantel", "gray mantle"): the
-name index (``npcs.name_index``) is built once per NPC set, so a final costs a few dictionary
-lookups per word. Utterances and names share one normalisation (``normalize_text``), so
-punctuation, accents and invisible characters in either cannot change who is addressed.
+Precedence: DM puppeting > names spoken to (in order) > continuation (the NPC this player
+addressed within the window) > the sole active NPC in the scene > nobody. A name talked about
+("what did the ghost say", "ask Bartok") addresses nobody, and in "Thanks, Bartok. Greymantle,
+where is the tower?" only Greymantle is asked (``npcs.vocative``). Names are matched on STT
+output, so matching survives misspellings ("Bartock", "Grey Mantel", "Bar talk") and shortened
+names ("Thornwood" for "Captain Vessa Thornwood"): the name index (``npcs.name_index``) is built
+once per NPC set, so a final costs a few dictionary lookups per word. Utterances and names share
+one normalisation (``normalize_text``), so punctuation, accents and invisible characters in
+either cannot change who is addressed.
 """
 
 from __future__ import annotations
@@ -25,7 +28,9 @@ from npcs.name_index import (
     phonetic_key,
     sound_parts,
 )
+from npcs.name_words import is_everyday
 from npcs.schema import NpcDefinition
+from npcs.vocative import Hit, Words, addressees, judge
 
 __all__ = ["AddressDecision", "AddressDetector", "NameMention", "phonetic_key"]
 
@@ -35,16 +40,9 @@ _TOKEN = re.compile(r"([^\W_]+)(['’]s\b)?")
 _TOKEN_ASCII = re.compile(r"([a-z0-9]+)(['’]s\b)?")
 """The same words for ASCII text (every STT final), 25 % faster."""
 _MAX_NGRAM = 3
-# A name right after these words is talked about, not talked to ("ask Bartok about Greymantle").
-_REFERENCE_BEFORE = frozenset(
-    "about of with from for than like at by against to into toward towards near "
-    "ask tell told trust saw seen met meet find found kill killed follow visit".split()
-)
-# A name followed by these (without a comma) is the subject of a statement about the NPC.
-_REFERENCE_AFTER = frozenset(
-    "is was isn wasn has had hasn said says thinks thought knows knew seems looks will would "
-    "won doesn didn does did can could might must should".split()
-)
+_Span = tuple[str, int, int, bool]
+"""A word of the line: (word, start, end without a possessive "'s", possessive)."""
+_Heard = tuple[list["NameMention"], list[int], list[int]]
 _PUPPET_PREFIX = re.compile(
     r"^\s*(?:\(?in character\)?\s*)?(?:as|playing|voicing)\s+(?P<name>[^,:]{1,40}?)\s*[,:]\s*"
     r"(?P<text>\S.*)$",
@@ -65,6 +63,8 @@ class NameMention:
     position: int
     vocative: bool
     """True when the NPC is spoken to, False when only talked about."""
+    why: str = ""
+    """What decided ``vocative`` ("set off at the start", "after 'ask'", "possessive")."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +82,13 @@ class AddressDecision:
             "reason": self.reason,
             "puppet_text": self.puppet_text,
             "mentions": [
-                {"npc": m.npc, "matched": m.matched, "how": m.how, "vocative": m.vocative}
+                {
+                    "npc": m.npc,
+                    "matched": m.matched,
+                    "how": m.how,
+                    "vocative": m.vocative,
+                    "why": m.why,
+                }
                 for m in self.mentions
             ],
         }
@@ -116,6 +122,7 @@ class AddressDetector:
         values = list(npcs.values()) if isinstance(npcs, Mapping) else list(npcs)
         self._npcs = {npc.name: npc for npc in values}
         self._index = NpcNameIndex(values)
+        self._last_heard: tuple[str, _Heard] | None = None
         self._active = list(self._npcs)
 
     def set_active(self, names: Iterable[str]) -> None:
@@ -130,19 +137,74 @@ class AddressDetector:
             self._last.pop(speaker, None)
 
     def mentions(self, text: str) -> list[NameMention]:
-        """Every NPC named in ``text``, in order of mention (first mention per NPC)."""
+        """Every NPC named in ``text``, in order (one per NPC: where it is first spoken to,
+        else where it is first named)."""
+        return self._first_per_npc(self._hear(text)[0])
+
+    @staticmethod
+    def _first_per_npc(heard: list[NameMention]) -> list[NameMention]:
+        chosen: dict[str, NameMention] = {}
+        for mention in heard:
+            held = chosen.get(mention.npc)
+            if held is None or (mention.vocative and not held.vocative):
+                chosen[mention.npc] = mention
+        return sorted(chosen.values(), key=lambda mention: mention.position)
+
+    def _hear(self, text: str) -> _Heard:
+        """(every name heard, indices of those asked, indices spoken to but not asked).
+
+        The last line's answer is kept: a partial is read by ``mentions`` and ``detect``.
+        """
+        last = self._last_heard
+        if last is not None and last[0] == text:
+            return last[1]
+        heard = self._hear_now(text)
+        self._last_heard = (text, heard)
+        return heard
+
+    def _hear_now(self, text: str) -> _Heard:
         lowered = normalize_text(text)
         spans = [
             (m.group(1), m.start(), m.end(1), m.group(2) is not None)
             for m in (_TOKEN_ASCII if lowered.isascii() else _TOKEN).finditer(lowered)
         ]
+        found = self._find(spans)
+        if not found:
+            return [], [], []
+        words = Words(lowered, spans)
+        hits = [Hit(form.npc, i, n) for form, _, i, n in found]
+        roles = judge(words, hits)
+        heard = [
+            NameMention(
+                npc=form.npc,
+                matched=lowered[spans[i][1] : spans[i + n - 1][2]],
+                how=how,
+                position=i,
+                vocative=role.vocative,
+                why=role.why,
+            )
+            for (form, how, i, n), role in zip(found, roles, strict=True)
+        ]
+        asked, unasked = addressees(words, hits, roles)
+        return heard, asked, unasked
+
+    def _find(
+        self, spans: list[tuple[str, int, int, bool]]
+    ) -> list[tuple[NameForm, str, int, int]]:
+        """Every name form heard: (form, how, first word, word count), in order."""
         words = [span[0] for span in spans]
-        sounds = [sound_parts(word) for word in words]
-        common = self._index.common
-        plain = [word in common for word in words]
-        found: list[NameMention] = []
-        seen: set[str] = set()
+        sounds: dict[int, tuple[str, str]] = {}
+
+        def sound(k: int) -> tuple[str, str]:
+            found = sounds.get(k)
+            if found is None:
+                found = sounds[k] = sound_parts(words[k])
+            return found
+
         index = self._index
+        common = index.common
+        plain = [word in common for word in words]
+        found: list[tuple[NameForm, str, int, int]] = []
         i = 0
         count = len(words)
         while i < count:
@@ -164,27 +226,19 @@ class AddressDetector:
                     n = longest - offset
                     if plain[i + n - 1]:
                         continue
-                    key = sounds[i][0] + sounds[i][1] if n == 1 else join_sounds(sounds[i : i + n])
+                    if n == 1 and candidate not in index.name_words and is_everyday(candidate):
+                        continue  # a word heard clearly is that word, not a misheard name
+                    parts = [sound(k) for k in range(i, i + n)]
+                    key = parts[0][0] + parts[0][1] if n == 1 else join_sounds(parts)
                     result = index.lookup_approximate(candidate, key)
                     if result is not None:
-                        hit = (result[0], result[1], longest - offset)
+                        hit = (result[0], result[1], n)
                         break
             if hit is None:
                 i += 1
                 continue
             form, how, n = hit
-            if form.npc not in seen:
-                seen.add(form.npc)
-                last = spans[i + n - 1]
-                found.append(
-                    NameMention(
-                        npc=form.npc,
-                        matched=lowered[spans[i][1] : last[2]],
-                        how=how,
-                        position=i,
-                        vocative=not last[3] and _is_vocative(words, i, n, lowered, last[2]),
-                    )
-                )
+            found.append((form, how, i, n))
             i += n
         return found
 
@@ -200,14 +254,17 @@ class AddressDetector:
             puppet = self._puppet(text)
             if puppet is not None:
                 return puppet
-        mentions = self.mentions(text)
-        if mentions:
-            spoken_to = [m for m in mentions if m.vocative]
-            if spoken_to:
-                names = [m.npc for m in spoken_to]
-                self._remember(speaker, names, now, record)
-                how = ", ".join(f"{m.npc} ({m.how} '{m.matched}')" for m in spoken_to)
-                return AddressDecision(names, f"named {how}", mentions)
+        heard, asked, unasked = self._hear(text)
+        mentions = self._first_per_npc(heard)
+        if asked:
+            chosen = list({heard[k].npc: heard[k] for k in reversed(asked)}.values())[::-1]
+            names = [m.npc for m in chosen]
+            self._remember(speaker, names, now, record)
+            reason = "named " + ", ".join(f"{m.npc} ({m.how} '{m.matched}')" for m in chosen)
+            passed = [heard[k].npc for k in unasked if heard[k].npc not in names]
+            if passed:
+                reason += f"; {', '.join(dict.fromkeys(passed))} only thanked or greeted"
+            return AddressDecision(names, reason, mentions)
         last = self._last.get(speaker)
         if last is not None and now - last[1] <= self.continuation_window_s:
             names = [n for n in last[0] if n in self._npcs and not self._npcs[n].address_only]
@@ -246,16 +303,3 @@ class AddressDetector:
                     [npc], f"DM puppeting {npc}", puppet_text=match.group("text").strip()
                 )
         return None
-
-
-def _is_vocative(words: list[str], i: int, n: int, cleaned: str, end_char: int) -> bool:
-    """Spoken to ("Bartok, ...", "..., Bartok?", "hey Bartok") rather than about."""
-    if i > 0 and words[i - 1] in _REFERENCE_BEFORE:
-        return False
-    after = cleaned[end_char : end_char + 2].lstrip(" ")
-    if after[:1] in {",", "!", "?", ":"}:
-        return True
-    following = words[i + n] if i + n < len(words) else ""
-    if following == "s" or following in _REFERENCE_AFTER:
-        return False
-    return True

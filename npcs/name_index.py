@@ -1,8 +1,12 @@
 """NPC names indexed for lookups that survive speech-to-text misspellings.
 
-Every name and alias form of every NPC goes into three indexes: exact, a phonetic skeleton
-("Greymantle", "gray mantle" and "Grey Mantel" share "krmntl") and one-edit deletions (SymSpell
-style), so a lookup costs a few dictionary probes whatever the number of NPCs.
+Every name and alias form of every NPC goes into the indexes: exact, a phonetic skeleton
+("Greymantle", "gray mantle" and "Grey Mantel" share "krmntl"; "Bar talk" and "Bartok" share
+"prtk"), one-edit deletions (SymSpell style), and for names of eight letters or more the
+skeleton's one-edit deletions, confirmed by an edit distance of at most two: the tolerance grows
+with the name's length. A lookup costs a few dictionary probes whatever the number of NPCs.
+The parts of a name ("Thornwood", "Captain Vessa" for "Captain Vessa Thornwood", see
+``npcs.name_words``) are indexed too, one rank below the names and aliases the DM wrote.
 
 One normalisation (:func:`normalize_text`, :func:`name_forms`) serves both addressing and
 ``glyphoxa check``'s duplicate-name test: Unicode compatibility forms folded (NFKC), case
@@ -20,6 +24,7 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from npcs.name_words import edit_distance, name_parts
 from npcs.schema import NpcDefinition
 
 __all__ = [
@@ -57,6 +62,8 @@ _COMMON_WORDS = frozenset(
     where which while who why will with would yeah yes yet you your""".split()
 )
 _PHONETIC_RULES = (
+    ("alk", "ak"),  # a silent l: "talk", "walk" ("Bar talk" for "Bartok")
+    ("olk", "ok"),
     ("tch", "c"),
     ("ch", "c"),
     ("sch", "sk"),
@@ -76,6 +83,10 @@ _PHONETIC_RULES = (
     ("g", "k"),
 )
 _VOWELS = str.maketrans("", "", "aeiouyhw")
+_WIDE_MIN_LEN = 8
+"""Names this long are still matched two edits off when they sound alike."""
+_PART_RANK = 2
+"""How far a derived name part ranks below a name or alias the DM wrote."""
 
 
 def normalize_text(text: str) -> str:
@@ -173,6 +184,8 @@ class NameForm:
     npc: str
     joined: str
     words: int
+    part: bool = False
+    """Derived from the NPC's name ("Thornwood"), not written by the DM."""
 
 
 class _Claims:
@@ -201,38 +214,58 @@ class NpcNameIndex:
     one-letter deletion), so the answer never depends on the order the NPCs were loaded in.
     """
 
-    __slots__ = ("common", "exact", "first_chars", "fuzzy", "lengths", "name_words", "phonetic")
+    __slots__ = (
+        "common",
+        "exact",
+        "fuzzy",
+        "fuzzy_gate",
+        "name_words",
+        "phonetic",
+        "wide",
+    )
 
     def __init__(self, npcs: Iterable[NpcDefinition]) -> None:
-        self.first_chars: set[str] = set()
         self.name_words: set[str] = set()
-        self.lengths: set[int] = set()
-        exact, phonetic, fuzzy = _Claims(), _Claims(), _Claims()
+        self.fuzzy_gate: set[tuple[str, int]] = set()
+        """(first letter, length) of every word a one-edit fuzzy match may start from."""
+        claims = {table: _Claims() for table in ("exact", "phonetic", "fuzzy", "wide")}
         for npc in npcs:
+            written: set[str] = set()
             for name in npc.names():
                 for words in _name_variants(name):
                     self.name_words.update(words)
                     form = NameForm(npc.name, "".join(words), len(words))
                     if form.joined:
-                        self._add(form, exact, phonetic, fuzzy)
-        self.exact: dict[str, NameForm] = exact.table()
-        self.phonetic: dict[str, NameForm] = phonetic.table()
-        self.fuzzy: dict[str, NameForm] = fuzzy.table()
-        self.common = _COMMON_WORDS.difference(self.name_words)
+                        written.add(form.joined)
+                        self._add(form, claims, 0)
+            for words in name_parts(_name_variants(npc.name)[0], _COMMON_WORDS):
+                form = NameForm(npc.name, "".join(words), len(words), part=True)
+                if form.joined not in written:
+                    self.name_words.update(words)
+                    self._add(form, claims, _PART_RANK)
+        self.exact: dict[str, NameForm] = claims["exact"].table()
+        self.phonetic: dict[str, NameForm] = claims["phonetic"].table()
+        self.fuzzy: dict[str, NameForm] = claims["fuzzy"].table()
+        self.wide: dict[str, NameForm] = claims["wide"].table()
+        # "the" of "the barkeep" stays an everyday word: approximate matching skips it.
+        self.common = _COMMON_WORDS.difference(self.name_words - ARTICLES)
 
-    def _add(self, form: NameForm, exact: _Claims, phonetic: _Claims, fuzzy: _Claims) -> None:
-        exact.put(form.joined, form)
+    def _add(self, form: NameForm, claims: dict[str, _Claims], rank: int) -> None:
+        claims["exact"].put(form.joined, form, rank)
         if len(form.joined) < _FUZZY_MIN_LEN:
             return
         key = phonetic_key(form.joined)
         if len(key) >= 4:
-            phonetic.put(key, form)
-        fuzzy.put(form.joined, form)
+            claims["phonetic"].put(key, form, rank)
+            if len(form.joined) >= _WIDE_MIN_LEN:
+                claims["wide"].put(key, form, rank)
+                for variant in _deletions(key):
+                    claims["wide"].put(variant, form, rank + 1)
+        claims["fuzzy"].put(form.joined, form, rank)
         for variant in _deletions(form.joined):
-            fuzzy.put(variant, form, rank=1)
-        self.first_chars.add(form.joined[0])
+            claims["fuzzy"].put(variant, form, rank + 1)
         for delta in (-1, 0, 1):
-            self.lengths.add(len(form.joined) + delta)
+            self.fuzzy_gate.add((form.joined[0], len(form.joined) + delta))
 
     def lookup(self, candidate: str) -> tuple[NameForm, str] | None:
         form = self.exact.get(candidate)
@@ -243,21 +276,41 @@ class NpcNameIndex:
     def lookup_approximate(
         self, candidate: str, key: str | None = None
     ) -> tuple[NameForm, str] | None:
-        """Phonetic, then one-edit fuzzy match (only for words long enough to be safe)."""
+        """Phonetic, then one-edit fuzzy, then (long names) a similar sound within two edits.
+
+        Only for words long enough to be safe; the caller skips everyday words.
+        """
         if len(candidate) < _FUZZY_MIN_LEN - 1:
             return None
-        form = self.phonetic.get(phonetic_key(candidate) if key is None else key)
+        if key is None:
+            key = phonetic_key(candidate)
+        form = self.phonetic.get(key)
         if form is not None and abs(len(form.joined) - len(candidate)) <= 2:
             return form, "phonetic"
-        if candidate[0] not in self.first_chars or len(candidate) not in self.lengths:
-            return None
-        fuzzy = self.fuzzy
-        form = fuzzy.get(candidate)
-        if form is not None:
-            return form, "fuzzy"
-        for variant in _deletions(candidate):
-            form = fuzzy.get(variant)
+        if (candidate[0], len(candidate)) in self.fuzzy_gate:
+            fuzzy = self.fuzzy
+            form = fuzzy.get(candidate)
             if form is not None:
+                return form, "fuzzy"
+            for variant in _deletions(candidate):
+                form = fuzzy.get(variant)
+                if form is not None:
+                    return form, "fuzzy"
+        if len(candidate) >= _WIDE_MIN_LEN - 1 and self.wide:
+            return self._lookup_wide(candidate, key)
+        return None
+
+    def _lookup_wide(self, candidate: str, key: str) -> tuple[NameForm, str] | None:
+        """A long name two edits off whose sound skeleton is at most one edit off."""
+        wide = self.wide
+        for variant in (key, *_deletions(key)):
+            form = wide.get(variant)
+            if (
+                form is not None
+                and form.joined[0] == candidate[0]  # Whisper keeps a name's first letter
+                and abs(len(form.joined) - len(candidate)) <= 2
+                and edit_distance(candidate, form.joined, 2) <= 2
+            ):
                 return form, "fuzzy"
         return None
 

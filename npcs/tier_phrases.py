@@ -1,6 +1,7 @@
 """The default phrase lists of the tier selector, written from the tier map (DESIGN.md section 4).
 
-FAST has no list: it is what is left (greetings, orders, prices, haggling, reactions, dice).
+FAST has no list: it is what is left (greetings, orders, prices, haggling, reactions, dice, and
+the players' own table talk: "who's up next?" is not a lore question).
 STANDARD is the past, rules and lore; DEEP is an explicit request to deliberate or for slow work
 (images, web search, everything in detail). Each idea comes with its everyday paraphrases and
 the spellings Whisper produces (no punctuation, "look it up", "lookup", "dont"). Syntax: see
@@ -140,7 +141,8 @@ DEFAULT_STANDARD_PHRASES: tuple[str, ...] = (
     "when did",
     "where did",
     "who did",
-    "who won|killed|sent|built|founded|started|made|wrote|hired|took|stole",
+    "who won|killed|murdered|slew|poisoned|betrayed|cursed|sent|built|founded|started|made|wrote"
+    "|hired|took|stole|burned|ordered",
     "recap",
     "summary|summarize|summarise",
     "catch me|us up",
@@ -158,7 +160,10 @@ DEFAULT_STANDARD_PHRASES: tuple[str, ...] = (
     # -- lore, people, quests ------------------------------------------------------------------
     "who is|was|are|were",
     "who runs|leads|owns|rules|controls|commands",
-    "who's",
+    # "who's" alone is table talk ("who's up next?", "who's got the map?"): only a who-is
+    # question about someone counts ("who's the man in charge?", "who's she?").
+    "who's|whos the|that|this|these|those|your|his|her|their|our|he|she|they|behind|responsible",
+    "who's|whos in charge",
     "tell me|us about",
     "tell me|us * about",
     "what do you know",

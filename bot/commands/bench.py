@@ -22,6 +22,7 @@ __all__ = ["TARGETS", "register"]
 #: target name -> module holding ``run_bench``.
 TARGETS: dict[str, str] = {
     "tiers": "npcs.bench",
+    "address": "npcs.address_bench",
     "llm": "npcs.llm_bench",
     "tools": "tools.bench",
     "speech": "bot.speech.bench",

@@ -181,7 +181,7 @@ def _address(args: argparse.Namespace) -> int:
     print(f"reason:  {decision.reason}")
     for mention in decision.mentions:
         role = "spoken to" if mention.vocative else "talked about"
-        print(f"  - {mention.npc}: '{mention.matched}' ({mention.how}, {role})")
+        print(f"  - {mention.npc}: '{mention.matched}' ({mention.how}, {role}: {mention.why})")
     if decision.puppet_text is not None:
         print(f"puppet:  {decision.puppet_text}")
     return 0

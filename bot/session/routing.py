@@ -107,7 +107,9 @@ class Routing:
     def _on_partial(self, speaker: Speaker, event: PartialTranscript) -> None:
         now = time.monotonic()
         mentions = self.addressing.mentions(event.text)
-        npc = self.campaign.npcs.get(mentions[0].npc) if mentions else None
+        # The budget that caps the tier is the one of the NPC spoken to, not one talked about.
+        named = next((m for m in mentions if m.vocative), mentions[0] if mentions else None)
+        npc = self.campaign.npcs.get(named.npc) if named is not None else None
         decision = self.tiers.select(event.text, npc=npc, queue_depth=self.queue_depth(), now=now)
         speaker.partial_tier = decision.tier.label
         self.entities.prefetch(event.text)

@@ -115,3 +115,104 @@ def test_hot_reload_keeps_working() -> None:
 )
 def test_phonetic_keys_match_spelling_variants(a: str, b: str) -> None:
     assert phonetic_key(a.replace(" ", "")) == phonetic_key(b.replace(" ", ""))
+
+
+# -- talked to or talked about, name parts, misheard names, thanks-then-ask ---------------------
+
+TABLE = [
+    *CAST,
+    npc("Lady Elspeth Marrow", "the ghost", address_only=True),
+    npc("Hagar the Boatman"),
+    npc("Brother Aldric Venn", "the priest"),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a name talked about addresses nobody
+        ("so what did the ghost say last time", []),
+        ("Greymantle said the tower was cursed.", []),
+        ("what's Greymantle doing up at this hour?", []),
+        ("we could sell the ring to Whisper", []),
+        ("Bartok slides a mug across the bar.", []),  # the DM narrating
+        ("Behind the bar, Bartok is polishing a glass.", []),
+        ("I pull my grey cloak tighter", []),  # the alias "Grey" after a determiner
+        ("I attack the ghost with my sword", []),
+        ("Vessa and I went to the docks", []),
+        # ... and the same names spoken to
+        ("Ghost, what did you see that night?", ["Lady Elspeth Marrow"]),
+        ("bartok pour me another", ["Bartok"]),
+        ("bartok can we get some bread", ["Bartok"]),
+        ("can you open the gate captain", ["Captain Vessa"]),
+        ("how much for the crossing hagar", ["Hagar the Boatman"]),
+        ("What are you waiting for, Bartok?", ["Bartok"]),  # "for" is in another clause
+        # surnames and parts of a name, with or without a title
+        ("Marrow, who murdered you?", ["Lady Elspeth Marrow"]),
+        ("Lady Marrow, we found your locket.", ["Lady Elspeth Marrow"]),
+        ("Venn, hold the door!", ["Brother Aldric Venn"]),
+        ("Father Aldric, bless this sword.", ["Brother Aldric Venn"]),  # a title not in the name
+        ("Boatman, wait for us!", ["Hagar the Boatman"]),
+        ("Hagar, row faster!", ["Hagar the Boatman"]),
+        # Whisper's spellings
+        ("Bar talk, pour me a drink", ["Bartok"]),
+        ("Aldrich, we need your help", ["Brother Aldric Venn"]),
+        ("Lady Morrow, show yourself!", ["Lady Elspeth Marrow"]),
+        ("Greymental, a word?", ["Greymantle"]),  # two edits off a long name that sounds alike
+        ("the bar's packed tonight", []),
+        ("I nock an arrow, quick!", []),  # an everyday word one letter off "Marrow"
+        # thanks, then a request to someone else: only they are asked
+        ("Thanks, Bartok. Greymantle, where is the tower?", ["Greymantle"]),
+        ("thanks greymantle. bartok where's the privy", ["Bartok"]),
+        ("Thanks Bartok, Greymantle where is the tower", ["Greymantle"]),
+        ("Bartok, where's the key? Thanks, Greymantle.", ["Bartok"]),
+        ("Thanks, Bart!", ["Bartok"]),  # thanks alone goes to whom it names
+        ("Bartok, a pint. Greymantle, what's that book?", ["Bartok", "Greymantle"]),
+    ],
+)
+def test_spoken_to_or_talked_about(text: str, expected: list[str]) -> None:
+    detector = AddressDetector(TABLE)
+    assert detector.detect("alice", text, now=0.0).npcs == expected
+
+
+def test_the_reason_says_who_was_only_thanked_and_why_each_name_counts() -> None:
+    detector = AddressDetector(TABLE)
+    decision = detector.detect("alice", "Thanks, Bartok. Greymantle, where is the tower?", 0.0)
+    assert decision.reason == (
+        "named Greymantle (exact 'greymantle'); Bartok only thanked or greeted"
+    )
+    decision = detector.detect("alice", "Bartok, what did the ghost say?", 0.0)
+    assert [(m.npc, m.vocative, m.why) for m in decision.mentions] == [
+        ("Bartok", True, "set off at the start"),
+        ("Lady Elspeth Marrow", False, "after 'did'"),
+    ]
+
+
+def test_a_name_part_ranks_below_what_the_dm_wrote_and_a_shared_part_names_nobody() -> None:
+    cast = [
+        npc("Captain Vessa Thornwood", "the captain"),
+        npc("Aldric Stone"),
+        npc("Aldric Venn"),
+        npc("Venn Hollow", "Venn"),  # the alias a DM wrote beats Aldric Venn's surname
+    ]
+    detector = AddressDetector(cast)
+
+    def answers(text: str) -> list[str]:
+        return detector.detect("p", text, 0.0, record=False).npcs
+
+    thornwood = ["Captain Vessa Thornwood"]
+    assert answers("Thornwood, open the gate!") == thornwood
+    assert answers("Captain Thornwood, a word") == thornwood
+    assert answers("Captain, a word") == thornwood
+    assert answers("Venn, a word") == ["Venn Hollow"]
+    assert answers("Aldric, a word") == []  # two NPCs are "Aldric"
+    assert answers("Aldric Stone, a word") == ["Aldric Stone"]
+
+
+def test_a_title_or_an_of_phrase_alone_is_not_a_name() -> None:
+    morwen = "Sister Morwen of the Ashen Veil"
+    detector = AddressDetector([npc(morwen), npc("Bartok")])
+    assert detector.detect("p", "Morwen, help us", 0.0, record=False).npcs == [morwen]
+    assert detector.detect("p", "Sister Morwen, help us", 0.0, record=False).npcs == [morwen]
+    for word in ("Sister", "Veil", "Ashen"):
+        assert detector.detect("p", f"{word}, help us", 0.0, record=False).npcs == []
