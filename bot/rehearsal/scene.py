@@ -41,7 +41,9 @@ __all__ = ["DmCommand", "PlayerLine", "Scene", "load_scene", "player_voice"]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # Field docstrings become the schema's descriptions: the docs' scene reference is built
+    # from Scene.model_json_schema().
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
 
 class PlayerLine(_Strict):
