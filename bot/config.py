@@ -69,10 +69,20 @@ class ProviderConfig(_Strict):
     """One model provider. ``name`` picks the implementation; the rest configures it."""
 
     name: str
+    """Which implementation: ``local`` (the bundled llama.cpp server; with ``base_url``, a
+    server of your own), ``openai`` (any OpenAI-compatible API), ``faster-whisper`` (local
+    speech recognition), ``piper`` or ``espeak`` (local voices)."""
     model: str | None = None
+    """The model's name as its server knows it (``gpt-4o-mini``, ``qwen2.5:7b``), or a local
+    model (a Whisper size or folder, a Piper voice file); empty: the provider's default."""
     base_url: str | None = None
+    """The server's OpenAI-compatible API (``http://localhost:11434/v1``); empty: OpenAI's for
+    ``openai``, the bundled server for ``local``."""
     api_key: SecretStr | None = None
+    """The server's key; write ``${OPENAI_API_KEY}`` and keep the value in the environment."""
     options: dict[str, str | int | float | bool] = Field(default_factory=dict)
+    """Provider settings (timeouts, retries, model paths, ...): see the shipped
+    ``glyphoxa.yaml`` for each provider's list."""
 
 
 class ProvidersConfig(_Strict):
@@ -83,13 +93,24 @@ class ProvidersConfig(_Strict):
     stt: ProviderConfig = Field(
         default_factory=lambda: ProviderConfig(name="faster-whisper", model="tiny.en")
     )
+    """Speech recognition: ``faster-whisper`` (local, ``tiny.en`` bundled) or ``openai`` (any
+    server with OpenAI's transcription API)."""
     tts: ProviderConfig = Field(default_factory=lambda: ProviderConfig(name="piper"))
+    """Voices: ``piper`` (local), ``espeak`` or ``openai`` (any server with OpenAI's speech
+    API); each NPC's ``voice.provider`` picks among those available."""
     realtime: ProviderConfig | None = None
+    """Speech to speech for NPCs with ``engine: realtime`` (OpenAI Realtime); empty: they
+    answer through the cascaded engine."""
     embeddings: ProviderConfig | None = None
+    """An OpenAI-compatible embeddings endpoint for recall by meaning in campaign memory;
+    empty: keyword search only."""
 
 
 class VadConfig(_Strict):
+    """Voice activity detection: which sound in a player's stream is speech."""
+
     provider: Literal["silero", "webrtc"] = "silero"
+    """``silero`` (a small neural model, the default) or ``webrtc`` (cheaper, less precise)."""
     engine: Literal["auto", "numpy", "onnxruntime"] = "auto"
     """How Silero runs. ``auto``: the numpy kernel, if it gives onnxruntime's probabilities and
     costs less on this machine (checked at start-up); ``numpy`` insists on it (start-up fails
@@ -99,10 +120,13 @@ class VadConfig(_Strict):
     aggressiveness: int = Field(default=2, ge=0, le=3)
     """webrtcvad mode, 0 (lenient) to 3 (strict)."""
     min_speech_ms: int = Field(default=120, ge=0)
+    """Speech shorter than this is a click or a cough, not an utterance."""
     hangover_ms: int = Field(default=500, ge=0)
     """Silence after speech before the utterance ends."""
     preroll_ms: int = Field(default=300, ge=0)
+    """Audio kept from before speech was detected, so a soft first syllable is heard."""
     max_utterance_s: float = Field(default=30.0, gt=0)
+    """An utterance ends here at the latest and is transcribed, so a monologue is heard too."""
 
 
 class TurnConfig(_Strict):
@@ -136,10 +160,15 @@ class TurnConfig(_Strict):
 
 
 class SpeechConfig(_Strict):
+    """Hearing players: voice activity, end of turn, barge-in; and the ambience's mix."""
+
     vad: VadConfig = Field(default_factory=VadConfig)
     turn: TurnConfig = Field(default_factory=TurnConfig)
     partial_interval_ms: int = Field(default=300, ge=50)
+    """How often a talking player's words so far are transcribed (partials drive the tier and
+    early answers)."""
     barge_in_confirm_ms: int = Field(default=250, ge=0)
+    """A player talking this long over an NPC (with a real word heard) interrupts it."""
     backchannels: list[str] = Field(
         default_factory=lambda: [
             "mhm",
@@ -157,7 +186,9 @@ class SpeechConfig(_Strict):
             "sure",
         ]
     )
+    """Short acknowledgements that never start a turn or interrupt an NPC."""
     ambience_volume: float = Field(default=0.25, ge=0.0, le=1.0)
+    """Gain of the ambience music under the voices."""
     ambience_duck: float = Field(default=0.4, ge=0.0, le=1.0)
     """Ambience gain multiplier while an NPC speaks."""
 
@@ -170,19 +201,29 @@ def _default_ceilings() -> dict[TierLabel, int]:
 
 
 class TiersConfig(_Strict):
+    """Latency tiers: how slow a turn's tools may be, and which words pick the tier."""
+
     ceilings_ms: dict[TierLabel, int] = Field(default_factory=_default_ceilings)
+    """Parallel tool latency per tier: ``{fast: 500, standard: 1500, deep: 4000}``; a tool
+    belongs to the lowest tier its p50 fits."""
     deep_phrases: list[str] | None = None
     """Phrases that ask for DEEP thought; empty means the built-in list."""
     standard_phrases: list[str] | None = None
+    """Phrases that refer to the past, rules or lore (STANDARD); empty means the built-in
+    list."""
     extra_deep_phrases: list[str] = Field(default_factory=list)
     """Added to the built-in DEEP list instead of replacing it."""
     extra_standard_phrases: list[str] = Field(default_factory=list)
+    """Added to the built-in STANDARD list instead of replacing it."""
     deep_interval_s: float = Field(default=30.0, ge=0)
     """A second DEEP request within this window is demoted to STANDARD."""
     queue_threshold: int = Field(default=3, ge=1)
     """This many players waiting forces FAST."""
     continuation_window_s: float = Field(default=30.0, ge=0)
+    """A player speaking again within this window, naming nobody, continues the conversation
+    with the NPC they last addressed."""
     default_tier: Literal["fast", "standard", "deep"] = "fast"
+    """The tier of a turn no rule decided."""
 
     def ceiling(self, tier: Tier) -> int:
         return self.ceilings_ms.get(tier.label, DEFAULT_CEILINGS_MS[tier])  # type: ignore[call-overload]
@@ -199,12 +240,14 @@ class DmVoiceConfig(_Strict):
     """How a command is acknowledged: a short chime, the NPC saying ``ack_word`` (commands to
     everyone and "stop" still chime), or nothing."""
     ack_word: str = Field(default="Understood.", min_length=1, max_length=40)
+    """What the NPC says to acknowledge a command with ``ack: word``."""
 
 
 class MemoryConfig(_Strict):
     url: str = "sqlite+aiosqlite:///.glyphoxa/memory.db"
     """SQLAlchemy async URL; ``postgresql+asyncpg://user:pass@host/db`` for PostgreSQL."""
     chunk_utterances: int = Field(default=5, ge=3, le=6)
+    """Lines of transcript per chunk indexed for recall."""
 
 
 class LoggingConfig(_Strict):
@@ -221,8 +264,12 @@ class LoggingConfig(_Strict):
 
 
 class MetricsConfig(_Strict):
+    """The Prometheus endpoint, ``http://host:port/metrics``."""
+
     enabled: bool = False
+    """Serve the metrics (one endpoint per process)."""
     host: str = "127.0.0.1"
+    """Address to listen on; keep it local unless a scraper elsewhere needs it."""
     port: int = Field(default=9464, ge=1, le=65535)
 
 
@@ -230,6 +277,8 @@ class CampaignRef(_Strict):
     path: str = "campaigns/example"
     """Campaign folder holding campaign.yaml, npcs/, entities.yaml, tables/, ambience/."""
     hot_reload: bool = True
+    """Reload an NPC when its file is saved during a session (an invalid edit keeps the old
+    NPC and is reported)."""
 
 
 class GlyphoxaConfig(_Strict):

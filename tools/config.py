@@ -24,6 +24,7 @@ class BearerAuth(_Strict):
 
     type: Literal["bearer"]
     token: SecretStr
+    """The token; write ``${VAR}`` and keep the value in the environment."""
 
 
 class OAuthClientCredentials(_Strict):
@@ -37,24 +38,36 @@ class OAuthClientCredentials(_Strict):
     """The authorization server the credentials belong to; discovery accepts no other."""
     client_id: str
     client_secret: SecretStr
+    """Write ``${VAR}`` and keep the value in the environment."""
     scope: str | None = None
+    """The scopes to ask for, space-separated; empty: the server's default."""
 
 
 McpAuth = Annotated[BearerAuth | OAuthClientCredentials, Field(discriminator="type")]
 
 
 class McpServerConfig(_Strict):
+    """One external MCP tool server."""
+
     name: str = Field(pattern=r"^[A-Za-z0-9_-]{1,40}$")
+    """How NPC files name it: ``<name>.*`` and ``<name>__<tool>``."""
     transport: Literal["stdio", "streamable-http"]
+    """``stdio``: Glyphoxa starts ``command`` and talks over its stdin/stdout;
+    ``streamable-http``: a server at ``url``."""
     command: list[str] | str | None = None
     """stdio: the program and its arguments, as a list or one shell-like string."""
     env: dict[str, str] = Field(default_factory=dict)
+    """stdio: extra environment variables for the program."""
     cwd: str | None = None
+    """stdio: the program's working folder; empty: the bot's."""
     url: str | None = None
     """streamable-http: the endpoint, e.g. ``http://127.0.0.1:8000/mcp``."""
     auth: McpAuth | None = None
+    """streamable-http: a bearer token or OAuth client credentials; empty: none."""
     enabled: bool = True
+    """false keeps the entry without connecting to it."""
     connect_timeout_s: float = Field(default=10.0, gt=0)
+    """How long a connection attempt may take before it counts as failed."""
     call_timeout_s: float = Field(default=4.0, gt=0)
     """Hard timeout for a tool that declares no ``max_duration_ms``."""
     expose_as: dict[str, str] = Field(default_factory=dict)
@@ -68,6 +81,8 @@ class McpServerConfig(_Strict):
 
 
 class McpConfig(_Strict):
+    """External MCP tool servers; their tools join the built-ins."""
+
     servers: list[McpServerConfig] = Field(default_factory=list)
 
 
@@ -75,12 +90,18 @@ class BuiltinToolsConfig(_Strict):
     """Settings of the built-in tool servers."""
 
     sandbox_dir: str = ".glyphoxa/files"
+    """The folder ``read_file``, ``write_file`` and ``list_files`` stay inside."""
     srd_path: str | None = None
     """Folder of the SRD 5.1 JSON dataset (5e-database format) to import for rules lookup."""
     web_search_backend: Literal["searxng", "brave"] = "searxng"
+    """What ``web_search`` asks: a SearXNG instance or the Brave Search API."""
     web_search_url: str | None = None
+    """SearXNG: its URL (with the JSON format enabled); empty: web search is unavailable."""
     web_search_api_key: SecretStr | None = None
+    """Brave: the API key; write ``${BRAVE_API_KEY}``."""
     fetch_allow_hosts: list[str] = Field(default_factory=list)
     """Hosts ``fetch_page`` may reach even though they resolve to private/loopback addresses."""
     image_output_dir: str = ".glyphoxa/images"
+    """Where ``generate_image`` saves its pictures."""
     calibration_path: str = ".glyphoxa/calibration.json"
+    """Where each tool's measured latency is kept between sessions."""
