@@ -45,6 +45,7 @@ BASES: dict[str, dict[str, object]] = {
 AWAITING_MERGE: dict[tuple[str, str], str] = {
     ("docs/discord.md", "discord setup"): "discord (glyphoxa discord setup)",
     ("docs/discord.md", "dm_admins"): "discord (discord.dm_admins)",
+    ("docs/discord.md", "--online"): "discord (glyphoxa doctor --online)",
 }
 #: Every ``${VAR}`` of a config example reads as this (a number, so id fields accept it too).
 PLACEHOLDER = "123456789012345678"
