@@ -46,6 +46,7 @@ AWAITING_MERGE: dict[tuple[str, str], str] = {
     ("docs/discord.md", "discord setup"): "discord (glyphoxa discord setup)",
     ("docs/discord.md", "dm_admins"): "discord (discord.dm_admins)",
     ("docs/discord.md", "--online"): "discord (glyphoxa doctor --online)",
+    ("docs/performance.md", "bench address"): "address (glyphoxa bench address)",
 }
 #: Every ``${VAR}`` of a config example reads as this (a number, so id fields accept it too).
 PLACEHOLDER = "123456789012345678"
@@ -152,9 +153,20 @@ def test_command_line_parses(command: Command) -> None:
             problem = str(error)
         except SystemExit as stop:
             problem = errors.getvalue().strip() if stop.code else None
+    if problem is None and command.args[:1] == ["bench"]:
+        problem = _unknown_bench_targets(command.args)
     if problem and (branch := _awaiting(command.where, command.text)):
         pytest.xfail(f"{command.where} waits for branch {branch}: {problem}")
     assert problem is None, f"{command.where}: `{command.text}`: {problem}"
+
+
+def _unknown_bench_targets(args: list[str]) -> str | None:
+    """``bench`` takes its targets as free words: check them against the real list."""
+    from bot.commands.bench import TARGETS
+
+    targets = build_parser().parse_args(args).targets
+    unknown = [target for target in targets if target not in TARGETS]
+    return f"unknown bench target(s) {unknown}; known: {list(TARGETS)}" if unknown else None
 
 
 def test_the_docs_have_examples_of_every_kind() -> None:
