@@ -47,6 +47,9 @@ AWAITING_MERGE: dict[tuple[str, str], str] = {
     ("docs/discord.md", "dm_admins"): "discord (discord.dm_admins)",
     ("docs/discord.md", "--online"): "discord (glyphoxa doctor --online)",
     ("docs/performance.md", "bench address"): "address (glyphoxa bench address)",
+    ("docs/authoring.md", "must be at most 2"): "authoring (plain-word messages)",
+    ("docs/authoring.md", "glyphoxa voices"): "authoring (glyphoxa voices)",
+    ("docs/authoring.md", "check --strict"): "authoring (glyphoxa check --strict)",
 }
 #: Every ``${VAR}`` of a config example reads as this (a number, so id fields accept it too).
 PLACEHOLDER = "123456789012345678"
@@ -131,7 +134,10 @@ def test_yaml_snippet_is_what_it_says(snippet: Snippet, tmp_path: Path) -> None:
     if snippet.mode == "invalid":
         assert snippet.error, f"{snippet.where}: an invalid snippet needs '# error: <message>'"
         assert problems, f"{snippet.where}: shown as a mistake, but the program accepts it"
-        assert any(snippet.error in problem for problem in problems), (
+        found = any(snippet.error in problem for problem in problems)
+        if not found and (branch := _awaiting(snippet.where, snippet.text)):
+            pytest.xfail(f"{snippet.where} waits for branch {branch}: {problems[0]}")
+        assert found, (
             f"{snippet.where}: expected an error containing {snippet.error!r}, got: {problems}"
         )
     elif problems and (branch := _awaiting(snippet.where, snippet.text)):
