@@ -50,6 +50,9 @@ AWAITING_MERGE: dict[tuple[str, str], str] = {
     ("docs/authoring.md", "must be at most 2"): "authoring (plain-word messages)",
     ("docs/authoring.md", "glyphoxa voices"): "authoring (glyphoxa voices)",
     ("docs/authoring.md", "check --strict"): "authoring (glyphoxa check --strict)",
+    ("docs/authoring.md", "campaign new"): "cli (glyphoxa campaign new)",
+    ("docs/authoring.md", "npc show"): "cli (glyphoxa npc show)",
+    ("README.md", "campaign new"): "cli (glyphoxa campaign new)",
 }
 #: Every ``${VAR}`` of a config example reads as this (a number, so id fields accept it too).
 PLACEHOLDER = "123456789012345678"
