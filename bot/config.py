@@ -155,8 +155,8 @@ class TurnConfig(_Strict):
     """Silence before an unfinished one ends anyway ("Bartok, and um...")."""
     table_talk_ms: int = Field(default=500, ge=0)
     """Silence before table talk (a player whose words so far name no NPC and answer none)
-    that sounds finished ends: nobody waits for an answer, and a comma's breath (350-420 ms
-    in the bench's voices) must not split the line."""
+    that sounds finished ends: nobody waits for an answer, and a comma's breath (a few
+    hundred milliseconds) must not split the line."""
 
 
 class SpeechConfig(_Strict):

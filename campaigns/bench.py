@@ -1,6 +1,6 @@
 """``glyphoxa bench memory``: campaign-memory hot paths on generated data.
 
-Goals (issue 8): ``query_entities`` p50 <= 5 ms; ``search_sessions`` over 100,000 utterances p50
+Goals: ``query_entities`` p50 <= 5 ms; ``search_sessions`` over 100,000 utterances p50
 <= 50 ms on SQLite. With ``GLYPHOXA_BENCH_POSTGRES_URL`` set, the same figures are measured on a
 throw-away PostgreSQL database created beside the one in the URL (needs CREATEDB).
 """

@@ -1,10 +1,10 @@
 """``glyphoxa bench tiers``: the selector on every STT partial, its agreement with the tier map,
 and address detection per final.
 
-Goals: tier selection p99 <= 20 us per partial with the default phrase lists (issue 6; the same
-twelve lines before and after the lists were rebuilt, plus every partial of the corpus);
-accuracy >= 95 % on ``npcs/tier_corpus.yaml`` (issue 15; the held-out split is reported on its
-own); address detection <= 200 us per final with 20 NPCs. Timed with ``perf_counter_ns`` around
+Goals: tier selection p99 <= 20 us per partial with the default phrase lists (twelve
+everyday lines plus every partial of the corpus), because it runs on every STT partial;
+accuracy >= 95 % on ``npcs/tier_corpus.yaml`` (the held-out split is reported on its own);
+address detection <= 200 us per final with 20 NPCs. Timed with ``perf_counter_ns`` around
 single calls so the percentiles are per call, not averages.
 """
 
@@ -75,8 +75,8 @@ def _partials(text: str) -> list[str]:
 def _time_calls(calls: list[tuple], fn, rounds: int) -> tuple[list[float], list[float]]:
     """Per-call wall time and thread CPU time in microseconds.
 
-    CPU time excludes the moments the OS ran another process, which on a shared 2-core CI
-    machine dominate the wall-clock tail; both are reported.
+    CPU time excludes the moments the OS ran another process, which on a shared machine
+    dominate the wall-clock tail; both are reported.
     """
     wall: list[float] = []
     cpu: list[float] = []

@@ -3,8 +3,8 @@
 One local llama.cpp context serves every NPC, so a Bartok turn after a Greymantle turn would
 evaluate Bartok's persona and tools again (~1 s on one core). llama-cpp-python's own
 ``--cache`` restores a snapshot whenever it is one token longer than what the context holds and
-copies the whole logits matrix (100 MB) with every snapshot, which costs more than it saves
-(0.1-0.4 s per request measured here). This cache keeps only the KV state (~23 kB per token
+copies the whole logits matrix (100 MB) with every snapshot, which costs more than it
+saves. This cache keeps only the KV state (~23 kB per token
 for SmolLM2-135M), restores it only when that saves at least ``min_gain`` tokens of evaluation,
 and takes a snapshot only when a request evaluated ``min_new`` tokens that no snapshot holds.
 """

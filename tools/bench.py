@@ -159,8 +159,8 @@ async def _bench_stdio_ratio(rounds: int, iterations: int) -> BenchResult:
     with tempfile.TemporaryDirectory() as folder:
         script = Path(folder) / "echo_server.py"
         script.write_text(_ECHO_SERVER)
-        # Fresh server processes per round: on a shared 2-core box, which process lands on
-        # which core decides more than our code does; several rounds average that luck out.
+        # Fresh server processes per round: on a shared machine with few cores, which process
+        # lands on which core decides more than our code does; several rounds average that out.
         for _ in range(rounds):
             await _stdio_round(script, iterations, host_ms, bare_ms)
     # Each host call is paired with the bare call next to it, so load drift on the shared

@@ -20,11 +20,10 @@ __all__ = ["EXAMPLE", "LINE", "bench_config", "clock_probe", "model_servers", "p
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "campaigns" / "example"
 LINE = "Bartok, I would like a room for the night."
-"""Smart Turn hears this espeak-ng line as finished however the pause falls (after Opus, 0-1 of
-24 alignments 10 ms apart under 0.5). "Bartok, what's on tap tonight?" scored 0.08-0.92, so
-each turn's end waited 200 or 500 ms by chance: the FAST p50 of one table flipped between 366
-and 590 ms and the 10 % rule measured that coin, not the load (2 tables "missed" in two runs,
-4 passed). How the pause is judged is `bench e2e`'s subject; this bench measures capacity."""
+"""A line Smart Turn hears as finished wherever the pause falls (after Opus, at every 10 ms
+alignment). A line whose score depends on the alignment ends its turn after 200 or 500 ms by
+chance, and the 10 % latency rule would then measure that coin rather than the load. How a
+pause is judged is `bench e2e`'s subject; this bench measures capacity."""
 _TAIL_SILENCE_FRAMES = 40  # the lane ends an utterance on 500 ms of quiet frames
 _VOICED = 500  # int16 amplitude above which a sample counts as voiced (as rehearsal does)
 

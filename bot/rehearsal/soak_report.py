@@ -1,6 +1,6 @@
 """What a soak night observed, and the figures ``glyphoxa bench soak`` reports against its goals.
 
-Goals (issue 16): every addressed turn answered; no deaf period over 2 s outside the scripted
+Goals: every addressed turn answered; no deaf period over 2 s outside the scripted
 outages (a voice server move; a client left on a stale epoch is not ours to hear); memory growth
 under 20 MB per simulated hour; no task left running after the table stopped.
 """

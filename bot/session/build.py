@@ -66,10 +66,11 @@ async def load_stt(provider: ProviderConfig, pool: InferencePool | None = None) 
 
 def local_llm_server(llm: ProviderConfig) -> LocalLlmServer:
     """The bundled llama.cpp server as ``providers.llm.options`` set it up: ``model_path`` (a
-    GGUF of your own; default SmolLM2), ``n_threads`` (1: STT and TTS share the cores; on the
-    2-core box two threads made FAST answers slower, 0.87-1.14 s p50 against 0.82-0.91 s),
-    ``n_ctx``, ``prompt_cache`` (KV snapshots of each NPC's prompt prefix) and ``nice`` (the
-    server's CPU priority: 10 below the bot's, so the voice and the ears go first)."""
+    GGUF of your own; default SmolLM2), ``n_threads`` (1: speech recognition and the voices
+    share the cores, so a second LLM thread slows answers on a small machine; ``glyphoxa bench
+    llm`` measures it), ``n_ctx``, ``prompt_cache`` (KV snapshots of each NPC's prompt prefix)
+    and ``nice`` (the server's CPU priority: 10 below the bot's, so the voice and the ears go
+    first)."""
     from npcs.llm_server import LocalLlmServer
 
     options = llm.options

@@ -343,8 +343,8 @@ class TableSession(Routing, DmControls, VoiceCommands):
     def _prefill_written(self, turn: NpcTurn) -> None:
         """The answer is written but still playing: prepare the reply to it now, with the
         answer as the scene's next line. When the scene window moves, that is a few hundred
-        tokens (2-3 s on a busy 2-core machine), more than a player leaves between the end
-        of an answer and the end of their reply. After a barge-in, the reply's turn
+        tokens, which on a small CPU take longer than a player leaves between the end of an
+        answer and the end of their reply. After a barge-in, the reply's turn
         evaluates again from the answer's line.
 
         The line is the voiced sentences as the transcript will hold them, not the model's raw

@@ -8,11 +8,9 @@ the lane hears the words so far over the full window as soon as one does (the sl
 the rest of the turn is still being said. When the final's opening slot is in doubt and the slot
 look heard an NPC's name there, the final takes that name and needs no second look.
 
-Only a name is taken: a slot look that heard no NPC name is not trusted to clear the doubt
-(measured on 120 synthesized lines in eight voices: of 11 doubtful finals with a slot look, 9
-got the second look's name from it; in the other two the slot look heard "Alright" where the
-second look heard "Bartok", and those finals still get their second look. Of 24 lines opening
-with a player's name, none had an NPC name from the slot look).
+Only a name is taken: a slot look that heard no NPC name ("Alright" where the full window
+hears "Bartok") is not trusted to clear the doubt, and that final still gets its second look.
+A line opening with a player's name must not be given an NPC's name by the slot look.
 """
 
 from __future__ import annotations

@@ -10,9 +10,9 @@ the time from the end of their words to the NPC's voice, so work is served in th
 3. ``ASIDE``: the transcript of a player talking among themselves (their partials said so):
    never dropped, but held while an answer (or a speculative one: ``guessing()``) is on its way
    or anything above waits, for at most ``aside_wait_s``. Table talk is nobody's turn to
-   answer; on two cores its finals (a second look over the full window: 0.4-0.7 s) otherwise
-   took the recognizer from the next player to talk to an NPC and the cores from the answer
-   (measured: most second looks at a full table).
+   answer; on few cores its finals (a second look over the full window is the costliest
+   decode) would otherwise take the recognizer from the next player to talk to an NPC and the
+   cores from the answer, and at a full table most second looks are table talk's.
 4. ``PARTIAL``: partial transcripts of a player who is talking to an NPC (they pick the tier,
    prefill the prompt, start the speculative answer).
 5. ``CHATTER``: partials of players talking among themselves: the first to go.

@@ -9,12 +9,13 @@ the magnitude, four 3-tap convolutions with ReLU (strides 1, 2, 2, 1), one LSTM 
 ONNX order i, o, f, c), ReLU, a 1x1 convolution and a sigmoid.
 
 Three rewrites make it cheap on any BLAS. The STFT's basis is a Hann-windowed DFT, so it is an
-FFT (a product of four rows is 3x slower on OpenBLAS's Haswell kernels than on its newer ones).
+FFT (a product of four rows is several times slower on OpenBLAS's Haswell kernels than on
+its newer ones).
 Every buffer a product reads ends in a constant 1.0 that meets the layer's bias, so no bias is
 added on its own. The LSTM's sigmoid gates are tanh of half their input (weights halved at load),
 so one tanh serves all four gates. The second convolution's two output frames are one product of
-two rows or two of one, whichever this machine's BLAS does faster (measured once: two rows cost
-5.2 us on the Haswell kernels, two single rows 3.1 us; 1.8 against 3.0 us on the newer ones).
+two rows or two of one, whichever this machine's BLAS does faster (timed once when the kernel
+loads: which is faster differs between OpenBLAS's kernels).
 :mod:`bot.speech.vad` checks this kernel against onnxruntime whenever it loads and keeps
 onnxruntime if they differ.
 """

@@ -7,16 +7,14 @@ on the model's own thread, one decode at a time, finals before partials; greedy 
 Whisper pads every input to a 30 s window and its encoder, the bulk of the cost, runs over all
 of it, even for a two-second turn. Audio that fits is encoded over a 10 s window instead
 (``window_s`` for finals, ``partial_window_s`` for partials; options under
-``providers.stt.options``), 2.7 times cheaper (150 vs 420-500 ms per final here), with half a
-second of silence in front: over a short window Whisper mishears a first word that starts at
-once ("Bartok, ..." as "Mardok, ..."; names missed in 14 of 75 bench lines with 0.1 s in front,
-4-5 with 0.6 s). A final that names nobody where a name would sit ("Bar up, another ale") or
+``providers.stt.options``), several times cheaper, with half a second of silence in front:
+over a short window Whisper mishears a first word that starts at once ("Bartok, ..." as
+"Mardok, ..."). A final that names nobody where a name would sit ("Bar up, another ale") or
 that loops, or that lists two names back to back (a prompt's name said into the pause after
 a name: "Bartok, Whisper, what's on tap?") is heard again over the full window, which keeps the
-30 s window's ear for names without its prompt loops ("Bartok, Captain Vessa, Captain Vessa"):
-measured on 175 bench lines in seven voices, word error 14.8/15.4 % against 15.3/22.5 % for
-30 s alone, names missed 3/75 and 5/100 against 6/75 and 4/100, and a final p50 of 160-190 ms
-against 420-510 ms (one line in four or five is heard twice; names back to back: 4 of 125).
+30 s window's ear for names without its prompt loops ("Bartok, Captain Vessa, Captain Vessa")
+and costs a second decode only for the few finals in doubt. ``glyphoxa bench speech`` measures
+both windows.
 """
 
 from __future__ import annotations
@@ -83,10 +81,10 @@ _PHRASE_LOOP = re.compile(r"\b(\w[\w']*(?:\W+\w[\w']*){0,2})(?:\W+\1\b){3,}\W*",
 """One to three words four times in a row ("Arin, Arin, Arin, Arin,"): players do not."""
 _CLAUSE_LOOP = re.compile(r"\b(\w[\w']*(?:\W+\w[\w']*){3,11}?)(?:\W+\1\b)+\W*", re.IGNORECASE)
 """Four to twelve words said again at once ("Captain Vessa, Arin forth from the docks, Captain
-Vessa, Arin forth from the docks,", a fresh-clone rehearsal): a loop without a sentence end."""
+Vessa, Arin forth from the docks,"): a loop without a sentence end."""
 _TOKENS_PER_SECOND = 12
 """The most text tokens a second of speech decodes to (fast speech: about 5), so a decoder
-loop ends after 16 + 12 per second instead of Whisper's 224 (measured: 2.7 s for a 1.5 s line);
+loop ends after 16 + 12 per second instead of Whisper's 224 (which takes seconds);
 at most 200, which leaves room for the longest prompt (223) within Whisper's 448."""
 
 

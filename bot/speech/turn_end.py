@@ -10,9 +10,9 @@ vouch for each other the turn ends after ``unsure_ms``: a word or two that sound
 good?") that the model, unsure of a voice it was not trained on, hears as unfinished. Table
 talk (a player whose words so far name no NPC) that sounds finished ends after
 ``table_talk_ms``: nobody waits for its answer, and a comma's breath sounds finished too
-("Upstairs, if the rooms are cheap, | otherwise in the stable again" was cut there in 6 of 6
-bench runs). Without the model the lane keeps the plain VAD hangover. Pure and synchronous,
-so every rule is easy to test.
+(with a shorter wait, "Upstairs, if the rooms are cheap, | otherwise in the stable again"
+is cut at its comma). Without the model the lane keeps the plain VAD hangover. Pure and
+synchronous, so every rule is easy to test.
 """
 
 from __future__ import annotations

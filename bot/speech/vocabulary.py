@@ -31,17 +31,15 @@ _SLOT_WORDS = re.compile(r"[\w'-]+(?: [\w'-]+){0,2}")
 """A name's slot holds one to three words (a misheard "Greymantle," comes back as "Green and
 all,"), set off by a comma at the start (after any fillers) or at the end, or at the start
 before a capital that begins no sentence: Whisper sometimes drops the comma with the name
-("Greymantle, tell me" as "Ramin' Told me", a fresh-clone rehearsal)."""
+("Greymantle, tell me" as "Ramin' Told me")."""
 _NOT_NAMES = frozenset(
     "yes yeah yep no nope well okay ok great good fine sure so now oh ah hey hmm "
     "um uh er thanks please look listen wait perfect excellent nice cool wow then and but also "
     "actually anyway honestly sir madam friend you i the a an".split()
 )
 """Words that fill the name's slot in everyday speech ("Great, pour me a pint", "Yes,
-please"): a slot of these alone is not a misheard name, and each cost a 30 s decode (~0.4 s).
-Measured on 175 bench lines in seven voices: 37 second decodes instead of 49 (38 with the
-lost-comma slot), no name lost.
-Not "alright": without the lead-in, Whisper heard "Bartok," as "Alright," in 3 of 75 lines."""
+please"): a slot of these alone is not a misheard name, and each would cost a 30 s decode.
+Not "alright": without the lead-in, Whisper hears "Bartok," as "Alright,"."""
 _LETTERS = re.compile(r"[^a-z]")
 _SOUND_RULES = (
     ("ph", "f"), ("ck", "k"), ("gh", "g"), ("qu", "kw"), ("q", "k"), ("x", "ks"), ("z", "s"),
@@ -188,8 +186,8 @@ class Vocabulary:
 
     def lists_names(self, text: str) -> bool:
         """Two names back to back ("Bartok, Whisper, what's on tap?"): in the pause after a name
-        Whisper sometimes says another name of its prompt (1 of 30 syntheses of that line over
-        the 10 s window; the 30 s window heard it right), and both NPCs answered. A player who
+        Whisper sometimes says another name of its prompt over the 10 s window (the 30 s
+        window hears it right), and both NPCs would answer. A player who
         calls two NPCs at once is rare and only costs the second decode."""
         return self._name_pair is not None and bool(self._name_pair.search(self.correct(text)))
 

@@ -5,11 +5,11 @@ speakers; each speaker Opus-encodes a tone, DAVE-encrypts and transport-encrypts
 client. The bot side is the production :class:`~bot.voice.receiver.VoiceReceiver`.
 
 "Receive + lane CPU per active speaker" follows one speaker's packets all the way to the VAD
-segmenter, side by side: the lane before issue 18 (decoded at 48 kHz stereo then resampled, the
+segmenter, side by side: the old lane (decoded at 48 kHz stereo then resampled, the
 path still used for 48 kHz sources, and Silero on onnxruntime), the 16 kHz mono decode alone,
 and the lane now (16 kHz mono, Silero on the numpy kernel where it is checked and cheaper).
 That is the work on a packet in a hot loop; :mod:`bot.voice.bench_paced` measures what a
-talking player costs the whole process at Discord's pace, against the code before issue 18.
+talking player costs the whole process at Discord's pace, against the baseline receive path.
 """
 
 from __future__ import annotations
@@ -227,7 +227,7 @@ def _hear_one_speaker(receiver: VoiceReceiver, datagrams: list[bytes], engine: s
     return time.thread_time() - started
 
 
-#: (row, decoder, Silero engine): the lane before issue 18, the decode change alone, the lane now.
+#: (row, decoder, Silero engine): the old 48 kHz lane, the 16 kHz decode alone, the lane now.
 _LANE_PATHS: tuple[tuple[str, type[SpeakerDecoder], str], ...] = (
     ("old: 48 kHz stereo + resample, Silero on onnxruntime", SpeakerDecoder, "onnxruntime"),
     ("16 kHz mono decode, Silero on onnxruntime", SttSpeakerDecoder, "onnxruntime"),
@@ -237,9 +237,9 @@ _LANE_PATHS: tuple[tuple[str, type[SpeakerDecoder], str], ...] = (
 
 async def _per_speaker_cpu(loop: asyncio.AbstractEventLoop, packets: int) -> list[BenchResult]:
     """One speaker's packets through receive, format conversion, Silero VAD and segmentation,
-    frame by frame as at the table: thread CPU per second of audio, the lane before issue 18
-    and after, alternating over several rounds (one round's half second of CPU varies by a
-    third on a VM): the medians."""
+    frame by frame as at the table: thread CPU per second of audio, the old lane and the
+    new, alternating over several rounds (one round's half second of CPU varies too much on a
+    shared machine to stand alone): the medians."""
     from bot.speech.vad import SileroVad
 
     engine = await asyncio.to_thread(lambda: SileroVad().engine)

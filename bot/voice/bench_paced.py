@@ -2,12 +2,13 @@
 
 The single-thread rows of :mod:`bot.voice.bench` count the work done on a packet in a hot loop.
 A live table pays more: each packet arrives 20 ms after the last, to cold caches, and handing
-work between threads wakes them (on a quiet VM a wake-up costs more CPU than a VAD window). So
+work between threads wakes them (a wake-up can cost more CPU than a VAD window). So
 here a player says a line again and again as Discord sends it (a packet every 20 ms, five
 silence frames after the words, then nothing for a second) through a real receiver on a socket
 thread into a real ``SpeakerLane``, and the CPU of the whole process is counted, less that of a
 socket thread that only keeps the pace. Each measurement is its own process
-(:mod:`bot.voice.paced_player`), in turns with the code from before issue 18, which git gives.
+(:mod:`bot.voice.paced_player`), in turns with the baseline receive path (``BEFORE_COMMIT``:
+48 kHz decode, every frame through the event loop), which git gives.
 """
 
 from __future__ import annotations
@@ -26,7 +27,9 @@ from campaigns.bench_result import BenchResult
 __all__ = ["paced_cpu"]
 
 BEFORE_COMMIT = "c0faa4f"
-"""main just before issue 18 (end-of-turn detection, 16 kHz decode, ...) was merged."""
+"""The baseline the paced figure is compared with: the last commit whose receive path decoded
+at 48 kHz stereo and pushed every frame through the event loop (before the end-of-turn model,
+the 16 kHz decode and hearing on the socket thread)."""
 
 _ROOT = Path(__file__).resolve().parents[2]
 _PLAYER = Path(__file__).with_name("paced_player.py")
@@ -40,7 +43,7 @@ _PATHS = {
 
 
 def _before_tree(folder: Path) -> str | None:
-    """The code before issue 18 into ``folder``, from this checkout's git history; else why not."""
+    """The baseline's code into ``folder``, from this checkout's git history; else why not."""
     packages = ["bot", "campaigns", "npcs", "tools"]
     try:
         archive = subprocess.run(

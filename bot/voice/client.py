@@ -231,7 +231,7 @@ class ListeningVoiceClient(discord.VoiceClient):
             now = time.monotonic()
             if not self.is_connected():
                 # discord.py reconnects by itself after a voice server move or a dropped
-                # websocket (well within a second here); past ``down_after_s`` it is stuck
+                # websocket (usually within a second); past ``down_after_s`` it is stuck
                 # (e.g. waiting its whole timeout after 4015 or 4022), so we rejoin instead.
                 self._down_since = self._down_since or now
                 down_s = now - self._down_since

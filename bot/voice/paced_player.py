@@ -2,7 +2,8 @@
 
 Run as a script (``python paced_player.py ROOT PATH SECONDS LINE_JSON``), never imported: ROOT
 goes first on ``sys.path``, so ``bot`` is that tree's code. ``glyphoxa bench receive`` runs it on
-this tree and on the code before issue 18 (from git), in turns. So it only uses what both trees
+this tree and on the baseline receive path (``bench_paced.BEFORE_COMMIT``, from git), in
+turns. So it only uses what both trees
 have: ``LocalDaveGroup``, ``LoopbackSpeaker``, ``VoiceReceiver``, ``SpeakerLane``, ``SileroVad``.
 
 PATH: ``before`` (that tree's Discord path: 48 kHz decode, ``SpeakerQueues`` on the loop, each

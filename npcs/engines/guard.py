@@ -44,7 +44,7 @@ _WORDS = re.compile(r"[a-z0-9']+")
 
 #: What may stand in brackets after a name in a label: the prompt's "(you)" and the kinds of the
 #: campaign facts ("- Bartok (npc): Dwarf barkeep"), which the model copies as "Bartok (npc):"
-#: (5 of 10 answers of a FAST bench sample, and Piper spoke the label).
+#: (small models often do, and the voice would speak the label).
 _KINDS: tuple[str, ...] = get_args(EntityType)
 _TAGS = tuple(dict.fromkeys(["you", *_KINDS, *(kind.replace("_", " ") for kind in _KINDS)]))
 

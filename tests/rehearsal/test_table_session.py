@@ -177,9 +177,8 @@ async def test_a_name_said_over_the_start_of_the_answer_gets_the_line_answered_w
     table: Table,
 ) -> None:
     """ "Roll a die for me," ended on its breath; "Bartok." then talked over the start of his
-    answer, so not a word of it was heard: the line is answered again, whole (a fresh-clone
-    rehearsal lost "Roll a die for me, Bartok." this way: the name was taken as part of a line
-    whose answer had just been cut)."""
+    answer, so not a word of it was heard: the line is answered again, whole (otherwise the name is
+    taken as part of a line whose answer had just been cut, and the request goes unanswered)."""
     engine, driver = table.engine, table.driver
     engine.replies["Bartok"] = ["Here you go, a six."]
     driver.say("Arin", "Bartok, hello.")

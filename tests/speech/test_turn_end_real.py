@@ -141,8 +141,8 @@ async def test_table_talk_outlasts_a_breath_that_ends_a_turn_to_an_npc(
     whisper: FasterWhisperStt, piper: PiperTts, turn_model: SmartTurnModel
 ) -> None:
     """Nobody waits for an answer to players talking among themselves: their finished-sounding
-    pause waits ``table_talk_ms``, so the line is one turn (the bench's "Upstairs, if the rooms
-    are cheap, | otherwise..." was cut at its comma in 6 of 6 runs)."""
+    pause waits ``table_talk_ms``, so the line is one turn (with the shorter wait, the bench's
+    "Upstairs, if the rooms are cheap, | otherwise..." was cut at its comma)."""
     spoken_to_npc = await _two_sentences(_lane(whisper, turn_model), piper, table_talk=False)
     assert len(spoken_to_npc.of(SpeechEnded)) == 2  # 0.35 s of silence ends a turn to an NPC
     talk = await _two_sentences(_lane(whisper, turn_model), piper, table_talk=True)

@@ -40,7 +40,7 @@ def test_a_decoder_loop_is_recognised() -> None:
     assert not _repeats_itself("No, no, no, Bartok!")
     assert _said_once("Arin, Arin, Arin, Arin,") == "Arin"
     assert _said_once("Who owns the ship? Who owns the ship?") == "Who owns the ship?"
-    # a clause said twice, without a sentence end (a fresh-clone rehearsal's Tobble)
+    # a clause said twice, without a sentence end
     looped = "Captain Vessa, Arin forth from the docks, Captain Vessa, Arin forth from the docks,"
     assert _repeats_itself(looped)
     assert _said_once(looped) == "Captain Vessa, Arin forth from the docks"
@@ -118,7 +118,7 @@ def test_a_name_slot_without_a_name_and_a_prompt_loop_are_recognised() -> None:
     assert not vocabulary.may_hide_name("Great, pour me a pint.")  # a filler in the slot
     assert not vocabulary.may_hide_name("Okay, thanks.")
     assert vocabulary.may_hide_name("Well, Mardok, what now?")  # a slot after the filler
-    # the comma lost with the name (a fresh-clone rehearsal heard "Greymantle, tell me ...")
+    # the comma lost with the name ("Greymantle, tell me ..." heard as below)
     assert vocabulary.may_hide_name("Ramin' Told me about the Black Candle.")
     assert not vocabulary.may_hide_name("Tell me about the Black Candle.")
     assert not vocabulary.may_hide_name("The Old Mill burned.")

@@ -1,7 +1,7 @@
 """Readable text of an HTML page in linear time, with a deadline.
 
 Python's ``html.parser`` rescans an unfinished construct from its start on every step, so
-``"<a " * N`` costs O(N^2) (a 48 KiB page took 17 s) and some inputs (``"<!["`` repeated) trip
+``"<a " * N`` costs O(N^2) (a 48 KiB page takes seconds) and some inputs (``"<!["`` repeated) trip
 its assertions. This extractor is a small tokenizer after the HTML5 rules that matter for text:
 every scan starts where the previous one ended and never backtracks (possessive regular
 expressions, ``str.find``), so a page costs time proportional to its size; an unfinished tag,
