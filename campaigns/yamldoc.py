@@ -11,35 +11,50 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from campaigns.errors import GlyphoxaError
 
-__all__ = ["MERGE_TAG", "ContentError", "Issue", "Loc", "YamlDocument"]
+__all__ = ["MERGE_TAG", "ContentError", "Issue", "Loc", "Severity", "YamlDocument"]
 
 MERGE_TAG = "tag:yaml.org,2002:merge"
 
 Loc = tuple[str | int, ...]
 
 
+Severity = Literal["error", "warning"]
+
+
 @dataclass(frozen=True, slots=True)
 class Issue:
-    """One problem in one file, printed as ``file:line:column: message``."""
+    """One problem in one file, printed as ``file:line:column: message``.
+
+    A ``warning`` is YAML that reads legally but probably not as meant (a sentence split at
+    its commas); it is printed as ``file:line:column: warning: message`` and does not fail
+    ``glyphoxa check`` unless ``--strict`` is given.
+    """
 
     file: str
     line: int | None
     column: int | None
     message: str
+    severity: Severity = "error"
 
-    def __str__(self) -> str:
+    @property
+    def where(self) -> str:
+        """``file:line:column`` (as much of it as is known)."""
         where = self.file
         if self.line is not None:
             where += f":{self.line}"
             if self.column is not None:
                 where += f":{self.column}"
-        return f"{where}: {self.message}"
+        return where
+
+    def __str__(self) -> str:
+        label = "warning: " if self.severity == "warning" else ""
+        return f"{self.where}: {label}{self.message}"
 
 
 class ContentError(GlyphoxaError):
@@ -59,6 +74,8 @@ class YamlDocument:
     root: Node | None
     issues: list[Issue] = field(default_factory=list)
     """Non-fatal problems found while reading (duplicate keys)."""
+    text: str = ""
+    """The source text, for checks that look at how a value was written."""
 
     def locate(self, loc: Loc) -> tuple[list[str | int], Node | None, bool]:
         """Follow ``loc`` through the node tree as far as it exists in the file.
@@ -83,19 +100,22 @@ class YamlDocument:
         last = key_node if complete and key_node is not None and isinstance(loc[-1], str) else None
         return found, last or node, complete
 
-    def issue(self, loc: Loc, message: str, *, at_key: bool = False) -> Issue:
+    def issue(
+        self, loc: Loc, message: str, *, at_key: bool = False, severity: Severity = "error"
+    ) -> Issue:
         """An Issue pointing at the value (or key) at ``loc``, or the nearest existing parent."""
         found, node, complete = self.locate(loc)
         if complete and not at_key and loc:
             value = _child_value(self, found)
             node = value if value is not None else node
-        return self.issue_at(node, message)
+        return self.issue_at(node, message, severity=severity)
 
-    def issue_at(self, node: Node | None, message: str) -> Issue:
+    def issue_at(self, node: Node | None, message: str, *, severity: Severity = "error") -> Issue:
+        """An Issue pointing at ``node`` (line 1 when there is none)."""
         if node is None:
-            return Issue(str(self.path), 1, 1, message)
+            return Issue(str(self.path), 1, 1, message, severity)
         mark = node.start_mark
-        return Issue(str(self.path), mark.line + 1, mark.column + 1, message)
+        return Issue(str(self.path), mark.line + 1, mark.column + 1, message, severity)
 
 
 def _child(

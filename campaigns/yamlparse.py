@@ -75,7 +75,7 @@ def parse_yaml(content: str | bytes, path: str | Path = "<string>") -> YamlDocum
         raise ContentError([Issue(name, None, None, "nesting too deep")]) from None
     finally:
         loader.dispose()
-    doc = YamlDocument(path=path, data=None, root=root)
+    doc = YamlDocument(path=path, data=None, root=root, text=text)
     if root is None:
         return doc
     builder = NodeBuilder(

@@ -3,23 +3,23 @@
 Every problem is reported at once, messages name the key (``voice.speed: ...``), misspelt keys
 and enum values get "did you mean ...?", and input values are never echoed (they may be
 secrets expanded from the environment). ``campaigns.yamlio`` re-exports everything public here;
-this module imports only the layers below it (``yamldoc``, ``yamlparse``).
+this module imports only the layers below it (``yamldoc``, ``yamlparse``, ``yamlhints``,
+``yamlmessages``).
 """
 
 from __future__ import annotations
 
-import difflib
-import re
-import types
-import typing
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from campaigns.yamldoc import ContentError, Issue, YamlDocument
+from campaigns.suggest import did_you_mean
+from campaigns.yamldoc import ContentError, Issue, Loc, YamlDocument
+from campaigns.yamlhints import comma_split_key
+from campaigns.yamlmessages import dotted, keys_at, misplaced_key, readable_message
 from campaigns.yamlparse import read_yaml
 
 __all__ = [
@@ -32,7 +32,6 @@ __all__ = [
 ]
 
 M = TypeVar("M", bound=BaseModel)
-Loc = tuple[str | int, ...]
 
 
 def validate_document(
@@ -85,19 +84,17 @@ def pydantic_issues(
         kind = detail["type"]
         found = doc.locate(loc)[0] if loc else []
         if kind == "extra_forbidden":
-            key = str(loc[-1])
-            message = f"unknown key '{key}'"
-            choices = _keys_at(model, loc[:-1])
-            message += did_you_mean(key, choices)
+            message = _unknown_key(doc, model, loc)
             if found[:-1]:
-                message = f"{_dotted(found[:-1])}: {message}"
+                message = f"{dotted(found[:-1])}: {message}"
             issue = doc.issue(loc, message, at_key=True)
         elif kind == "missing":
-            prefix = f"{_dotted(found)}: " if found else ""
+            prefix = f"{dotted(found)}: " if found else ""
             issue = doc.issue(tuple(found), f"{prefix}missing required key '{loc[-1]}'")
         else:
-            message = _clean_message(detail)
-            prefix = f"{_dotted(found)}: " if found else ""
+            key = found[-1] if found and isinstance(found[-1], str) else None
+            message = readable_message(detail, key)
+            prefix = f"{dotted(found)}: " if found else ""
             issue = doc.issue(tuple(found), prefix + message)
         place = (issue.line, issue.column, issue.message.split(":")[0])
         if place not in by_place:
@@ -113,87 +110,32 @@ def pydantic_issues(
     return issues
 
 
-def _clean_message(detail: Any) -> str:
-    message: str = detail["msg"]
-    message = message.removeprefix("Value error, ").removeprefix("Assertion failed, ")
-    message = re.sub(
-        r"a valid dictionary or instance of \w+", "a mapping of keys (key: value)", message
-    )
-    kind = detail["type"]
-    given = detail.get("input")
-    if kind == "string_type" and isinstance(given, dict):
-        message += " (text containing ': ' becomes a mapping; put the text in quotes)"
-    elif kind == "string_type" and isinstance(given, bool):
-        message += " (yes/no/on/off/true/false are booleans in YAML; put the word in quotes)"
-    if kind in {"enum", "literal_error"} and isinstance(given, str):
-        choices = re.findall(r"'([^']*)'", str(detail.get("ctx", {}).get("expected", "")))
-        message = f"'{given}' is not allowed; {message[0].lower()}{message[1:]}"
-        message += did_you_mean(given, choices)
-    return message
+def _unknown_key(doc: YamlDocument, model: type[BaseModel], loc: Loc) -> str:
+    """Why a key is unknown: a comma that split a flow mapping, a key that belongs elsewhere
+    in the schema, or a misspelling."""
+    key = str(loc[-1])
+    split = comma_split_key(doc, loc)
+    if split is not None:
+        return f"'{key}' is not a key: {split.explain()}"
+    choices = keys_at(model, loc[:-1])
+    if key.lower() not in (choice.lower() for choice in choices):
+        home = misplaced_key(model, loc, _value_text(doc, loc), lambda path: doc.locate(path)[2])
+        if home is not None:
+            return home
+    return f"unknown key '{key}'" + did_you_mean(key, choices)
 
 
-def did_you_mean(word: str, choices: Iterable[str]) -> str:
-    """``"; did you mean 'x'?"`` for the closest choice, or an empty string."""
-    choices = list(choices)
-    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
-    if not close:
-        lowered = {c.lower(): c for c in choices}
-        close = difflib.get_close_matches(word.lower(), list(lowered), n=1, cutoff=0.6)
-        close = [lowered[c] for c in close]
-    return f"; did you mean '{close[0]}'?" if close else ""
-
-
-def _dotted(parts: Iterable[str | int]) -> str:
-    text = ""
-    for part in parts:
-        if isinstance(part, int):
-            text += f"[{part}]"
-        else:
-            text += f".{part}" if text else str(part)
-    return text
-
-
-def _keys_at(model: type[BaseModel], loc: Loc) -> list[str]:
-    """Keys the models at ``loc`` accept, for "did you mean" suggestions."""
-    current: list[Any] = [model]
-    for part in loc:
-        following: list[Any] = []
-        for annotation in current:
-            following.extend(_step(annotation, part))
-        if following:
-            current = following
-    keys: list[str] = []
-    for annotation in current:
-        for candidate in _flatten(annotation):
-            if isinstance(candidate, type) and issubclass(candidate, BaseModel):
-                for name, info in candidate.model_fields.items():
-                    keys.append(info.alias or name)
-    return keys
-
-
-def _flatten(annotation: Any) -> list[Any]:
-    origin = typing.get_origin(annotation)
-    if origin is typing.Annotated:
-        return _flatten(typing.get_args(annotation)[0])
-    if origin in (typing.Union, types.UnionType):
-        return [flat for arg in typing.get_args(annotation) for flat in _flatten(arg)]
-    return [annotation]
-
-
-def _step(annotation: Any, part: str | int) -> list[Any]:
-    following: list[Any] = []
-    for candidate in _flatten(annotation):
-        origin = typing.get_origin(candidate)
-        args = typing.get_args(candidate)
-        if isinstance(candidate, type) and issubclass(candidate, BaseModel):
-            for name, info in candidate.model_fields.items():
-                if part in (name, info.alias):
-                    following.append(info.annotation)
-        elif origin in (list, tuple, set, frozenset) and isinstance(part, int) and args:
-            following.append(args[0])
-        elif origin is dict and args and isinstance(part, str):
-            following.append(args[1])
-    return following
+def _value_text(doc: YamlDocument, loc: Loc) -> str | None:
+    """How the value at ``loc`` was written, when it is one short line."""
+    _found, _node, complete = doc.locate(loc)
+    if not complete or not doc.text:
+        return None
+    value = doc.issue(loc, "")  # the value's position
+    if value.line is None or value.column is None:
+        return None
+    line = doc.text.splitlines()[value.line - 1]
+    text = line[value.column - 1 :].split(" #")[0].strip()
+    return text if text and len(text) <= 40 and not text.endswith(":") else None
 
 
 @dataclass(slots=True)

@@ -13,7 +13,7 @@ from .foundation_support import BAD, CONFIG
 
 # fixture -> (where it goes in the campaign, or "config"; expected line; message fragment)
 CASES: dict[str, tuple[str, int, str]] = {
-    "npc_wrong_type.yaml": ("npcs/mira.yaml", 5, "voice.speed: Input should be a valid number"),
+    "npc_wrong_type.yaml": ("npcs/mira.yaml", 5, "voice.speed: expected a number"),
     "npc_unknown_key.yaml": (
         "npcs/mira.yaml",
         2,
@@ -52,13 +52,17 @@ CASES: dict[str, tuple[str, int, str]] = {
     "npc_duplicate_alias.yaml": (
         "npcs/mira.yaml",
         2,
-        "'bart' is already a name or alias of Bartok",
+        "'bart' is already a name or alias of Bartok (the alias 'Bart' at ",
     ),
-    "npc_speed_out_of_range.yaml": ("npcs/mira.yaml", 4, "less than or equal to 2"),
+    "npc_speed_out_of_range.yaml": ("npcs/mira.yaml", 4, "voice.speed: must be at most 2"),
     "npc_not_utf8.yaml": ("npcs/mira.yaml", 2, "not UTF-8 text"),
     "npc_unclosed_quote.yaml": ("npcs/mira.yaml", 2, "this quote is never closed"),
-    "npc_voice_not_mapping.yaml": ("npcs/mira.yaml", 3, "voice: Input should be a mapping"),
-    "npc_aliases_not_list.yaml": ("npcs/mira.yaml", 4, "aliases: Input should be a valid list"),
+    "npc_voice_not_mapping.yaml": (
+        "npcs/mira.yaml",
+        3,
+        "voice: expected a mapping of keys (key: value)",
+    ),
+    "npc_aliases_not_list.yaml": ("npcs/mira.yaml", 4, "aliases: expected a list"),
     "entities_undefined_relation.yaml": (
         "entities.yaml",
         7,
@@ -86,9 +90,13 @@ CASES: dict[str, tuple[str, int, str]] = {
     "config_bad_port.yaml": (
         "config",
         3,
-        "metrics.port: Input should be less than or equal to 65535",
+        "metrics.port: must be at most 65535",
     ),
-    "config_bad_auth.yaml": ("config", 7, "does not match any of the expected tags: 'bearer'"),
+    "config_bad_auth.yaml": (
+        "config",
+        7,
+        "'basic' is not a known type; choose bearer or oauth_client_credentials",
+    ),
     "config_bad_transport.yaml": ("config", 4, "'websocket' is not allowed"),
 }
 
