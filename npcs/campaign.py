@@ -9,7 +9,8 @@ Layout of ``campaigns/<name>/``::
     ambience/<mood>/     audio files per mood (optional)
 
 :func:`scan_campaign` collects every problem of every file (plus cross-file ones such as a
-duplicate NPC name) without raising, for ``glyphoxa check``; :func:`load_campaign` raises one
+duplicate NPC name) without raising, and warnings about YAML that reads legally but probably
+not as meant (``campaigns.yamlhints``), for ``glyphoxa check``; :func:`load_campaign` raises one
 ContentError listing them all. Hot reload lives in :mod:`npcs.campaign_watch`; the records in
 :mod:`npcs.campaign_model`. Everything is re-exported here, so users need only this module.
 """
@@ -21,6 +22,7 @@ from pathlib import Path
 
 from campaigns.content import CampaignMeta, EntitiesFile, RandomTable
 from campaigns.errors import GlyphoxaError
+from campaigns.yamlhints import yaml_warnings
 from campaigns.yamlio import ContentError, Issue, YamlDocument, load_model
 from npcs.campaign_checks import content_issues
 from npcs.campaign_model import (
@@ -29,9 +31,10 @@ from npcs.campaign_model import (
     Campaign,
     CampaignScan,
     npc_files,
+    unread_npc_files,
 )
 from npcs.campaign_watch import CampaignWatcher, NpcChange
-from npcs.schema import NpcDefinition
+from npcs.schema import PROSE_LIST_FIELDS, NpcDefinition
 
 __all__ = [
     "AUDIO_SUFFIXES",
@@ -109,7 +112,30 @@ def scan_campaign(path: str | Path) -> CampaignScan:
 
     campaign.ambience = _ambience(folder / "ambience")
     issues.extend(content_issues(campaign, documents))
-    return CampaignScan(campaign=campaign, issues=issues, documents=documents)
+    warnings = _warnings(folder, documents, issues)
+    return CampaignScan(campaign=campaign, issues=issues, documents=documents, warnings=warnings)
+
+
+def _warnings(
+    folder: Path, documents: dict[Path, YamlDocument], issues: list[Issue]
+) -> list[Issue]:
+    """Legal-but-probably-unmeant YAML and unread files in ``npcs/``; a warning at the place of
+    an error is left out (the error already explains it)."""
+    npc_dir = folder / "npcs"
+    warnings = [
+        Issue(str(path), None, None, _unread(path), "warning") for path in unread_npc_files(folder)
+    ]
+    for path, doc in documents.items():
+        prose = PROSE_LIST_FIELDS if path.parent == npc_dir else ()
+        warnings += yaml_warnings(doc, prose)
+    errors = {(issue.file, issue.line, issue.column) for issue in issues}
+    return [w for w in warnings if (w.file, w.line, w.column) not in errors]
+
+
+def _unread(path: Path) -> str:
+    suffix = "".join(path.suffixes[-1:])
+    hint = f" (rename it to {path.name.removesuffix(suffix)})" if ".y" in path.name else ""
+    return f"not read: NPC files end in .yaml or .yml{hint}"
 
 
 def _ambience(folder: Path) -> dict[str, list[Path]]:

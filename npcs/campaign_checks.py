@@ -5,82 +5,26 @@
   "the sage" on one NPC and "Sage" on another), and a name with no letters to be heard by,
 - an entity id defined twice, a relation to an entity that is not defined,
 - two random tables with the same name,
-- tool names in an NPC's whitelist that no tool provides (:func:`tool_issues`).
-
-Tool-name rule (documented in the README): a whitelist entry is valid when it is ``*`` (every
-tool), a built-in tool name (``roll``), ``<server>.*`` for a built-in or configured MCP server
-(every tool of that server), ``<server>__<tool>`` for a configured MCP server, or an
-``expose_as`` name of a configured MCP server.
+- entries of an NPC's ``tools:`` list that grant no tool (:func:`tool_issues`; the forms are
+  read by ``tools.selection`` against a ``tools.catalog.ToolCatalog``, as the table reads them),
+- NPC voices that are not installed (:func:`voice_issues`, against ``npcs.voices``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from campaigns.yamlio import Issue, YamlDocument, did_you_mean
-from npcs.campaign_model import Campaign
+from campaigns.yamldoc import Loc
+from campaigns.yamlio import ContentError, Issue, YamlDocument, did_you_mean, read_yaml
+from campaigns.yamlmessages import dotted
+from npcs.campaign_model import Campaign, looks_like_copy
 from npcs.name_index import NameOwners, name_key
+from npcs.schema import NpcDefinition
+from npcs.voices import VoiceInventory
+from tools.catalog import ToolCatalog
 
-if TYPE_CHECKING:
-    from tools.config import McpServerConfig
-
-__all__ = [
-    "BUILTIN_SERVER_NAMES",
-    "FALLBACK_TOOL_NAMES",
-    "content_issues",
-    "known_builtin_tools",
-    "tool_issues",
-]
-
-#: Built-in tool servers (tools/builtin), usable as ``<server>.*`` in a whitelist.
-BUILTIN_SERVER_NAMES = frozenset(
-    {"dice", "rules", "memory", "files", "session", "ambience", "images", "web"}
-)
-
-#: Used when ``tools.builtin`` cannot be imported (its names are pinned in the contracts).
-FALLBACK_TOOL_NAMES = frozenset(
-    {
-        "roll",
-        "roll_table",
-        "search_rules",
-        "get_rule",
-        "search_sessions",
-        "query_entities",
-        "get_summary",
-        "search_facts",
-        "read_file",
-        "write_file",
-        "list_files",
-        "list_sessions",
-        "get_session_summary",
-        "search_history",
-        "play_track",
-        "stop_music",
-        "list_moods",
-        "generate_image",
-        "web_search",
-        "fetch_page",
-    }
-)
-
-
-def known_builtin_tools() -> frozenset[str]:
-    """Names of the built-in tools: ``tools.builtin.BUILTIN_TOOL_NAMES`` or the pinned list."""
-    try:
-        from tools.builtin import BUILTIN_TOOL_NAMES
-    except Exception:
-        return FALLBACK_TOOL_NAMES
-    return frozenset(BUILTIN_TOOL_NAMES)
-
-
-def _builtin_server_names() -> frozenset[str]:
-    try:
-        from tools.builtin import SERVER_NAMES
-    except Exception:
-        return BUILTIN_SERVER_NAMES
-    return frozenset(SERVER_NAMES)
+__all__ = ["content_issues", "npc_voice_issue", "tool_issues", "voice_issues"]
 
 
 def content_issues(campaign: Campaign, documents: Mapping[Path, YamlDocument]) -> list[Issue]:
@@ -93,9 +37,12 @@ def content_issues(campaign: Campaign, documents: Mapping[Path, YamlDocument]) -
 
 
 def _npc_name_issues(campaign: Campaign, documents: Mapping[Path, YamlDocument]) -> list[Issue]:
+    """Names and aliases claimed per file, so a second file with the same NPC (a backup copy
+    left in ``npcs/``) is refused naming both files, never a silent replacement."""
     issues: list[Issue] = []
     owners = NameOwners()
-    files: dict[str, Path] = {}
+    claimed: dict[tuple[str, str], tuple[YamlDocument, Loc]] = {}
+    npc_of: dict[str, str] = {}
     npc_dir = campaign.path / "npcs"
     for path, doc in documents.items():
         if path.parent != npc_dir or not isinstance(doc.data, dict):
@@ -103,12 +50,13 @@ def _npc_name_issues(campaign: Campaign, documents: Mapping[Path, YamlDocument])
         name = doc.data.get("name")
         if not isinstance(name, str) or not name.strip():
             continue
-        entries: list[tuple[tuple[str | int, ...], str]] = [(("name",), name)]
+        owner = str(path)
+        npc_of[owner] = name
+        entries: list[tuple[Loc, str]] = [(("name",), name)]
         aliases = doc.data.get("aliases")
         if isinstance(aliases, list):
             entries += [(("aliases", i), a) for i, a in enumerate(aliases) if isinstance(a, str)]
         mine: set[str] = set()
-        files.setdefault(name, path)
         for loc, word in entries:
             key = name_key(word)
             if not key:
@@ -120,25 +68,28 @@ def _npc_name_issues(campaign: Campaign, documents: Mapping[Path, YamlDocument])
                 issues.append(doc.issue(loc, f"'{word}' is listed twice for {name}"))
                 continue
             mine.add(key)
-            clash = owners.claim(name, word)
-            if clash is not None:
-                other, other_word = clash
-                where = files.get(other)
-                source = f" ({where.name})" if where is not None else ""
-                issues.append(
-                    doc.issue(
-                        loc,
-                        f"'{word}' {_clash_text(other, other_word)}{source}; "
-                        "players could not tell them apart",
-                    )
+            clash = owners.claim(owner, word)
+            if clash is None:
+                claimed[(owner, word)] = (doc, loc)
+                continue
+            other, other_word = clash
+            other_doc, other_loc = claimed[(other, other_word)]
+            where = other_doc.issue(other_loc, "").where
+            if loc == ("name",) and other_loc == ("name",):
+                message = (
+                    f"NPC name '{word}' is already used by {where}; every NPC file needs a "
+                    "name of its own"
                 )
+                if looks_like_copy(path):
+                    message += " (a backup copy? move it out of npcs/ or rename it to end in .bak)"
+            else:
+                role = "name" if other_loc == ("name",) else "alias"
+                message = (
+                    f"'{word}' is already a name or alias of {npc_of[other]} (the {role} "
+                    f"'{other_word}' at {where}); players could not tell them apart"
+                )
+            issues.append(doc.issue(loc, message))
     return issues
-
-
-def _clash_text(other: str, other_word: str) -> str:
-    if name_key(other_word) == name_key(other):
-        return f"is already a name or alias of {other}"
-    return f"is already a name or alias of {other} (as '{other_word}')"
 
 
 def _entity_issues(campaign: Campaign, documents: Mapping[Path, YamlDocument]) -> list[Issue]:
@@ -186,39 +137,61 @@ def _table_issues(campaign: Campaign, documents: Mapping[Path, YamlDocument]) ->
 
 
 def tool_issues(
-    campaign: Campaign,
-    documents: Mapping[Path, YamlDocument],
-    *,
-    builtin_tools: Iterable[str] | None = None,
-    mcp_servers: Iterable[McpServerConfig] = (),
+    campaign: Campaign, documents: Mapping[Path, YamlDocument], catalog: ToolCatalog
 ) -> list[Issue]:
-    """Whitelist entries that name no known tool (see the module docstring for the rule)."""
-    known = set(known_builtin_tools() if builtin_tools is None else builtin_tools)
-    servers = set(_builtin_server_names())
-    prefixes: set[str] = set()
-    for server in mcp_servers:
-        servers.add(server.name)
-        prefixes.add(f"{server.name}__")
-        known.update(server.expose_as.values())
+    """Whitelist entries that grant nothing (errors, with the closest form that would) or
+    grant nothing today for a reason the DM may not know (warnings: a disabled MCP server, a
+    server check has not seen). Entries are read by ``tools.selection``, as the table reads
+    them."""
     issues: list[Issue] = []
     for name, npc in campaign.npcs.items():
         path = campaign.npc_files.get(name)
         doc = documents.get(path) if path is not None else None
         if doc is None:
             continue
-        for index, tool in enumerate(npc.tools):
-            if _tool_ok(tool, known, servers, prefixes):
-                continue
-            message = f"tools[{index}]: unknown tool '{tool}'" + did_you_mean(tool, known)
-            if not any(tool.startswith(p) for p in prefixes) and "__" in tool:
-                message += " (no MCP server with that prefix is configured)"
-            issues.append(doc.issue(("tools", index), message))
+        for index, entry in enumerate(npc.tools):
+            resolved = catalog.resolve(entry)
+            if resolved.error is not None:
+                issues.append(doc.issue(("tools", index), f"tools[{index}]: {resolved.error}"))
+            elif resolved.warning is not None:
+                message = f"tools[{index}]: {resolved.warning}"
+                issues.append(doc.issue(("tools", index), message, severity="warning"))
     return issues
 
 
-def _tool_ok(tool: str, known: set[str], servers: set[str], prefixes: set[str]) -> bool:
-    if tool == "*" or tool in known:
-        return True
-    if tool.endswith(".*") and tool[:-2] in servers:
-        return True
-    return any(tool.startswith(prefix) and len(tool) > len(prefix) for prefix in prefixes)
+def voice_issues(
+    campaign: Campaign, documents: Mapping[Path, YamlDocument], inventory: VoiceInventory
+) -> list[Issue]:
+    """NPC voices that cannot be spoken here (:func:`npc_voice_issue` for each NPC)."""
+    issues: list[Issue] = []
+    for name, npc in campaign.npcs.items():
+        path = campaign.npc_files.get(name)
+        doc = documents.get(path) if path is not None else None
+        issue = npc_voice_issue(npc, path, doc, inventory)
+        if issue is not None:
+            issues.append(issue)
+    return issues
+
+
+def npc_voice_issue(
+    npc: NpcDefinition, path: Path | None, doc: YamlDocument | None, inventory: VoiceInventory
+) -> Issue | None:
+    """The NPC's voice checked against the installed voices (``npcs.voices``): an unknown
+    voice is an error at its line, never a silent change to another voice at the table."""
+    voice = npc.voice
+    problem = inventory.problem(voice.provider, voice.voice)
+    if problem is None:
+        return None
+    provider_wrong = inventory.availability(voice.provider) is not None
+    loc: Loc = (
+        ("voice", "provider") if provider_wrong or voice.voice is None else ("voice", "voice")
+    )
+    message = f"{dotted(loc)}: {problem}"
+    if doc is None and path is not None:
+        try:
+            doc = read_yaml(path)
+        except ContentError:
+            doc = None
+    if doc is None:
+        return Issue(str(path or npc.name), None, None, message)
+    return doc.issue(loc, message)

@@ -13,20 +13,22 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from campaigns.yamlio import Issue, Loaded, load_model
-from npcs.campaign_model import Campaign, npc_files
+from campaigns.yamlio import Issue, Loaded, YamlDocument, load_model
+from npcs.campaign_model import Campaign, looks_like_copy, npc_files
 from npcs.name_index import NameOwners
 from npcs.schema import NpcDefinition
 
-__all__ = ["CampaignWatcher", "NpcChange"]
+__all__ = ["CampaignWatcher", "NpcChange", "NpcChecks"]
 
 log = logging.getLogger(__name__)
 
 ChangeKind = Literal["added", "updated", "removed", "invalid"]
+NpcChecks = Callable[[NpcDefinition, Path, YamlDocument | None], list[Issue]]
 _Signature = tuple[int, int]
 
 
@@ -59,9 +61,14 @@ class CampaignWatcher:
     The consumer's task owns the polling; there is no background task to clean up.
     """
 
-    def __init__(self, campaign: Campaign, *, interval_s: float = 0.25) -> None:
+    def __init__(
+        self, campaign: Campaign, *, interval_s: float = 0.25, checks: NpcChecks | None = None
+    ) -> None:
+        """``checks``: what an edited NPC must pass beyond its file and the name rule (the
+        table checks that its voice is installed); an issue keeps the last good version."""
         self.campaign = campaign
         self.interval_s = interval_s
+        self._checks = checks
         self._pending: deque[NpcChange] = deque()
         self._closed = False
         self._by_file: dict[Path, str] = {p: n for n, p in campaign.npc_files.items()}
@@ -132,7 +139,9 @@ class CampaignWatcher:
         issues = list(result.issues)
         npc = result.value
         if npc is not None:
-            issues += _clash_issues(npc, path, result, npcs, ignore=old_name)
+            issues += _clash_issues(npc, path, result, self.campaign)
+            if self._checks is not None and not issues:
+                issues += self._checks(npc, path, result.document)
         if npc is None or issues:
             kept = npcs.get(old_name) if old_name else None
             self._emit(NpcChange("invalid", path, old_name, kept, tuple(issues)))
@@ -160,27 +169,28 @@ class CampaignWatcher:
 
 
 def _clash_issues(
-    npc: NpcDefinition,
-    path: Path,
-    result: Loaded[NpcDefinition],
-    npcs: dict[str, NpcDefinition],
-    *,
-    ignore: str | None,
+    npc: NpcDefinition, path: Path, result: Loaded[NpcDefinition], campaign: Campaign
 ) -> list[Issue]:
-    """The edited NPC's names that another NPC already owns (the rule ``check`` applies)."""
+    """The edited NPC's names that an NPC of another file already owns (the rule ``check``
+    applies): a copy of a file saved beside it is refused, never a silent replacement."""
     owners = NameOwners()
-    for other in npcs.values():
-        if other.name == ignore:
+    for name, other_path in campaign.npc_files.items():
+        other = campaign.npcs.get(name)
+        if other_path == path or other is None:
             continue
         for word in other.names():
-            owners.claim(other.name, word)
+            owners.claim(str(other_path), word)
     issues = []
     for index, word in enumerate(npc.names()):
-        clash = owners.claim(npc.name, word)
+        clash = owners.claim(str(path), word)
         if clash is None:
             continue
+        other_path = Path(clash[0])
+        other_name = next((n for n, p in campaign.npc_files.items() if p == other_path), "?")
         loc: tuple[str | int, ...] = ("name",) if index == 0 else ("aliases", index - 1)
-        message = f"'{word}' is already a name or alias of {clash[0]}"
+        message = f"'{word}' is already a name or alias of {other_name} ({other_path})"
+        if index == 0 and word == other_name and looks_like_copy(path):
+            message += "; a backup copy? move it out of npcs/ or rename it to end in .bak"
         if result.document is not None:
             issues.append(result.document.issue(loc, message))
         else:

@@ -13,7 +13,17 @@ from pydantic import BaseModel, ConfigDict, Field
 from campaigns.content import ApprovalMode, ToolApproval
 from tools.tiers import TierName
 
-__all__ = ["CascadeSettings", "EngineKind", "LlmOverrides", "NpcDefinition", "VoiceSettings"]
+__all__ = [
+    "PROSE_LIST_FIELDS",
+    "CascadeSettings",
+    "EngineKind",
+    "LlmOverrides",
+    "NpcDefinition",
+    "VoiceSettings",
+]
+
+#: Lists whose items are sentences: a flow list there that a comma split is warned about.
+PROSE_LIST_FIELDS = ("secret_knowledge", "behavior_rules", "filler_lines")
 
 
 class _Strict(BaseModel):

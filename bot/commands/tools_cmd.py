@@ -15,6 +15,7 @@ from typing import Any
 
 from campaigns.errors import GlyphoxaError
 from tools.host import ToolHost, ToolInfo
+from tools.selection import selection_for
 from tools.spec import BuiltinServer
 from tools.tiers import Tier
 
@@ -147,7 +148,8 @@ async def _list(args: argparse.Namespace) -> int:
     async with _host(config) as host:
         tools = host.list_tools()
         if args.npc is not None:
-            tools = [t for t in tools if "*" in whitelist or t.name in whitelist]
+            selection = selection_for(whitelist)
+            tools = [t for t in tools if selection.allows(t.server, t.original_name, t.name)]
         if args.npc is not None or args.tier is not None:
             tools = [t for t in tools if t.within_budget and t.tier <= tier]
         servers = host.server_states()

@@ -157,7 +157,7 @@ async def check_tools(context: DoctorContext) -> str:
 
     if context.campaign is None:
         raise Skip("no campaign loaded")
-    names = builtin_servers_for(context.campaign.npcs.values())
+    names = builtin_servers_for(context.campaign.npcs.values(), context.config)
     memory = await MemoryStore.open("sqlite+aiosqlite://")  # a scratch store, not the campaign's
     try:
         tool_context = build_tool_context(

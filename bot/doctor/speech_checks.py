@@ -62,9 +62,9 @@ async def check_espeak(context: DoctorContext) -> str:
 
 
 async def check_voices(context: DoctorContext) -> str:
-    """The configured TTS speaks the sample line in every distinct NPC voice (a missing Piper
-    model in one NPC file fails here, naming the NPC). An OpenAI voice with no OpenAI TTS
-    configured is said to fall back to espeak-ng, as it will at the table."""
+    """The configured TTS speaks the sample line in every distinct NPC voice (a voice that is
+    not installed, or an OpenAI voice with no OpenAI TTS configured, fails here naming the
+    NPC, as ``glyphoxa check`` and the table refuse it)."""
     router = VoiceRouter.from_config(context.config.providers.tts)
     router.fallback = None  # every voice must speak for itself here
     npcs = context.campaign.npcs.values() if context.campaign else ()
@@ -73,11 +73,11 @@ async def check_voices(context: DoctorContext) -> str:
         (npc.voice, f"{npc.name}'s voice") for npc in npcs
     ]:
         voices.setdefault(voice.model_dump_json(), (voice, whose))
-    notes: list[str] = []
     for voice, whose in voices.values():
-        if voice.provider == "openai" and "openai" not in router.providers:
-            notes.append(f"{whose} (openai) falls back to espeak-ng: providers.tts is not openai")
-            continue
+        problem = router.voice_problem(voice)
+        if problem is not None:
+            raise Problem(f"{whose} ({voice.provider} {voice.voice or 'default'}): {problem}",
+                          "glyphoxa voices lists the installed voices")  # fmt: skip
         try:
             audio, rate = await _synthesize(router, SAMPLE_LINE, voice)
         except Exception as error:
@@ -88,9 +88,8 @@ async def check_voices(context: DoctorContext) -> str:
                           _voice_fix(voice))  # fmt: skip
         if context.sample is None:
             context.sample = soxr.resample(audio, rate, STT_SAMPLE_RATE).astype(np.float32)
-    spoke = [voice.provider for voice, _ in voices.values() if voice.provider in router.providers]
-    detail = f"{len(spoke)} voice(s) speak ({', '.join(sorted(set(spoke)))})"
-    return "; ".join([detail, *notes])
+    spoke = [voice.provider for voice, _ in voices.values()]
+    return f"{len(spoke)} voice(s) speak ({', '.join(sorted(set(spoke)))})"
 
 
 def _voice_fix(voice: VoiceSettings) -> str:

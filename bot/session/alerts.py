@@ -1,6 +1,7 @@
 """Tell the DM, once, when part of the table cannot work: an NPC turn that failed, the local
-LLM server crashing and coming back. Each distinct reason is said once (again only after
-``repeat_after_s``), so a dead server is one line in the transcript, not one per turn."""
+LLM server crashing and coming back, a voice that broke so espeak-ng spoke instead. Each
+distinct reason is said once (again only after ``repeat_after_s``), so a dead server is one
+line in the transcript, not one per turn."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from collections.abc import Callable
 from bot.metrics import Metrics
 from bot.session.events import SessionEvent, TableAlert
 from bot.session.trace import TurnTrace
+from npcs.schema import VoiceSettings
 
 __all__ = ["TroubleDesk"]
 
@@ -33,6 +35,14 @@ class TroubleDesk:
         self._metrics.failures.labels("npc_turn").inc()
         instead = f' (said "{trace.fallback}" instead)' if trace.fallback else ""
         self._say(trace.error, f"{trace.npc} could not answer{instead}: {trace.error}", trace.npc)
+
+    def voice_failed(self, voice: VoiceSettings, reason: str) -> None:
+        """A configured voice broke while the table runs; espeak-ng spoke instead."""
+        self._metrics.failures.labels("tts").inc()
+        name = f"{voice.provider} voice {voice.voice or '(default)'}"
+        self._say(
+            f"tts:{name}:{reason}", f"the {name} failed ({reason}); espeak-ng spoke instead", None
+        )
 
     def part_changed(self, part: str, reason: str | None, message: str) -> None:
         """A supervised part (``llm_server``) went down (``reason``) or came back (None)."""

@@ -21,12 +21,16 @@ from bot.session.session import TableSession
 from bot.speech import FasterWhisperStt, Mixer, OpenAiStt, SttProvider, TtsProvider, VoiceRouter
 from bot.speech.turn_model import load_turn_model
 from campaigns.errors import GlyphoxaError
+from campaigns.yamlio import ContentError
 from npcs.campaign import Campaign, load_campaign
+from npcs.campaign_checks import npc_voice_issue
 from npcs.context import MAX_SCENE_CHARS
 from npcs.engines import CascadedEngine, Engine
 from npcs.inference_http import InferencePool
 from npcs.schema import EngineKind, NpcDefinition
+from tools.catalog import ToolCatalog
 from tools.host import Invocation, ToolHost
+from tools.host.known_tools import known_tools_beside
 from tools.host.persistence import store_invocation_logger
 from tools.tiers import Tier
 
@@ -84,14 +88,17 @@ def local_llm_server(llm: ProviderConfig) -> LocalLlmServer:
     )
 
 
-def builtin_servers_for(npcs: Iterable[NpcDefinition]) -> list[str]:
-    """Built-in servers the NPCs' whitelists need (all when one says ``*``)."""
-    from tools.builtin import SERVER_NAMES, SERVER_TOOLS
-
-    wanted = {tool for npc in npcs for tool in npc.tools}
-    if "*" in wanted:
-        return list(SERVER_NAMES)
-    return [name for name, tools in SERVER_TOOLS.items() if wanted & set(tools)]
+def builtin_servers_for(
+    npcs: Iterable[NpcDefinition], config: GlyphoxaConfig | None = None
+) -> list[str]:
+    """Built-in servers whose tools the NPCs' ``tools:`` lists grant, read as the registry
+    reads them (``tools.selection``: ``dice.*`` starts dice; ``*`` starts every server)."""
+    config = config or GlyphoxaConfig()
+    catalog = ToolCatalog.from_config(
+        config.mcp.servers,
+        known_tools_path=known_tools_beside(Path(config.tools.calibration_path)),
+    )
+    return catalog.builtin_servers_for(npc.tools for npc in npcs)
 
 
 @contextlib.asynccontextmanager
@@ -132,10 +139,11 @@ async def open_table(
             inference = InferencePool()
             stack.push_async_callback(inference.aclose)
             stack.callback(metrics.attach(inference.registry))
+        tts = tts or _voices(config.providers.tts, inference)
+        _refuse_missing_voices(campaign, tts)
         say("loading speech recognizer")
         stt = stt or await load_stt(config.providers.stt, inference)
         turn_model = await load_turn_model(config.speech.turn)
-        tts = tts or _voices(config.providers.tts, inference)
         say("opening campaign memory")
         seeded = config.model_copy(
             update={"campaign": config.campaign.model_copy(update={"path": str(campaign.path)})}
@@ -159,7 +167,7 @@ async def open_table(
         context = build_tool_context(
             config.tools, campaign_dir=campaign.path, memory=memory, ambience=mixer.ambience
         )
-        servers = builtin_servers_for(campaign.npcs.values())
+        servers = builtin_servers_for(campaign.npcs.values(), config)
         say(f"starting tools ({', '.join(servers) or 'none'})")
         host = ToolHost(
             config.mcp,
@@ -206,6 +214,21 @@ async def open_table(
         context.session_id = session.recorder.session_id
         stack.push_async_callback(session.stop)
         yield session
+
+
+def _refuse_missing_voices(campaign: Campaign, tts: TtsProvider) -> None:
+    """Every NPC's voice must be installed before the table opens (the rule of ``glyphoxa
+    check``): a missing voice is refused here, never replaced by another at the table."""
+    inventory = tts.inventory if isinstance(tts, VoiceRouter) else None
+    if inventory is None:
+        return
+    issues = [
+        issue
+        for name, npc in campaign.npcs.items()
+        if (issue := npc_voice_issue(npc, campaign.npc_files.get(name), None, inventory))
+    ]
+    if issues:
+        raise ContentError(issues)
 
 
 def _voices(tts: ProviderConfig, pool: InferencePool) -> VoiceRouter:

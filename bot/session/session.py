@@ -18,6 +18,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 from bot.config import GlyphoxaConfig
@@ -47,13 +48,16 @@ from bot.speech import (
     SttProvider,
     TtsProvider,
     Vocabulary,
+    VoiceRouter,
 )
 from bot.speech.endpointing import TurnModel
 from bot.speech.events import TurnCheck
 from bot.speech.scheduler import CpuScheduler
 from campaigns.errors import GlyphoxaError
+from campaigns.yamlio import Issue, YamlDocument
 from npcs.addressing import AddressDetector
 from npcs.campaign import Campaign, CampaignWatcher
+from npcs.campaign_checks import npc_voice_issue
 from npcs.context import SceneLine, SceneWindow
 from npcs.dm_voice import DmCommandParser
 from npcs.engines import Engine
@@ -137,6 +141,9 @@ class TableSession(Routing, DmControls, VoiceCommands):
         self.listeners: list[Callable[[SessionEvent], None]] = []
         self.trouble = TroubleDesk(self._emit, metrics)
         """Failures the DM is told about (a failed turn, a crashed model server)."""
+        self._voices = tts if isinstance(tts, VoiceRouter) else None
+        if self._voices is not None:  # a voice that breaks mid-table is told to the DM
+            self._voices.on_fallback = self.trouble.voice_failed
         self.muted: set[str] = set()
         self.all_muted = False
         self.lanes = SpeakerLanes(
@@ -182,7 +189,7 @@ class TableSession(Routing, DmControls, VoiceCommands):
         await self.recorder.start(self._title, resume=self._resume_memory)
         # The watcher remembers every NPC file now, so reload_npcs() sees later edits even
         # when background hot reload is off.
-        self._watcher = CampaignWatcher(self.campaign)
+        self._watcher = CampaignWatcher(self.campaign, checks=self._npc_checks)
         if self.config.campaign.hot_reload:
             self._spawn(self._watch(), "table:hot-reload")
         self._started = True
@@ -361,6 +368,12 @@ class TableSession(Routing, DmControls, VoiceCommands):
         """NPCs were added, renamed or edited: address them and recognise their names now."""
         self.addressing.set_npcs(self.campaign.npcs)
         self.lanes.set_vocabulary(Vocabulary.from_campaign(self.campaign))
+
+    def _npc_checks(self, npc: NpcDefinition, path: Path, doc: YamlDocument | None) -> list[Issue]:
+        """What an edited NPC must pass beyond its file: its voice is installed."""
+        inventory = self._voices.inventory if self._voices is not None else None
+        issue = npc_voice_issue(npc, path, doc, inventory) if inventory is not None else None
+        return [issue] if issue is not None else []
 
     async def _watch(self) -> None:
         assert self._watcher is not None

@@ -1,7 +1,11 @@
 """Voices for NPCs: route each NPC's ``VoiceSettings`` to its provider, and stream sentences.
 
 ``VoiceRouter`` is itself a ``TtsProvider``: it picks Piper, OpenAI or espeak-ng by
-``voice.provider`` and falls back to espeak-ng if the chosen one fails before any audio.
+``voice.provider``. Voices are checked against what is installed before a table starts
+(``voice_problem``, the rule ``glyphoxa check`` applies), so a voice that does not exist is
+refused, never replaced; a voice that breaks while the table runs (a speech server down) is
+spoken by espeak-ng so the NPC still answers, and that is loud: an error in the log and
+``on_fallback`` (the table tells the DM).
 ``speak_stream`` is the sentence pipeline: LLM text deltas are cut into sentences by one task
 while another synthesizes them in order into a mixer handle, so the first sentence plays while
 the LLM is still writing the rest.
@@ -11,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterable, AsyncIterator, Iterable
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable
 from typing import TYPE_CHECKING
 
 from bot.config import ProviderConfig
@@ -25,29 +29,49 @@ from bot.speech.tts_piper import PiperTts
 from campaigns.errors import GlyphoxaError
 from npcs.schema import VoiceSettings
 from npcs.sentences import SentenceSplitter
+from npcs.voices import VoiceInventory
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
-__all__ = ["VoiceRouter", "speak_stream", "speak_text"]
+__all__ = ["FallbackListener", "VoiceRouter", "speak_stream", "speak_text"]
 
 log = logging.getLogger(__name__)
 
 
+FallbackListener = Callable[[VoiceSettings, str], None]
+
+
 class VoiceRouter:
-    """``TtsProvider`` that dispatches on ``voice.provider`` with an espeak-ng fallback."""
+    """``TtsProvider`` that dispatches on ``voice.provider`` with an espeak-ng fallback.
+
+    Args:
+        providers: provider name -> TTS (default: Piper and espeak-ng).
+        fallback: the provider that speaks when another fails mid-table (None: fail).
+        inventory: the installed voices ``voice_problem`` checks against (None: no check).
+    """
 
     def __init__(
         self,
         providers: dict[str, TtsProvider] | None = None,
         *,
         fallback: str | None = "espeak",
+        inventory: VoiceInventory | None = None,
     ) -> None:
         self.providers: dict[str, TtsProvider] = providers or {
             "piper": PiperTts(),
             "espeak": EspeakTts(),
         }
         self.fallback = fallback
+        self.inventory = inventory
+        self.on_fallback: FallbackListener | None = None
+        """Told (voice, reason) each time the fallback speaks instead (the table's alerts)."""
+
+    def voice_problem(self, voice: VoiceSettings) -> str | None:
+        """Why this router cannot speak ``voice`` as configured, or None when it can."""
+        if self.inventory is None:
+            return None
+        return self.inventory.problem(voice.provider, voice.voice)
 
     @classmethod
     def from_config(
@@ -57,7 +81,9 @@ class VoiceRouter:
         ``client`` is a pooled one for it). ``options.all_voices: true`` sends Piper voices
         to that endpoint too (a TTS server of their own, which knows their names); espeak-ng
         stays local, also as the fallback."""
-        providers: dict[str, TtsProvider] = {"piper": PiperTts(), "espeak": EspeakTts()}
+        inventory = VoiceInventory.from_tts(tts)
+        piper = PiperTts(inventory.piper_default, voice_dirs=inventory.voice_dirs)
+        providers: dict[str, TtsProvider] = {"piper": piper, "espeak": EspeakTts()}
         if tts is not None and tts.name == "openai":
             providers["openai"] = OpenAiTts(
                 model=tts.model or "gpt-4o-mini-tts",
@@ -65,17 +91,12 @@ class VoiceRouter:
                 api_key=tts.api_key,
                 client=client,
             )
-            if bool(tts.options.get("all_voices", False)):
+            if inventory.piper_remote:
                 providers["piper"] = providers["openai"]
-        elif tts is not None and tts.name == "piper" and tts.model:
-            providers["piper"] = PiperTts(tts.model)
-        return cls(providers)
+        return cls(providers, inventory=inventory)
 
     async def synthesize(self, text: str, voice: VoiceSettings) -> AsyncIterator[AudioChunk]:
         provider = self.providers.get(voice.provider)
-        if provider is None and voice.provider == "openai":
-            provider = OpenAiTts()
-            self.providers["openai"] = provider
         produced = False
         try:
             if provider is None:
@@ -87,7 +108,15 @@ class VoiceRouter:
         except GlyphoxaError as error:
             if produced or self.fallback is None or voice.provider == self.fallback:
                 raise
-            log.warning("%s TTS failed (%s); using %s", voice.provider, error, self.fallback)
+            log.error(
+                "%s voice %r failed (%s); speaking with %s instead",
+                voice.provider,
+                voice.voice or "default",
+                error,
+                self.fallback,
+            )
+            if self.on_fallback is not None:
+                self.on_fallback(voice, str(error))
         fallback = self.providers[self.fallback]
         fallback_voice = VoiceSettings(provider=self.fallback)  # type: ignore[arg-type]
         async for chunk in fallback.synthesize(text, fallback_voice):

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 
 from bot.speech.audio import AudioChunk
 from bot.speech.threaded import iterate_in_thread
 from campaigns.errors import GlyphoxaError
 from npcs.schema import VoiceSettings
+from npcs.voices import resolve_piper_model
 
 __all__ = ["PiperTts", "default_piper_model"]
 
@@ -64,24 +65,37 @@ class PiperTts:
 
     Args:
         default_model: the voice for NPCs that name none (default: the bundled joe voice).
+        voice_dirs: folders of extra ``<name>.onnx`` voices an NPC may name.
         variation: scales the voice's sampled prosody noise; 0 gives the same audio for the
             same text every time (tests, reproducible recordings), 1 is the voice as trained.
     """
 
-    def __init__(self, default_model: str | Path | None = None, *, variation: float = 1.0) -> None:
+    def __init__(
+        self,
+        default_model: str | Path | None = None,
+        *,
+        variation: float = 1.0,
+        voice_dirs: Sequence[str | Path] = (),
+    ) -> None:
         self._default_model = default_model
         self.variation = variation
+        self.voice_dirs = tuple(voice_dirs)
         self._voices: dict[Path, object] = {}
         self._lock = threading.Lock()
 
     def voice_for(self, settings: VoiceSettings):  # type: ignore[no-untyped-def]
-        """Load (once) the Piper voice an NPC uses."""
-        path = Path(settings.voice or self._default_model or default_piper_model()).expanduser()
+        """Load (once) the Piper voice an NPC uses: a model path or an installed voice's name
+        (``npcs.voices.resolve_piper_model``, the rule ``glyphoxa check`` applies)."""
+        wanted = str(settings.voice or self._default_model or default_piper_model())
+        path = resolve_piper_model(wanted, self.voice_dirs) or Path(wanted).expanduser()
         with self._lock:
             voice = self._voices.get(path)
             if voice is None:
                 if not path.is_file():
-                    raise GlyphoxaError(f"Piper voice model not found: {path}")
+                    raise GlyphoxaError(
+                        f"Piper voice {wanted!r} not found (`glyphoxa voices --provider piper` "
+                        "lists the installed ones)"
+                    )
                 voice = _load_voice(path)
                 self._voices[path] = voice
                 log.info("Piper voice %s loaded", path.name)

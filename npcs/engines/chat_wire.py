@@ -17,6 +17,7 @@ from campaigns.errors import GlyphoxaError
 from npcs.context import MAX_SCENE_CHARS, build_messages
 from npcs.engines.events import TurnRequest
 from tools.host.types import ToolCall, ToolResult, TurnToolReport
+from tools.selection import selection_for
 from tools.tiers import Tier
 
 if TYPE_CHECKING:
@@ -54,11 +55,11 @@ def expected_cost_ms(
     """
     if host is None:
         return 0.0
-    everything = "*" in whitelist
+    selection = selection_for(whitelist)
     worst = 0.0
     for call in calls:
         info = host.get_tool(call.name)
-        if info is None or not (everything or call.name in whitelist):
+        if info is None or not selection.allows(info.server, info.original_name, info.name):
             continue
         measured = info.measured_p50_ms if info.samples >= _MIN_SAMPLES else None
         estimate = measured or info.latency.estimated_duration_ms or info.timeout_ms

@@ -13,8 +13,9 @@ from bot.commands.npc.new import scaffold_npc
 from campaigns.errors import GlyphoxaError
 from campaigns.yamlio import ContentError
 from npcs.campaign import load_campaign, scan_campaign
-from npcs.campaign_checks import FALLBACK_TOOL_NAMES, tool_issues
+from npcs.campaign_checks import tool_issues
 from npcs.schema import EngineKind
+from tools.catalog import ToolCatalog
 from tools.config import McpServerConfig
 from tools.tiers import Tier
 
@@ -61,10 +62,9 @@ def test_example_ambience_is_small_real_audio() -> None:
             assert any(frames)  # not silence
 
 
-def test_tool_names_builtin_fallback_and_mcp_rules() -> None:
+def test_tool_names_builtin_and_mcp_rules() -> None:
     scan = scan_campaign(EXAMPLE)
-    assert tool_issues(scan.campaign, scan.documents) == []
-    assert tool_issues(scan.campaign, scan.documents, builtin_tools=FALLBACK_TOOL_NAMES) == []
+    assert tool_issues(scan.campaign, scan.documents, ToolCatalog.from_config()) == []
     bartok = scan.campaign.npcs["Bartok"]
     bartok.tools[:] = ["*", "dice.*", "lore__lookup", "wa_search", "lore.*", "nope__x", "rol"]
     servers = [
@@ -73,9 +73,9 @@ def test_tool_names_builtin_fallback_and_mcp_rules() -> None:
             name="wa", transport="streamable-http", url="http://h/mcp", expose_as={"s": "wa_search"}
         ),
     ]
-    issues = tool_issues(scan.campaign, scan.documents, mcp_servers=servers)
+    issues = tool_issues(scan.campaign, scan.documents, ToolCatalog.from_config(servers))
     assert [i.message.split(":")[0] for i in issues] == ["tools[5]", "tools[6]"]
-    assert "no MCP server with that prefix" in issues[0].message
+    assert "names no configured tool server ('nope')" in issues[0].message
     assert "did you mean 'roll'?" in issues[1].message
 
 

@@ -23,6 +23,7 @@ from tools.host.metrics import ToolMetrics
 from tools.host.registry import Registry, ToolEntry
 from tools.host.types import Invocation, ResultStatus, ToolResult
 from tools.host.validation import compile_validator
+from tools.selection import selection_for
 from tools.tiers import Tier
 
 __all__ = ["DEFAULT_MAX_RESULT_CHARS", "Executor", "security_log"]
@@ -75,7 +76,7 @@ class Executor:
     ) -> ToolResult:
         started = time.perf_counter()
         entry = self._registry.entries.get(name)
-        if entry is None or not ("*" in whitelist or name in whitelist):
+        if entry is None or not selection_for(whitelist).allows(entry.server, entry.original, name):
             reason = "unknown tool" if entry is None else "not in the NPC's whitelist"
             hint = self._unknown_hint(name) if entry is None else None
             return self._refuse(name, entry, npc, tier, call_id, reason, started, hint)

@@ -21,7 +21,7 @@ from tools.host.approval import ApprovalGate
 from tools.host.calibration import Calibration
 from tools.host.connections import McpConnection, RestartPolicy, ServerState, describe_error
 from tools.host.executor import DEFAULT_MAX_RESULT_CHARS, Executor
-from tools.host.known_tools import KnownTools
+from tools.host.known_tools import KnownTools, known_tools_beside
 from tools.host.metrics import InvocationCallback, ToolMetrics
 from tools.host.registry import NameCollision, Registry, ServerTools, ToolSpecLite
 from tools.host.servers import McpServers
@@ -65,7 +65,7 @@ class ToolHost:
             mcp_config or McpConfig(),
             policy=restart_policy or RestartPolicy(),
             known_tools=KnownTools(
-                calibration_path.with_name("known_tools.json") if calibration_path else None
+                known_tools_beside(calibration_path) if calibration_path else None
             ),
             on_change=self._server_changed,
         )

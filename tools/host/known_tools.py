@@ -19,11 +19,16 @@ from typing import Any
 import mcp.types as mt
 import pydantic
 
-__all__ = ["KnownTools"]
+__all__ = ["KnownTools", "known_tools_beside"]
 
 log = logging.getLogger(__name__)
 
 _VERSION = 1
+
+
+def known_tools_beside(calibration_path: Path) -> Path:
+    """Where the host keeps the listings: ``known_tools.json`` beside the calibration file."""
+    return calibration_path.with_name("known_tools.json")
 
 
 class KnownTools:
@@ -38,6 +43,10 @@ class KnownTools:
 
     def get(self, server: str) -> list[mt.Tool]:
         return list(self._tools.get(server, ()))
+
+    def servers(self) -> list[str]:
+        """Every server with a remembered listing."""
+        return list(self._tools)
 
     def remember(self, server: str, tools: Sequence[mt.Tool]) -> None:
         """Record a fresh listing; the file is rewritten only when it changed."""

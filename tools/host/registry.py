@@ -17,6 +17,7 @@ from tools.host.calibration import Calibration, ToolStats
 from tools.host.latency import clean_input_schema, parse_latency, tier_for
 from tools.host.naming import MAX_NAME_LENGTH, NameCollision, NameLedger, Offer, safe_name
 from tools.host.types import ToolInfo
+from tools.selection import selection_for
 from tools.spec import LatencyMeta, ToolDef, ToolHandler
 from tools.tiers import Tier
 
@@ -237,17 +238,19 @@ class Registry:
 
     def view(self, whitelist: Iterable[str], tier: Tier, *, openai: bool) -> list[Any]:
         """Whitelisted, healthy, in-budget tools at or below ``tier``, fastest first, as
-        ``ToolInfo`` or (``openai``) Chat Completions tools. Cached until the next reorder."""
+        ``ToolInfo`` or (``openai``) Chat Completions tools. Cached until the next reorder.
+
+        ``whitelist`` holds an NPC's ``tools:`` entries in any documented form
+        (``tools.selection``: ``*``, ``<server>.*``, ``<server>__<tool>``, exposed names)."""
         allowed = whitelist if isinstance(whitelist, tuple | frozenset) else tuple(whitelist)
         key = (allowed, tier, openai)
         cached = self._views.get(key)
         if cached is not None:
             return cached
-        wanted = set(allowed)
-        everything = "*" in wanted
+        selection = selection_for(allowed)
         view: list[Any] = []
         for entry in self.ordered:
-            if not (everything or entry.name in wanted):
+            if not selection.allows(entry.server, entry.original, entry.name):
                 continue
             # Inlined ``offerable``: this loop runs over every tool after each registry change.
             if (
