@@ -55,6 +55,10 @@ def readable_message(detail: Any, key: str | None) -> str:
     kind: str = detail["type"]
     given = detail.get("input")
     ctx = detail.get("ctx") or {}
+    if given is None and (kind.endswith("_type") or kind.endswith("_parsing")):
+        if key is None:
+            return "is empty; write a value (or remove the item)"
+        return "has no value; write one after the ':' (or remove the key)"
     if kind in ("value_error", "assertion_error"):
         message: str = detail["msg"]
         return message.removeprefix("Value error, ").removeprefix("Assertion failed, ")

@@ -12,13 +12,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from campaigns.suggest import did_you_mean
 from campaigns.yamldoc import ContentError, Issue, Loc, YamlDocument
-from campaigns.yamlhints import comma_split_key
+from campaigns.yamlhints import CommaSplit, comma_split_key
 from campaigns.yamlmessages import dotted, keys_at, misplaced_key, readable_message
 from campaigns.yamlparse import read_yaml
 
@@ -91,6 +91,10 @@ def pydantic_issues(
         elif kind == "missing":
             prefix = f"{dotted(found)}: " if found else ""
             issue = doc.issue(tuple(found), f"{prefix}missing required key '{loc[-1]}'")
+        elif (split := _null_from_comma(doc, tuple(found), detail)) is not None:
+            prefix = f"{dotted(found[:-1])}: " if found[:-1] else ""
+            message = f"{prefix}'{found[-1]}' is not a key: {split.explain()}"
+            issue = doc.issue(tuple(found), message, at_key=True)
         else:
             key = found[-1] if found and isinstance(found[-1], str) else None
             message = readable_message(detail, key)
@@ -106,8 +110,26 @@ def pydantic_issues(
     issues = []
     for place in order:
         messages = by_place[place]
-        issues.append(Issue(str(doc.path), place[0], place[1], " | ".join(messages)))
+        issues.append(Issue(str(doc.path), place[0], place[1], _joined(messages)))
     return issues
+
+
+def _joined(messages: list[str]) -> str:
+    """Several errors at one place (the members of a union) as one sentence when they are all
+    ``"<key>: expected ..."``: ``"port: expected text or a whole number"``."""
+    parts = [message.partition("expected ") for message in messages]
+    prefixes = {before for before, found, _ in parts if found}
+    if len(messages) > 1 and len(prefixes) == 1 and all(found for _, found, _ in parts):
+        wanted = [after.split(";")[0] for _, _, after in parts]
+        return f"{prefixes.pop()}expected {', '.join(wanted[:-1])} or {wanted[-1]}"
+    return " | ".join(messages)
+
+
+def _null_from_comma(doc: YamlDocument, loc: Loc, detail: Any) -> CommaSplit | None:
+    """The comma split behind an empty value at ``loc`` (``{class: ranger, wet}``)."""
+    if detail.get("input", "") is not None or not loc or not isinstance(loc[-1], str):
+        return None
+    return comma_split_key(doc, loc)
 
 
 def _unknown_key(doc: YamlDocument, model: type[BaseModel], loc: Loc) -> str:

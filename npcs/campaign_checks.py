@@ -57,6 +57,7 @@ def _npc_name_issues(campaign: Campaign, documents: Mapping[Path, YamlDocument])
         if isinstance(aliases, list):
             entries += [(("aliases", i), a) for i, a in enumerate(aliases) if isinstance(a, str)]
         mine: set[str] = set()
+        copy_of: str | None = None  # a whole file's duplicate is reported once, at its name
         for loc, word in entries:
             key = name_key(word)
             if not key:
@@ -73,6 +74,8 @@ def _npc_name_issues(campaign: Campaign, documents: Mapping[Path, YamlDocument])
                 claimed[(owner, word)] = (doc, loc)
                 continue
             other, other_word = clash
+            if other == copy_of:
+                continue
             other_doc, other_loc = claimed[(other, other_word)]
             where = other_doc.issue(other_loc, "").where
             if loc == ("name",) and other_loc == ("name",):
@@ -82,6 +85,7 @@ def _npc_name_issues(campaign: Campaign, documents: Mapping[Path, YamlDocument])
                 )
                 if looks_like_copy(path):
                     message += " (a backup copy? move it out of npcs/ or rename it to end in .bak)"
+                copy_of = other
             else:
                 role = "name" if other_loc == ("name",) else "alias"
                 message = (

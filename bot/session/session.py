@@ -309,6 +309,10 @@ class TableSession(Routing, DmControls, VoiceCommands):
         """Players waiting for an NPC (turns queued, not yet started)."""
         return self.turns.depth()
 
+    def engine_for(self, npc: NpcDefinition) -> Engine | None:
+        """The engine that answers for ``npc`` at this table (None: it only speaks lines)."""
+        return self._engines(npc)
+
     def _new_trace(self, npc: str, speaker: str, text: str, tier: Tier, reason: str) -> TurnTrace:
         self._turn_ids += 1
         return TurnTrace(self._turn_ids, npc, speaker, text, tier.label, reason)
