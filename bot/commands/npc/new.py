@@ -32,7 +32,9 @@ personality: >-
   Describe {plain_name} here: looks, temperament, way of speaking, what they want.
 voice:
   provider: piper          # piper (offline), espeak, or openai
-  voice: null              # voice id or Piper model path; null: the provider's default
+  voice: null              # null: the provider's default; else a Piper voice name or .onnx
+                           # path, an espeak-ng language (en-us+m3) or an OpenAI voice
+                           # (`glyphoxa voices` lists the installed ones)
   speed: 1.0               # 0.5 .. 2.0
   pitch_shift: 0           # semitones, -12 .. 12, to tell NPCs sharing a voice apart
 # cascaded (LLM + tools, then TTS), sentence_cascade (fast opener, strong continuation),
@@ -40,8 +42,9 @@ voice:
 engine: {engine}
 # Slowest tool tier the NPC may use: fast (<= 0.5 s), standard (<= 1.5 s), deep (<= 4 s).
 budget_tier: {tier}
-# Tools the NPC may call (built-ins such as roll, roll_table, query_entities, search_rules,
-# search_sessions, web_search; MCP tools as <server>__<tool> or <server>.*).
+# Tools the NPC may call, as a list: a tool's name (roll, roll_table, query_entities,
+# search_rules, web_search, an MCP tool or expose_as name), every tool of a server (dice.*,
+# rules.*, <mcp server>.*), one tool of a server (<server>__<tool>), or * for all.
 tools: [roll]
 # Topics the NPC knows about and may talk about.
 knowledge_scope: []
