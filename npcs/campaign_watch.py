@@ -18,10 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from campaigns.yamlhints import yaml_warnings
 from campaigns.yamlio import Issue, Loaded, YamlDocument, load_model
 from npcs.campaign_model import Campaign, looks_like_copy, npc_files
 from npcs.name_index import NameOwners
-from npcs.schema import NpcDefinition
+from npcs.schema import PROSE_LIST_FIELDS, NpcDefinition
 
 __all__ = ["CampaignWatcher", "NpcChange", "NpcChecks"]
 
@@ -38,7 +39,8 @@ class NpcChange:
 
     ``npc`` is the new definition (added/updated), or for ``invalid`` the last good definition
     that stays in use (None if the file never loaded). ``previous_name`` is set when an edit
-    renamed the NPC.
+    renamed the NPC. ``issues`` of an added or updated NPC are warnings (YAML that reads
+    legally but probably not as meant, as ``glyphoxa check`` reports it).
     """
 
     kind: ChangeKind
@@ -154,7 +156,8 @@ class CampaignWatcher:
         self._by_file[path] = npc.name
         kind: ChangeKind = "added" if old_name is None else "updated"
         previous = old_name if old_name not in (None, npc.name) else None
-        self._emit(NpcChange(kind, path, npc.name, npc, previous_name=previous))
+        warnings = yaml_warnings(result.document, PROSE_LIST_FIELDS) if result.document else []
+        self._emit(NpcChange(kind, path, npc.name, npc, tuple(warnings), previous))
 
     def _emit(self, change: NpcChange) -> None:
         if change.kind == "invalid":
@@ -165,6 +168,8 @@ class CampaignWatcher:
             )
         else:
             log.info("NPC %s %s from %s", change.name, change.kind, change.path.name)
+            for warning in change.issues:
+                log.warning("%s", warning)
         self._pending.append(change)
 
 

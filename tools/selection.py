@@ -39,21 +39,6 @@ class ToolPattern:
     tool: str | None = None
     problem: str | None = None
 
-    def matches(self, server: str, original: str, exposed: str) -> bool:
-        """Whether this entry grants the tool ``original`` of ``server``, exposed as
-        ``exposed``."""
-        if self.kind == "all":
-            return True
-        if self.kind == "server":
-            return server == self.server
-        if self.kind == "qualified":
-            if server == self.server and self.tool in (original, exposed):
-                return True
-            return exposed == self.text  # a tool whose own name contains "__"
-        if self.kind == "name":
-            return exposed == self.text
-        return False
-
 
 def parse_pattern(text: str) -> ToolPattern:
     """Read one ``tools:`` entry (see the module docstring for the forms)."""
@@ -93,8 +78,10 @@ class ToolSelection:
         self._names = frozenset(p.text for p in self.patterns if p.kind in ("name", "qualified"))
 
     def allows(self, server: str, original: str, exposed: str) -> bool:
-        """Whether the list grants the tool ``original`` of ``server``, exposed as ``exposed``
-        (the same answer as asking each pattern's :meth:`ToolPattern.matches`)."""
+        """Whether the list grants the tool ``original`` of ``server``, exposed as ``exposed``.
+
+        ``<server>__<tool>`` also matches a tool exposed under exactly that text (an MCP tool
+        whose own name contains ``__``)."""
         return (
             self.everything
             or server in self._servers

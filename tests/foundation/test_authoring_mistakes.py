@@ -262,3 +262,21 @@ async def test_hot_reload_refuses_a_copy_saved_beside_the_original(campaign_copy
     assert "a backup copy?" in str(change.issues[0])
     assert campaign.npcs["Bartok"] is bartok
     assert campaign.npc_files["Bartok"] == campaign_copy / "npcs" / "bartok.yaml"
+
+
+async def test_hot_reload_applies_an_edit_and_says_its_warnings(campaign_copy: Path) -> None:
+    campaign = load_campaign(campaign_copy)
+    watcher = CampaignWatcher(campaign, interval_s=0.01)
+    path = campaign_copy / "npcs" / "bartok.yaml"
+    text = path.read_text()
+    start = text.index("secret_knowledge:")
+    end = text.index("behavior_rules:")
+    path.write_text(text[:start] + "secret_knowledge: [He hid crates, and lied]\n" + text[end:])
+    changes = await watcher.poll_once() + await watcher.poll_once()
+    (change,) = changes
+    assert change.kind == "updated" and change.npc is campaign.npcs["Bartok"]
+    assert [str(issue) for issue in change.issues] == [
+        f"{path}:19:19: warning: secret_knowledge: the commas split this into 2 items ('He hid "
+        "crates' | 'and lied'); if it is one sentence, quote it as one item: - \"He hid crates, "
+        'and lied"'
+    ]
