@@ -26,7 +26,10 @@ async def iterate_in_thread(
     stop = threading.Event()
 
     def put(item: object) -> None:
-        loop.call_soon_threadsafe(queue.put_nowait, item)
+        try:
+            loop.call_soon_threadsafe(queue.put_nowait, item)
+        except RuntimeError:  # the reader's loop closed after it stopped reading: no one to tell
+            pass
 
     def work() -> None:
         try:

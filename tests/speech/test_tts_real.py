@@ -70,7 +70,7 @@ async def test_piper_speed_and_pitch(piper: PiperTts, whisper: FasterWhisperStt)
 
 
 async def test_missing_piper_model_is_a_clear_error(piper: PiperTts) -> None:
-    with pytest.raises(GlyphoxaError, match="Piper voice model not found"):
+    with pytest.raises(GlyphoxaError, match=r"Piper voice .* not found .*glyphoxa voices"):
         await synthesize(piper, "Hi.", VoiceSettings(voice="/nonexistent/voice.onnx"))
 
 
