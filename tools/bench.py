@@ -128,7 +128,7 @@ async def _bench_visible_tools(iterations: int) -> list[BenchResult]:
             host.visible_tools(whitelist, tier)
             warm.append((time.perf_counter() - started) * 1e6)
         for i in range(max(100, iterations // 10)):
-            host.registry.clear_views()  # as after a registry change (connect, tier change)
+            host.registry.clear_views()  # as after a tier change (a connect also re-reads lists)
             started = time.perf_counter()
             host.visible_tools(whitelist, tiers[i % 3])
             cold.append((time.perf_counter() - started) * 1e6)

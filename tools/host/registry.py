@@ -189,6 +189,8 @@ class Registry:
         self.ordered: list[ToolEntry] = []
         self.names = NameLedger()
         self._views: dict[tuple[Any, Tier, bool], list[Any]] = {}
+        self._granted: dict[Any, frozenset[str]] = {}
+        """Exposed names each whitelist grants; kept until the tools change (``rebuild``)."""
 
     @property
     def collisions(self) -> list[NameCollision]:
@@ -229,6 +231,7 @@ class Registry:
             entry.retier(self.ceilings)
             entries[name] = entry
         self.entries = entries
+        self._granted.clear()
         self.reorder()
 
     def reorder(self) -> None:
@@ -247,10 +250,18 @@ class Registry:
         cached = self._views.get(key)
         if cached is not None:
             return cached
-        selection = selection_for(allowed)
+        granted = self._granted.get(allowed)
+        if granted is None:  # which tools a list grants changes only when the tools do
+            selection = selection_for(allowed)
+            granted = frozenset(
+                e.name for e in self.ordered if selection.allows(e.server, e.original, e.name)
+            )
+            if len(self._granted) >= _VIEW_CACHE_LIMIT:
+                self._granted.clear()
+            self._granted[allowed] = granted
         view: list[Any] = []
         for entry in self.ordered:
-            if not selection.allows(entry.server, entry.original, entry.name):
+            if entry.name not in granted:
                 continue
             # Inlined ``offerable``: this loop runs over every tool after each registry change.
             if (
