@@ -16,11 +16,13 @@ import importlib
 import logging
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from campaigns.errors import GlyphoxaError
-from tools.config import BuiltinToolsConfig
 from tools.spec import BuiltinServer, ToolContext
+
+if TYPE_CHECKING:  # only annotations: the CLI reads the names here without loading the models
+    from tools.config import BuiltinToolsConfig
 
 __all__ = [
     "BUILTIN_TOOL_NAMES",
