@@ -4,7 +4,8 @@ The bot, ``glyphoxa doctor`` and the ``memory`` commands open the configured dat
 way (:func:`open_memory`). Commands that only read (``memory search``, ``recap``, ``tools
 list``, ``npc show``, ...) use :func:`memory_url_for_reading`: a SQLite file that does not exist
 yet is not created by looking at it; they read an empty in-memory database seeded from the
-campaign's ``entities.yaml`` instead, which is what the first session will start from.
+campaign's ``entities.yaml`` instead, which is what the first session will start from. An
+existing database is read as it is (``seed=False``).
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ def memory_url_for_reading(url: str) -> tuple[str, Path | None]:
 
 
 async def open_memory(
-    config: GlyphoxaConfig, *, url: str | None = None, summarize: bool = True
+    config: GlyphoxaConfig, *, url: str | None = None, summarize: bool = True, seed: bool = True
 ) -> MemoryStore:
     """Open the configured memory and seed an empty knowledge graph from ``entities.yaml``.
 
@@ -63,6 +64,7 @@ async def open_memory(
         config: The loaded glyphoxa.yaml.
         url: A database URL instead of ``memory.url``.
         summarize: Attach the LLM summarizer (off for commands that write no summaries).
+        seed: Seed an empty knowledge graph (off when only reading an existing database).
     """
     from campaigns.content import EntitiesFile
     from campaigns.memory import LlmSummarizer, MemoryStore, OpenAIEmbeddings
@@ -99,7 +101,7 @@ async def open_memory(
         raise
     try:
         entities_file = Path(config.campaign.path) / "entities.yaml"
-        if entities_file.is_file() and not await store.query_entities():
+        if seed and entities_file.is_file() and not await store.query_entities():
             entities = load_model(entities_file, EntitiesFile, allow_empty=True).unwrap()
             count, relations = await store.seed_entities(entities)
             log.info("seeded %d entities and %d relations from %s", count, relations, entities_file)

@@ -14,6 +14,8 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
+from bot.commands._options import plain
+
 if TYPE_CHECKING:
     from campaigns.bench_result import BenchResult
 
@@ -40,7 +42,7 @@ def register(sub: Any) -> None:
     parser = sub.add_parser(
         "bench",
         help="run benchmarks of the hot paths (for developers)",
-        description=__doc__,
+        description=plain(__doc__),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(

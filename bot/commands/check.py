@@ -21,7 +21,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bot.commands._options import add_campaign_option, add_json_option, missing_campaign_message
+from bot.commands._options import (
+    add_campaign_option,
+    add_json_option,
+    missing_campaign_message,
+    plain,
+)
 
 if TYPE_CHECKING:
     from bot.config import GlyphoxaConfig
@@ -150,7 +155,7 @@ def register(sub: Any) -> None:
     parser = sub.add_parser(
         "check",
         help="validate glyphoxa.yaml and the campaign (NPCs, entities, tables)",
-        description=__doc__,
+        description=plain(__doc__),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_campaign_option(parser)

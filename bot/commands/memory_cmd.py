@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bot.commands._options import add_campaign_option, add_json_option, load_config
+from bot.commands._options import add_campaign_option, add_json_option, load_config, plain
 
 if TYPE_CHECKING:
     from campaigns.memory import MemoryStore
@@ -41,7 +41,7 @@ def register(sub: Any) -> None:
     memory = sub.add_parser(
         "memory",
         help="search and maintain the campaign memory",
-        description=__doc__,
+        description=plain(__doc__),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _memory_options(memory, None)
@@ -124,7 +124,9 @@ async def _memory(args: argparse.Namespace, *, write: bool = False) -> AsyncIter
             "showing only the campaign's entities.yaml",
             file=sys.stderr,
         )
-    store = await open_memory(config, url=url, summarize=False)
+    # Writing commands seed an empty graph as the bot would; reading commands seed only the
+    # in-memory stand-in, never a database they merely look at.
+    store = await open_memory(config, url=url, summarize=False, seed=write or missing is not None)
     async with store:
         yield store
 

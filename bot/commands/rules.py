@@ -75,7 +75,7 @@ def _search(args: argparse.Namespace) -> int:
 
     if args.limit < 1:
         raise GlyphoxaError("--limit must be at least 1")
-    index = open_index(load_config(args).tools.srd_path, _db(args))
+    index = open_index(load_config(args).tools.srd_path, _db(args), save=False)
     try:
         hits = index.search(" ".join(args.query), limit=args.limit)
     finally:
@@ -97,7 +97,7 @@ def _get(args: argparse.Namespace) -> int:
     from campaigns.errors import GlyphoxaError
     from tools.builtin.rules import open_index
 
-    index = open_index(load_config(args).tools.srd_path, _db(args))
+    index = open_index(load_config(args).tools.srd_path, _db(args), save=False)
     try:
         doc = index.get(args.id)
     finally:

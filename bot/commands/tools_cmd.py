@@ -20,6 +20,7 @@ from bot.commands._options import (
     add_json_option,
     load_campaign,
     load_config,
+    plain,
 )
 
 if TYPE_CHECKING:
@@ -33,7 +34,7 @@ def register(sub: Any) -> None:
     parser = sub.add_parser(
         "tools",
         help="list, call and calibrate tools (built-in and MCP)",
-        description=__doc__,
+        description=plain(__doc__),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_campaign_option(parser)

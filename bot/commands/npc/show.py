@@ -114,7 +114,8 @@ async def _show(args: argparse.Namespace) -> int:
     tiers = [Tier.parse(args.tier)] if args.tier else list(Tier)
     url, missing = memory_url_for_reading(config.memory.url)
     servers = builtin_servers_for(campaign.npcs.values())  # as the table starts them
-    async with await open_memory(config, url=url, summarize=False) as memory:
+    seed = missing is not None  # only the in-memory stand-in: a real database is only read
+    async with await open_memory(config, url=url, summarize=False, seed=seed) as memory:
         async with cli_tool_host(config, servers=servers) as host:
             view = await build_npc_view(
                 config, campaign, npc, host, memory, memory_exists=missing is None, tiers=tiers
