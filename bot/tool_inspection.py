@@ -4,8 +4,8 @@
 servers from ``mcp:``, the built-in servers, calibration from ``tools.calibration_path``), so
 what they show is what an NPC's LLM gets. Looking must not change anything: a host opened with
 ``persist=False`` reads the calibration and the remembered tool listings but writes neither,
-and the memory tools read the configured database only if it exists (an in-memory one seeded
-from ``entities.yaml`` stands in before the first session).
+the memory tools read the configured database only if it exists (an in-memory one stands in
+before the first session), and a rules index built from the SRD is not cached.
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ def cli_tool_host(
     context = build_tool_context(
         config.tools, campaign_dir=config.campaign.path, memory_url=memory_url
     )
+    context.settings["rules_cache"] = persist  # an index built from the SRD: cached only then
     return ToolHost(
         config.mcp,
         builtins=create_builtin_servers(context, servers),

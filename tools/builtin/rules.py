@@ -147,8 +147,9 @@ def create_server(ctx: ToolContext) -> BuiltinServer:
                 if "index" not in state:
                     srd = ctx.settings.get("srd_path")
                     db = Path(ctx.settings.get("rules_db") or DEFAULT_RULES_DB)
+                    save = bool(ctx.settings.get("rules_cache", True))
                     try:
-                        state["index"] = await asyncio.to_thread(open_index, srd, db)
+                        state["index"] = await asyncio.to_thread(open_index, srd, db, save=save)
                     except GlyphoxaError as error:
                         raise ToolError(f"rules index unavailable: {error}") from None
         return state["index"]
