@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import difflib
 import inspect
 import logging
 import os
+import re
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from bot.commands import CommandEntry, grouped, register_modules
 from bot.commands._options import add_global_options, share_global_options
@@ -35,9 +38,26 @@ _FOOTER = (
 )
 
 
+_INVALID_CHOICE = re.compile(r"invalid choice: '([^']*)' \(choose from (.*)\)")
+
+
+class GlyphoxaParser(argparse.ArgumentParser):
+    """argparse, plus "did you mean ...?" for a mistyped command or choice (its subcommand
+    parsers are of this class too)."""
+
+    def error(self, message: str) -> NoReturn:
+        found = _INVALID_CHOICE.search(message)
+        if found:
+            choices = re.findall(r"'([^']*)'", found.group(2))
+            close = difflib.get_close_matches(found.group(1), choices, n=1)
+            if close:
+                message = f"{message}; did you mean {close[0]!r}?"
+        super().error(message)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The whole command tree: every discovered command, ``-c``/``-v`` accepted everywhere."""
-    parser = argparse.ArgumentParser(
+    parser = GlyphoxaParser(
         prog="glyphoxa",
         usage=_USAGE,
         description=_DESCRIPTION,

@@ -194,3 +194,14 @@ def test_npc_new_uses_the_configured_campaign_and_creates_none(
         "glyphoxa check --campaign campaigns/mine\n"
     )
     assert _run(capsys, "check")[0] == 0
+
+
+def test_doctor_takes_the_campaign_like_every_command(
+    empty_folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _run(capsys, "campaign", "new", "Crown", "--dir", "crown")[0] == 0
+    code, out, _ = _run(capsys, "doctor", "--only", "campaign", "--campaign", "crown", "--json")
+    checks = {check["check"]: check for check in json.loads(out)["checks"]}
+    assert code == 0
+    assert checks["campaign"]["status"] == "PASS"
+    assert checks["campaign"]["detail"] == "Crown: 1 NPCs (Mira)"

@@ -150,3 +150,17 @@ def test_vocabulary_spelled_out_for_the_parser_matches_the_models() -> None:
     assert TIER_NAMES == tuple(tier.label for tier in Tier)
     assert Path(RULES_DB) == DEFAULT_RULES_DB
     assert SCHEMA_KINDS == tuple(SCHEMA_MODELS)
+
+
+def test_a_mistyped_command_or_choice_gets_a_suggestion(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for argv, suggestion in (
+        (["chekc"], "did you mean 'check'?"),
+        (["memory", "sesions"], "did you mean 'sessions'?"),
+        (["npc", "show", "Mira", "--tier", "dep"], "did you mean 'deep'?"),
+    ):
+        with pytest.raises(SystemExit) as exited:
+            main(argv)
+        assert exited.value.code == 2
+        assert capsys.readouterr().err.rstrip().endswith(f"; {suggestion}")
