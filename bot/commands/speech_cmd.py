@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import logging
 import time
 from pathlib import Path
 from typing import Any
 
-from bot.commands._options import add_campaign_option, load_campaign, load_config
+from bot.commands._options import add_campaign_option, add_json_option, load_campaign, load_config
 
 __all__ = ["register"]
 
@@ -31,6 +32,7 @@ def register(sub: Any) -> None:
     transcribe.add_argument(
         "--no-campaign", action="store_true", help="do not use campaign names as vocabulary"
     )
+    add_json_option(transcribe, "the utterances (start and end in seconds, text)")
     transcribe.set_defaults(func=_transcribe)
 
     say = sub.add_parser("say", help="speak a line in an NPC's voice into a WAV file")
@@ -94,21 +96,30 @@ async def _transcribe(args: argparse.Namespace) -> int:
         lane.end_input()
 
     feeder = asyncio.create_task(feed(), name="transcribe-feed")
-    finals = 0
+    finals: list[dict[str, Any]] = []
+    live = not args.json
     try:
         async for event in lane:
-            if isinstance(event, PartialTranscript) and args.partials:
+            if isinstance(event, PartialTranscript) and args.partials and live:
                 print(f"  ... {event.text}", flush=True)
             elif isinstance(event, FinalTranscript):
-                finals += 1
-                print(f"[{event.started_at:7.2f} - {event.ended_at:7.2f}] {event.text}", flush=True)
-            elif isinstance(event, Backchannel) and args.partials:
+                finals.append(
+                    {"start": event.started_at, "end": event.ended_at, "text": event.text}
+                )
+                if live:
+                    print(
+                        f"[{event.started_at:7.2f} - {event.ended_at:7.2f}] {event.text}",
+                        flush=True,
+                    )
+            elif isinstance(event, Backchannel) and args.partials and live:
                 print(f"  (backchannel: {event.text})", flush=True)
         await feeder
     finally:
         feeder.cancel()
         await lane.aclose()
-    if not finals:
+    if args.json:
+        print(json.dumps({"transcript": finals}, indent=2, ensure_ascii=False))
+    elif not finals:
         print("(no speech found)")
     return 0
 
