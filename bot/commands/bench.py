@@ -12,10 +12,12 @@ import argparse
 import importlib
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from campaigns.bench_result import BenchResult
-from campaigns.errors import GlyphoxaError
+from bot.commands._options import plain
+
+if TYPE_CHECKING:
+    from campaigns.bench_result import BenchResult
 
 __all__ = ["TARGETS", "register"]
 
@@ -37,7 +39,12 @@ _ON_REQUEST = ("e2e", "soak", "tables")
 
 
 def register(sub: Any) -> None:
-    parser = sub.add_parser("bench", help="run benchmarks of the hot paths")
+    parser = sub.add_parser(
+        "bench",
+        help="run benchmarks of the hot paths (for developers)",
+        description=plain(__doc__),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument(
         "targets",
         nargs="*",
@@ -59,6 +66,8 @@ def register(sub: Any) -> None:
 
 
 async def _run(args: argparse.Namespace) -> int:
+    from campaigns.errors import GlyphoxaError
+
     targets = args.targets or [t for t in TARGETS if t not in _ON_REQUEST]
     unknown = [t for t in targets if t not in TARGETS]
     if unknown:

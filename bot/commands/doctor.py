@@ -16,6 +16,8 @@ import sys
 import time
 from typing import Any
 
+from bot.commands._options import add_campaign_option, plain
+
 __all__ = ["register"]
 
 
@@ -23,9 +25,10 @@ def register(sub: Any) -> None:
     parser = sub.add_parser(
         "doctor",
         help="check every part the configured table needs, by running it",
-        description=__doc__,
+        description=plain(__doc__),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    add_campaign_option(parser)
     parser.add_argument(
         "--only",
         default=None,
@@ -42,7 +45,7 @@ def register(sub: Any) -> None:
         help="also ask Discord's API whether it accepts the token and the bot is in the "
         "configured servers with its permissions (implies --discord; needs the network)",
     )
-    parser.add_argument("--json", action="store_true", help="machine-readable results")
+    parser.add_argument("--json", action="store_true", help="print the results as JSON")
     parser.set_defaults(func=_run)
 
 
@@ -61,7 +64,12 @@ async def _run(args: argparse.Namespace) -> int:
     started = time.monotonic()
     printer = None if args.json else (lambda outcome: print(outcome.line(), flush=True))
     outcomes = await diagnose(
-        args.config, only=only, discord=args.discord, online=args.online, on_outcome=printer
+        args.config,
+        only=only,
+        discord=args.discord,
+        online=args.online,
+        on_outcome=printer,
+        campaign=args.campaign,
     )
     failed = [o for o in outcomes if o.status == "FAIL"]
     elapsed = time.monotonic() - started

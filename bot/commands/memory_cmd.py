@@ -1,138 +1,134 @@
 """``glyphoxa memory ...`` and ``glyphoxa recap``: read and maintain the campaign memory.
 
-The database URL comes from ``memory.url`` in glyphoxa.yaml (``--url`` overrides it, e.g. to import
-a SQLite backup into PostgreSQL). On first open the campaign's ``entities.yaml`` seeds the
-knowledge graph.
+The database is ``memory.url`` from glyphoxa.yaml (``--url`` overrides it, e.g. to import a
+SQLite backup into PostgreSQL); the campaign's ``entities.yaml`` seeds an empty knowledge
+graph. Commands that only read never create the database: before the first session they read
+an empty in-memory one seeded from ``entities.yaml`` and say so on stderr. ``--json`` prints
+the same rows as the text output: lists of objects with the keys the text shows.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
-import logging
+import sys
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from campaigns.content import ENTITY_TYPES, EntitiesFile
-from campaigns.errors import GlyphoxaError
-from campaigns.memory import LlmSummarizer, MemoryStore, OpenAIEmbeddings
-from campaigns.yamlio import load_model
+from bot.commands._options import add_campaign_option, add_json_option, load_config, plain
 
-__all__ = ["open_memory", "register"]
+if TYPE_CHECKING:
+    from campaigns.memory import MemoryStore
 
-log = logging.getLogger(__name__)
+__all__ = ["ENTITY_TYPES", "register"]
 
+#: The knowledge graph's entity types (``campaigns.content.ENTITY_TYPES``; a test keeps them
+#: equal): spelled out here so that building the parser imports no model code.
+ENTITY_TYPES = ("player_character", "npc", "location", "faction", "item", "quest")
 
-def _load_config(path: str | None) -> Any:
-    from bot.config_loader import load_config
-
-    return load_config(path)
+_URL_HELP = "database URL (default: memory.url from the config)"
 
 
-async def open_memory(
-    config: Any, *, url: str | None = None, summarize: bool = True
-) -> MemoryStore:
-    """Open the configured memory and seed an empty knowledge graph from ``entities.yaml``.
-
-    ``config`` is a ``GlyphoxaConfig``. Embeddings come from ``providers.embeddings``; session
-    summaries use ``providers.llm`` when it is an OpenAI-compatible endpoint (``name: openai`` or a
-    ``base_url``); the bundled local model needs its server running, so pass an ``LlmSummarizer``
-    to ``MemoryStore.open`` yourself in that case. The table session can use this too, so the bot
-    and the CLI see the same database the same way.
-    """
-    embeddings = None
-    provider = config.providers.embeddings
-    if provider is not None:
-        embeddings = OpenAIEmbeddings(
-            model=provider.model or "text-embedding-3-small",
-            base_url=provider.base_url,
-            api_key=provider.api_key.get_secret_value() if provider.api_key else None,
-        )
-    summarizer = None
-    llm = config.providers.llm
-    if summarize and (llm.name == "openai" or llm.base_url):
-        summarizer = LlmSummarizer.create(
-            model=llm.model or "gpt-4o-mini",
-            base_url=llm.base_url,
-            api_key=llm.api_key.get_secret_value() if llm.api_key else None,
-        )
-    try:
-        store = await MemoryStore.open(
-            url or config.memory.url,
-            embeddings=embeddings,
-            summarizer=summarizer,
-            chunk_utterances=config.memory.chunk_utterances,
-            close_helpers=True,
-        )
-    except BaseException:
-        for helper in (embeddings, summarizer):
-            if helper is not None:
-                await helper.aclose()
-        raise
-    try:
-        entities_file = Path(config.campaign.path) / "entities.yaml"
-        if entities_file.is_file() and not await store.query_entities():
-            entities = load_model(entities_file, EntitiesFile, allow_empty=True).unwrap()
-            count, relations = await store.seed_entities(entities)
-            log.info("seeded %d entities and %d relations from %s", count, relations, entities_file)
-    except BaseException:
-        await store.close()
-        raise
-    return store
+def _memory_options(parser: argparse.ArgumentParser, default: Any) -> None:
+    parser.add_argument("--url", default=default, help=_URL_HELP)
+    add_campaign_option(parser, default=default)
 
 
 def register(sub: Any) -> None:
-    memory = sub.add_parser("memory", help="search and maintain the campaign memory")
-    memory.add_argument("--url", help="database URL (default: memory.url from the config)")
+    memory = sub.add_parser(
+        "memory",
+        help="search and maintain the campaign memory",
+        description=plain(__doc__),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _memory_options(memory, None)
     actions = memory.add_subparsers(dest="memory_command", metavar="ACTION", required=True)
 
-    search = actions.add_parser("search", help="full-text search over what was said")
-    search.add_argument("query")
+    def action(name: str, text: str) -> argparse.ArgumentParser:
+        parser = actions.add_parser(name, help=text, description=text)
+        _memory_options(parser, argparse.SUPPRESS)
+        return parser
+
+    search = action("search", "full-text search over what was said")
+    search.add_argument("query", help="words to look for")
     search.add_argument("--session", help="only this session (id or unique prefix)")
-    search.add_argument("--limit", type=int, default=10)
+    search.add_argument("--limit", type=int, default=10, help="most results shown (default 10)")
     search.add_argument("--facts", action="store_true", help="search chunks and approved facts")
-    search.add_argument("--json", action="store_true")
+    add_json_option(search, "the hits")
     search.set_defaults(func=_search)
 
-    entities = actions.add_parser("entities", help="list knowledge-graph entities")
-    entities.add_argument("--type", choices=ENTITY_TYPES)
+    entities = action("entities", "list knowledge-graph entities")
+    entities.add_argument("--type", choices=ENTITY_TYPES, help="only entities of this type")
     entities.add_argument("--name", help="fuzzy name or alias")
-    entities.add_argument("--limit", type=int, default=100)
-    entities.add_argument("--json", action="store_true")
+    entities.add_argument("--limit", type=int, default=100, help="most shown (default 100)")
+    add_json_option(entities, "the entities")
     entities.set_defaults(func=_entities)
 
-    entity = actions.add_parser("entity", help="one entity with its relations and facts")
-    entity.add_argument("entity_id")
+    entity = action("entity", "one entity with its relations and facts")
+    entity.add_argument("entity_id", metavar="ID", help="entity id (see: glyphoxa memory entities)")
+    add_json_option(entity, "the entity")
     entity.set_defaults(func=_entity)
 
-    sessions = actions.add_parser("sessions", help="list recorded sessions")
-    sessions.add_argument("--json", action="store_true")
+    sessions = action("sessions", "list recorded sessions")
+    add_json_option(sessions, "the sessions")
     sessions.set_defaults(func=_sessions)
 
-    facts = actions.add_parser("facts", help="knowledge NPCs proposed (pending by default)")
-    facts.add_argument("--status", choices=["pending", "approved", "rejected", "all"])
+    facts = action("facts", "knowledge NPCs proposed (pending by default)")
+    facts.add_argument(
+        "--status",
+        choices=["pending", "approved", "rejected", "all"],
+        default="pending",
+        help="which facts (default: pending)",
+    )
+    add_json_option(facts, "the facts")
     facts.set_defaults(func=_facts)
     for verb in ("approve", "reject"):
-        decide = actions.add_parser(verb, help=f"{verb} a proposed fact")
-        decide.add_argument("fact_id", type=int)
+        decide = action(verb, f"{verb} a proposed fact")
+        decide.add_argument("fact_id", metavar="FACT_ID", type=int, help="number of the fact")
         decide.set_defaults(func=_decide, verb=verb)
 
-    export = actions.add_parser("export", help="write a JSON backup of the whole memory")
-    export.add_argument("file", type=Path)
+    export = action("export", "write a JSON backup of the whole memory")
+    export.add_argument("file", type=Path, metavar="FILE", help="backup file to write")
     export.set_defaults(func=_export)
-    restore = actions.add_parser("import", help="merge a JSON backup (all or nothing)")
-    restore.add_argument("file", type=Path)
+    restore = action("import", "merge a JSON backup (all or nothing)")
+    restore.add_argument("file", type=Path, metavar="FILE", help="backup file to read")
     restore.set_defaults(func=_import)
 
-    recap = sub.add_parser("recap", help="summaries of the last sessions")
+    recap = sub.add_parser(
+        "recap",
+        help="summaries of the last sessions",
+        description="Previously on...: the summaries of the last sessions, oldest first.",
+    )
     recap.add_argument("--sessions", type=int, default=1, help="how many sessions (default 1)")
-    recap.add_argument("--url", help="database URL (default: memory.url from the config)")
+    _memory_options(recap, None)
+    add_json_option(recap, "the sessions with their summaries")
     recap.set_defaults(func=_recap)
 
 
-async def _open(args: argparse.Namespace) -> MemoryStore:
-    return await open_memory(_load_config(args.config), url=args.url, summarize=False)
+@contextlib.asynccontextmanager
+async def _memory(args: argparse.Namespace, *, write: bool = False) -> AsyncIterator[MemoryStore]:
+    """The configured store; a read opens no file that does not exist yet."""
+    from bot.memory_access import memory_url_for_reading, open_memory
+
+    config = load_config(args)
+    url = args.url or config.memory.url
+    missing = None
+    if not write:
+        url, missing = memory_url_for_reading(url)
+    if missing is not None:
+        print(
+            f"note: {missing} does not exist yet (the first session creates it); "
+            "showing only the campaign's entities.yaml",
+            file=sys.stderr,
+        )
+    # Writing commands seed an empty graph as the bot would; reading commands seed only the
+    # in-memory stand-in, never a database they merely look at.
+    store = await open_memory(config, url=url, summarize=False, seed=write or missing is not None)
+    async with store:
+        yield store
 
 
 def _when(timestamp: float | None) -> str:
@@ -146,7 +142,7 @@ def _print_json(data: Any) -> None:
 
 
 async def _search(args: argparse.Namespace) -> int:
-    async with await _open(args) as store:
+    async with _memory(args) as store:
         if args.facts:
             hits = await store.search_facts(args.query, top_k=args.limit)
         else:
@@ -154,9 +150,10 @@ async def _search(args: argparse.Namespace) -> int:
             hits = await store.search_sessions(args.query, session_id=session, limit=args.limit)
     if args.json:
         _print_json(hits)
-    elif not hits:
+        return 0
+    if not hits:
         print(f"nothing found for {args.query!r}")
-    for hit in [] if args.json else hits:
+    for hit in hits:
         if args.facts:
             where = f"fact about {hit['entity_id']}" if hit["kind"] == "fact" else "transcript"
             print(f"[{where}, session {(hit['session_id'] or '-')[:8]}]")
@@ -170,7 +167,7 @@ async def _search(args: argparse.Namespace) -> int:
 
 
 async def _entities(args: argparse.Namespace) -> int:
-    async with await _open(args) as store:
+    async with _memory(args) as store:
         found = await store.query_entities(args.name, args.type, limit=args.limit)
     if args.json:
         _print_json(found)
@@ -184,8 +181,11 @@ async def _entities(args: argparse.Namespace) -> int:
 
 
 async def _entity(args: argparse.Namespace) -> int:
-    async with await _open(args) as store:
+    async with _memory(args) as store:
         summary = await store.get_summary(args.entity_id)
+    if args.json:
+        _print_json(summary)
+        return 0
     print(f"{summary['name']} [{summary['type']}] ({summary['id']})")
     if summary["description"]:
         print(f"  {summary['description']}")
@@ -200,7 +200,7 @@ async def _entity(args: argparse.Namespace) -> int:
 
 
 async def _sessions(args: argparse.Namespace) -> int:
-    async with await _open(args) as store:
+    async with _memory(args) as store:
         sessions = await store.list_sessions()
     if args.json:
         _print_json(sessions)
@@ -215,9 +215,12 @@ async def _sessions(args: argparse.Namespace) -> int:
 
 
 async def _facts(args: argparse.Namespace) -> int:
-    async with await _open(args) as store:
-        status = None if args.status == "all" else (args.status or "pending")
+    status = None if args.status == "all" else args.status
+    async with _memory(args) as store:
         facts = await store.list_facts(status)
+    if args.json:
+        _print_json(facts)
+        return 0
     if not facts:
         print(f"no {status or ''} facts".replace("  ", " "))
     for fact in facts:
@@ -227,7 +230,7 @@ async def _facts(args: argparse.Namespace) -> int:
 
 
 async def _decide(args: argparse.Namespace) -> int:
-    async with await _open(args) as store:
+    async with _memory(args, write=True) as store:
         if args.verb == "approve":
             await store.approve_fact(args.fact_id)
         else:
@@ -238,16 +241,18 @@ async def _decide(args: argparse.Namespace) -> int:
 
 
 async def _export(args: argparse.Namespace) -> int:
-    async with await _open(args) as store:
+    async with _memory(args) as store:
         counts = await store.export_json(args.file)
     print(f"wrote {args.file}: " + ", ".join(f"{n} {table}" for table, n in counts.items()))
     return 0
 
 
 async def _import(args: argparse.Namespace) -> int:
+    from campaigns.errors import GlyphoxaError
+
     if not args.file.is_file():
         raise GlyphoxaError(f"{args.file}: no such file")
-    async with await _open(args) as store:
+    async with _memory(args, write=True) as store:
         report = await store.import_json(args.file)
         await store.wait_idle()
     print(f"imported {args.file}: {report.describe()}")
@@ -255,8 +260,15 @@ async def _import(args: argparse.Namespace) -> int:
 
 
 async def _recap(args: argparse.Namespace) -> int:
+    from campaigns.errors import GlyphoxaError
+
     if args.sessions < 1:
         raise GlyphoxaError("--sessions must be at least 1")
-    async with await _open(args) as store:
-        print(await store.recap(args.sessions))
+    async with _memory(args) as store:
+        if not args.json:
+            print(await store.recap(args.sessions))
+            return 0
+        recent = await store.list_sessions(limit=args.sessions)
+        summaries = [await store.session_summary(item["id"]) for item in reversed(recent)]
+    _print_json({"sessions": summaries})
     return 0

@@ -12,38 +12,30 @@ import argparse
 import asyncio
 import contextlib
 import json
-import logging
 import sys
 import time
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from campaigns.errors import GlyphoxaError
-from npcs.addressing import AddressDetector
-from npcs.context import SceneLine
-from npcs.engines import (
-    Filler,
-    Sentence,
-    ToolsUsed,
-    TurnDone,
-    TurnRequest,
-    build_engines,
-    make_openai_client,
+from bot.commands._options import (
+    TIER_NAMES,
+    add_campaign_option,
+    add_json_option,
+    load_campaign,
+    load_config,
 )
-from npcs.schema import EngineKind, NpcDefinition
-from npcs.tier_selector import TierSelector
-from tools.tiers import Tier
+
+if TYPE_CHECKING:
+    from npcs.schema import NpcDefinition
+    from npcs.tier_selector import TierSelector
 
 __all__ = ["register"]
-
-log = logging.getLogger(__name__)
 
 
 def register(sub: Any) -> None:
     tier = sub.add_parser("tier", help="which latency tier a line gets, and the tools it allows")
     tier.add_argument("text", help="what a player says")
     tier.add_argument("--npc", metavar="NAME", help="apply this NPC's budget and whitelist")
-    tier.add_argument("--override", metavar="TIER", help="a DM override: fast, standard, deep")
+    tier.add_argument("--override", choices=TIER_NAMES, help="a DM override of the tier")
     tier.add_argument("--queue", type=int, default=0, help="players waiting (queue depth)")
     tier.add_argument(
         "--first-turn",
@@ -53,20 +45,20 @@ def register(sub: Any) -> None:
     tier.add_argument(
         "--explain", action="store_true", help="show how each rule judged the line, in order"
     )
-    tier.add_argument("--campaign", metavar="DIR", help="campaign folder (default: config)")
-    tier.add_argument("--json", action="store_true", help="print JSON")
+    add_campaign_option(tier)
+    add_json_option(tier, "the decision and the visible tools")
     tier.set_defaults(func=_tier)
 
     address = sub.add_parser("address", help="which NPC(s) would answer a line, and why")
     address.add_argument("text", help="what a player says (a final transcript)")
-    address.add_argument("--campaign", metavar="DIR", help="campaign folder (default: config)")
+    add_campaign_option(address)
     address.add_argument("--dm", action="store_true", help="the line is said by the DM")
-    address.add_argument("--json", action="store_true", help="print JSON")
+    add_json_option(address, "the decision")
     address.set_defaults(func=_address)
 
     chat = sub.add_parser("chat", help="talk to an NPC in text through the configured LLM")
     chat.add_argument("--npc", metavar="NAME", required=True, help="the NPC to talk to")
-    chat.add_argument("--campaign", metavar="DIR", help="campaign folder (default: config)")
+    add_campaign_option(chat)
     chat.add_argument("--speaker", default="Player", help="your name at the table")
     chat.set_defaults(func=_chat)
 
@@ -74,66 +66,33 @@ def register(sub: Any) -> None:
 # -- shared loading ----------------------------------------------------------------------------
 
 
-def _config(path: str | None) -> Any:
-    from bot.config_loader import load_config
-
-    return load_config(path)
-
-
-def _campaign(config: Any, folder: str | None) -> Any:
-    from npcs.campaign import load_campaign
-
-    return load_campaign(folder or config.campaign.path)
-
-
 def _find_npc(campaign: Any, name: str) -> NpcDefinition:
+    from campaigns.errors import GlyphoxaError
+
     npc = campaign.find_npc(name)
     if npc is None:
         known = ", ".join(sorted(campaign.npcs)) or "none"
         raise GlyphoxaError(f"no NPC named {name!r} in {campaign.path}; known: {known}")
-    return npc
-
-
-def _tool_host(config: Any, campaign_dir: Path) -> Any:
-    from tools.host import ToolHost
-
-    builtins = []
-    try:
-        import tools.builtin as builtin
-
-        ctx = builtin.build_tool_context(
-            config.tools, campaign_dir=campaign_dir, memory_url=config.memory.url
-        )
-        for name in builtin.SERVER_NAMES:
-            try:
-                builtins.append(builtin.create_server(name, ctx))
-            except ModuleNotFoundError as error:
-                log.info("built-in server %s not available: %s", name, error)
-    except ModuleNotFoundError:
-        log.info("built-in tools are not available in this build")
-    return ToolHost(
-        config.mcp,
-        builtins=builtins,
-        calibration_path=Path(config.tools.calibration_path),
-        ceilings_ms={tier: config.tiers.ceiling(tier) for tier in Tier},
-    )
+    return npc  # type: ignore[no-any-return]
 
 
 # -- glyphoxa tier -----------------------------------------------------------------------------
 
 
 async def _tier(args: argparse.Namespace) -> int:
-    config = _config(args.config)
+    from bot.tool_inspection import cli_tool_host
+    from npcs.tier_selector import TierSelector
+
+    config = load_config(args)
     selector = TierSelector(config.tiers)
-    npc = _find_npc(_campaign(config, args.campaign), args.npc) if args.npc else None
+    npc = _find_npc(load_campaign(args, config), args.npc) if args.npc else None
     now = time.monotonic()
     if args.override:
         selector.set_override(args.override, npc=npc.name if npc else None, now=now)
     decision, explanation = selector.explain(
         args.text, npc=npc, queue_depth=args.queue, now=now, first_turn=args.first_turn
     )
-    campaign_dir = Path(args.campaign or config.campaign.path)
-    async with _tool_host(config, campaign_dir) as host:
+    async with cli_tool_host(config) as host:
         whitelist = tuple(npc.tools) if npc is not None else ("*",)
         visible = [info.name for info in host.visible_tools(whitelist, decision.tier)]
     if args.json:
@@ -168,8 +127,10 @@ async def _tier(args: argparse.Namespace) -> int:
 
 
 def _address(args: argparse.Namespace) -> int:
-    config = _config(args.config)
-    campaign = _campaign(config, args.campaign)
+    from npcs.addressing import AddressDetector
+
+    config = load_config(args)
+    campaign = load_campaign(args, config)
     detector = AddressDetector(
         campaign.npcs, continuation_window_s=config.tiers.continuation_window_s
     )
@@ -191,8 +152,14 @@ def _address(args: argparse.Namespace) -> int:
 
 
 async def _chat(args: argparse.Namespace) -> int:
-    config = _config(args.config)
-    campaign = _campaign(config, args.campaign)
+    from bot.tool_inspection import cli_tool_host
+    from campaigns.errors import GlyphoxaError
+    from npcs.engines import build_engines, make_openai_client
+    from npcs.schema import EngineKind
+    from npcs.tier_selector import TierSelector
+
+    config = load_config(args)
+    campaign = load_campaign(args, config)
     npc = _find_npc(campaign, args.npc)
     provider = config.providers.llm
     async with contextlib.AsyncExitStack() as stack:
@@ -208,7 +175,7 @@ async def _chat(args: argparse.Namespace) -> int:
                 raise GlyphoxaError("providers.llm.model is empty; name the chat model to use")
             client = make_openai_client(provider)
             model = provider.model
-        host = await stack.enter_async_context(_tool_host(config, Path(campaign.path)))
+        host = await stack.enter_async_context(cli_tool_host(config))
         engines = build_engines(client, model, host=host)
         stack.push_async_callback(engines.aclose)
         engine = engines.cascaded if npc.engine is EngineKind.REALTIME else engines.for_npc(npc)
@@ -217,6 +184,9 @@ async def _chat(args: argparse.Namespace) -> int:
 
 
 async def _repl(npc: NpcDefinition, engine: Any, selector: TierSelector, speaker: str) -> None:
+    from npcs.context import SceneLine
+    from npcs.engines import Filler, Sentence, ToolsUsed, TurnDone, TurnRequest
+
     scene: list[SceneLine] = []
     print(
         f"Talking to {npc.name} ({npc.engine.value}, budget {npc.budget_tier.label}). "

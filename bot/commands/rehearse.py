@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bot.commands._options import add_campaign_option, load_config, plain
+
 __all__ = ["register"]
 
 
@@ -20,10 +22,11 @@ def register(sub: Any) -> None:
     parser = sub.add_parser(
         "rehearse",
         help="run a scene script through the whole pipeline offline and report latency",
-        description=__doc__,
+        description=plain(__doc__),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("scene", metavar="SCENE.yaml", help="scene script (lines, DM commands)")
+    add_campaign_option(parser)
     parser.add_argument("--out", default="out", help="output folder (default: out)")
     parser.add_argument(
         "--speed",
@@ -46,10 +49,15 @@ def register(sub: Any) -> None:
     parser.set_defaults(func=_run)
 
 
+def _two_campaigns(scene_campaign: Path | None, option: str | None) -> bool:
+    """The scene file and --campaign name different campaign folders."""
+    return bool(option and scene_campaign and scene_campaign != Path(option).resolve())
+
+
 async def _run(args: argparse.Namespace) -> int:
-    from bot.config_loader import load_config
     from bot.rehearsal.runner import rehearse
     from bot.rehearsal.scene import load_scene
+    from campaigns.errors import GlyphoxaError
 
     started = time.monotonic()
 
@@ -58,11 +66,16 @@ async def _run(args: argparse.Namespace) -> int:
 
     from bot.logging_setup import configure_logging
 
-    config = load_config(args.config)
+    config = load_config(args)
     configure_logging(
         config.logging, verbose=getattr(args, "verbose", False), console_level="WARNING"
     )
     scene = load_scene(args.scene)
+    if _two_campaigns(scene.campaign_dir(), args.campaign):
+        raise GlyphoxaError(
+            f"{args.scene} names campaign {scene.campaign} and --campaign names {args.campaign}; "
+            "give one of them"
+        )
     out = Path(args.out)
     result = await rehearse(
         scene,

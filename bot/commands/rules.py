@@ -2,51 +2,64 @@
 
 ``import`` reads the SRD 5.1 JSON files (5e-database format, ``src/2014/en``) from PATH and stores
 the index with our own rules summary at ``.glyphoxa/rules.db`` (or ``--db``), where the ``rules``
-tool server finds it.
+tool server finds it. ``search --json`` prints [{"id", "name", "category", "source",
+"snippet"}]; ``get --json`` prints {"id", "name", "category", "source", "system", "text"}.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import time
 from pathlib import Path
 from typing import Any
 
-from campaigns.errors import GlyphoxaError
-from tools.builtin.rules import DEFAULT_RULES_DB, SRD_ATTRIBUTION, import_srd, open_index
+from bot.commands._options import add_json_option, load_config, plain
 
-__all__ = ["register"]
+__all__ = ["RULES_DB", "register"]
+
+RULES_DB = ".glyphoxa/rules.db"
+"""Where ``rules import`` writes the index (``tools.builtin.rules.DEFAULT_RULES_DB``; a test
+keeps them equal): spelled out so that building the parser imports no tool code."""
+
+_DB_HELP = f"index file (default: {RULES_DB})"
 
 
 def register(sub: Any) -> None:
-    parser = sub.add_parser("rules", help="import and search the rules index (SRD 5.1 + summary)")
+    parser = sub.add_parser(
+        "rules",
+        help="import and search the rules index (SRD 5.1 + summary)",
+        description=plain(__doc__),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     actions = parser.add_subparsers(dest="rules_command", metavar="ACTION")
     imp = actions.add_parser("import", help="index an SRD 5.1 folder (5e-database JSON)")
-    imp.add_argument("path", help="folder holding 5e-SRD-*.json")
-    imp.add_argument("--db", default=None, help=f"index file (default {DEFAULT_RULES_DB})")
+    imp.add_argument("path", metavar="PATH", help="folder holding 5e-SRD-*.json")
+    imp.add_argument("--db", default=None, help=_DB_HELP)
     imp.set_defaults(func=_import)
     search = actions.add_parser("search", help="search the rules index")
-    search.add_argument("query", nargs="+")
-    search.add_argument("--limit", type=int, default=5)
-    search.add_argument("--db", default=None)
+    search.add_argument("query", nargs="+", metavar="WORD", help="what to look for")
+    search.add_argument("--limit", type=int, default=5, help="most hits shown (default 5)")
+    search.add_argument("--db", default=None, help=_DB_HELP)
+    add_json_option(search, "the hits")
     search.set_defaults(func=_search)
     get = actions.add_parser("get", help="show one rules entry by id, e.g. spell:fireball")
-    get.add_argument("id")
-    get.add_argument("--db", default=None)
+    get.add_argument("id", metavar="ID", help="entry id, as rules search shows it")
+    get.add_argument("--db", default=None, help=_DB_HELP)
+    add_json_option(get, "the entry")
     get.set_defaults(func=_get)
     parser.set_defaults(func=lambda args: parser.print_help() or 2)
 
 
-def _srd_path(args: argparse.Namespace) -> str | None:
-    from bot.config_loader import load_config
-
-    return load_config(args.config).tools.srd_path
+def _db(args: argparse.Namespace) -> Path:
+    return Path(args.db or RULES_DB)
 
 
 def _import(args: argparse.Namespace) -> int:
-    db = Path(args.db) if args.db else DEFAULT_RULES_DB
+    from tools.builtin.rules import SRD_ATTRIBUTION, import_srd
+
     started = time.perf_counter()
-    counts = import_srd(args.path, db)
+    counts = import_srd(args.path, _db(args))
     took = time.perf_counter() - started
     print(
         f"indexed {counts['srd_entries']} SRD entries and {counts['summary_entries']} summary "
@@ -57,13 +70,19 @@ def _import(args: argparse.Namespace) -> int:
 
 
 def _search(args: argparse.Namespace) -> int:
+    from campaigns.errors import GlyphoxaError
+    from tools.builtin.rules import open_index
+
     if args.limit < 1:
         raise GlyphoxaError("--limit must be at least 1")
-    index = open_index(_srd_path(args), Path(args.db) if args.db else DEFAULT_RULES_DB)
+    index = open_index(load_config(args).tools.srd_path, _db(args), save=False)
     try:
         hits = index.search(" ".join(args.query), limit=args.limit)
     finally:
         index.close()
+    if args.json:
+        print(json.dumps([hit.as_dict() for hit in hits], indent=2, ensure_ascii=False))
+        return 0 if hits else 1
     if not hits:
         print("no matching rules")
         return 1
@@ -75,12 +94,28 @@ def _search(args: argparse.Namespace) -> int:
 
 
 def _get(args: argparse.Namespace) -> int:
-    index = open_index(_srd_path(args), Path(args.db) if args.db else DEFAULT_RULES_DB)
+    from campaigns.errors import GlyphoxaError
+    from tools.builtin.rules import open_index
+
+    index = open_index(load_config(args).tools.srd_path, _db(args), save=False)
     try:
         doc = index.get(args.id)
     finally:
         index.close()
     if doc is None:
-        raise GlyphoxaError(f"no rules entry {args.id!r}; try `glyphoxa rules search WORDS`")
+        raise GlyphoxaError(
+            f"no rules entry {args.id!r}; find one with: glyphoxa rules search WORDS"
+        )
+    if args.json:
+        entry = {
+            "id": doc.id,
+            "name": doc.name,
+            "category": doc.category,
+            "source": doc.source,
+            "system": doc.system,
+            "text": doc.text,
+        }
+        print(json.dumps(entry, indent=2, ensure_ascii=False))
+        return 0
     print(f"{doc.name} ({doc.id}, {doc.source})\n\n{doc.text}")
     return 0

@@ -14,7 +14,7 @@ import logging
 import signal
 from typing import Any
 
-from campaigns.errors import GlyphoxaError
+from bot.commands._options import add_campaign_option, load_config, plain
 
 __all__ = ["register"]
 
@@ -22,10 +22,13 @@ log = logging.getLogger(__name__)
 
 
 def register(sub: Any) -> None:
-    parser = sub.add_parser("run", help="run the Discord bot")
-    parser.add_argument(
-        "--campaign", default=None, help="campaign folder (default: campaign.path from the config)"
+    parser = sub.add_parser(
+        "run",
+        help="run the Discord bot",
+        description=plain(__doc__),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    add_campaign_option(parser)
     parser.add_argument(
         "--shard-count",
         type=int,
@@ -42,7 +45,7 @@ def register(sub: Any) -> None:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    from bot.config_loader import load_config, require_discord_token
+    from bot.config_loader import require_discord_token
     from bot.discord_bot.sharding import parse_shard_ids
     from bot.logging_setup import configure_logging
     from bot.metrics import METRICS, start_metrics_server
@@ -50,7 +53,7 @@ async def _run(args: argparse.Namespace) -> int:
     from campaigns.memory.table_registry import TableRegistry
     from npcs.inference_http import InferencePool
 
-    config = load_config(args.config)
+    config = load_config(args)
     configure_logging(config.logging, verbose=getattr(args, "verbose", False))
     shard_ids = parse_shard_ids(args.shard_ids, args.shard_count)
     token = require_discord_token(config)
@@ -73,6 +76,7 @@ async def _run(args: argparse.Namespace) -> int:
 
 def _check_token_shape(token: str) -> None:
     from bot.discord_setup.token import TokenProblem, parse_bot_token
+    from campaigns.errors import GlyphoxaError
 
     try:
         parse_bot_token(token)
@@ -96,6 +100,7 @@ async def _serve(
 
     from bot.discord_bot.sharding import make_bot
     from bot.discord_bot.tables import configured_tables
+    from campaigns.errors import GlyphoxaError
 
     bot = make_bot(
         config,

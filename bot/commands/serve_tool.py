@@ -13,10 +13,8 @@ import os
 import sys
 from typing import Any
 
-from campaigns.errors import GlyphoxaError
-from tools.builtin import SERVER_NAMES, build_tool_context, create_server
-from tools.builtin.serve import serve_stdio
-from tools.builtin.standalone import build_context
+from bot.commands._options import add_campaign_option, load_config
+from tools.builtin import SERVER_NAMES
 
 __all__ = ["register"]
 
@@ -26,9 +24,13 @@ def register(sub: Any) -> None:
         "serve-tool",
         help="serve a built-in tool server (dice, rules, ...) over MCP stdio or HTTP",
         description="Serve one built-in tool server over MCP stdio, or streamable HTTP with "
-        "--http (the endpoint is http://HOST:PORT/mcp).",
+        "--http (the endpoint is http://HOST:PORT/mcp). The campaign folder, sandbox, memory "
+        "database and SRD come from glyphoxa.yaml.",
     )
-    parser.add_argument("name", choices=SERVER_NAMES, metavar="NAME", help=", ".join(SERVER_NAMES))
+    parser.add_argument(
+        "name", choices=SERVER_NAMES, metavar="NAME", help="one of: " + ", ".join(SERVER_NAMES)
+    )
+    add_campaign_option(parser)
     parser.add_argument(
         "--set",
         action="append",
@@ -51,10 +53,13 @@ def register(sub: Any) -> None:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    from bot.config_loader import load_config
     from bot.logging_setup import configure_logging
+    from campaigns.errors import GlyphoxaError
+    from tools.builtin import build_tool_context, create_server
+    from tools.builtin.serve import serve_stdio
+    from tools.builtin.standalone import build_context
 
-    config = load_config(args.config)
+    config = load_config(args)
     configure_logging(
         config.logging, verbose=getattr(args, "verbose", False), console_level="WARNING"
     )

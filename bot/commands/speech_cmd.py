@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import logging
 import time
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
-from campaigns.errors import GlyphoxaError
+from bot.commands._options import add_campaign_option, add_json_option, load_campaign, load_config
 
 __all__ = ["register"]
 
@@ -29,32 +28,27 @@ def register(sub: Any) -> None:
     transcribe.add_argument("--partials", action="store_true", help="also print partials, live")
     transcribe.add_argument("--model", help="Whisper size name or model directory")
     transcribe.add_argument("--vad", choices=["silero", "webrtc"], help="voice activity detector")
+    add_campaign_option(transcribe)
     transcribe.add_argument(
         "--no-campaign", action="store_true", help="do not use campaign names as vocabulary"
     )
+    add_json_option(transcribe, "the utterances (start and end in seconds, text)")
     transcribe.set_defaults(func=_transcribe)
 
     say = sub.add_parser("say", help="speak a line in an NPC's voice into a WAV file")
     say.add_argument("text", help="what to say")
-    say.add_argument("--npc", help="NPC whose voice to use (from the configured campaign)")
+    say.add_argument("--npc", metavar="NAME", help="NPC whose voice to use (from the campaign)")
+    add_campaign_option(say)
     say.add_argument("--out", type=Path, required=True, help="output WAV (48 kHz stereo)")
-    say.add_argument("--voice-provider", choices=["piper", "openai", "espeak"])
+    say.add_argument(
+        "--voice-provider",
+        choices=["piper", "openai", "espeak"],
+        help="speech engine (default: the NPC's, else piper)",
+    )
     say.add_argument("--voice", help="voice id or Piper model path")
     say.add_argument("--speed", type=float, help="speaking rate, 0.5-2.0")
     say.add_argument("--pitch", type=float, help="pitch shift in semitones, -12..12")
     say.set_defaults(func=_say)
-
-
-def _config(args: argparse.Namespace):  # type: ignore[no-untyped-def]
-    from bot.config_loader import load_config
-
-    return load_config(getattr(args, "config", None))
-
-
-def _campaign(path: str):  # type: ignore[no-untyped-def]
-    from npcs.campaign import load_campaign
-
-    return load_campaign(path)
 
 
 async def _transcribe(args: argparse.Namespace) -> int:
@@ -68,17 +62,22 @@ async def _transcribe(args: argparse.Namespace) -> int:
         Vocabulary,
         decode_audio_file,
     )
+    from campaigns.errors import GlyphoxaError
 
-    config = _config(args)
+    config = load_config(args)
     if args.model:
         config.providers.stt.model = args.model
     if args.vad:
         config.speech.vad.provider = args.vad
     vocabulary = None
+    if args.no_campaign and args.campaign:
+        raise GlyphoxaError("transcribe: --campaign and --no-campaign contradict; give one")
     if not args.no_campaign:
         try:
-            vocabulary = Vocabulary.from_campaign(_campaign(config.campaign.path))
+            vocabulary = Vocabulary.from_campaign(load_campaign(args, config))
         except GlyphoxaError as error:
+            if args.campaign:  # asked for by name: its problems are the user's to fix
+                raise
             log.info("no campaign vocabulary: %s", error)
     stereo = await asyncio.to_thread(decode_audio_file, args.file)
     pcm = stereo.tobytes()
@@ -97,30 +96,42 @@ async def _transcribe(args: argparse.Namespace) -> int:
         lane.end_input()
 
     feeder = asyncio.create_task(feed(), name="transcribe-feed")
-    finals = 0
+    finals: list[dict[str, Any]] = []
+    live = not args.json
     try:
         async for event in lane:
-            if isinstance(event, PartialTranscript) and args.partials:
+            if isinstance(event, PartialTranscript) and args.partials and live:
                 print(f"  ... {event.text}", flush=True)
             elif isinstance(event, FinalTranscript):
-                finals += 1
-                print(f"[{event.started_at:7.2f} - {event.ended_at:7.2f}] {event.text}", flush=True)
-            elif isinstance(event, Backchannel) and args.partials:
+                finals.append(
+                    {"start": event.started_at, "end": event.ended_at, "text": event.text}
+                )
+                if live:
+                    print(
+                        f"[{event.started_at:7.2f} - {event.ended_at:7.2f}] {event.text}",
+                        flush=True,
+                    )
+            elif isinstance(event, Backchannel) and args.partials and live:
                 print(f"  (backchannel: {event.text})", flush=True)
         await feeder
     finally:
         feeder.cancel()
         await lane.aclose()
-    if not finals:
+    if args.json:
+        print(json.dumps({"transcript": finals}, indent=2, ensure_ascii=False))
+    elif not finals:
         print("(no speech found)")
     return 0
 
 
 async def _say(args: argparse.Namespace) -> int:
+    from pydantic import ValidationError
+
     from bot.speech import Mixer, VoiceRouter, WavSink, speak_text, split_sentences
+    from campaigns.errors import GlyphoxaError
     from npcs.schema import VoiceSettings
 
-    config = _config(args)
+    config = load_config(args)
     flags = {
         "provider": args.voice_provider,
         "voice": args.voice,
@@ -131,7 +142,7 @@ async def _say(args: argparse.Namespace) -> int:
     voice = VoiceSettings()
     name = args.npc or "narrator"
     if args.npc:
-        campaign = _campaign(config.campaign.path)
+        campaign = load_campaign(args, config)
         npc = campaign.find_npc(args.npc)
         if npc is None:
             known = ", ".join(sorted(campaign.npcs)) or "none"

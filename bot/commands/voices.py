@@ -13,6 +13,8 @@ import json
 import textwrap
 from typing import Any
 
+from bot.commands._options import add_json_option, plain
+
 __all__ = ["register"]
 
 _PROVIDERS = ("piper", "espeak", "openai")
@@ -22,13 +24,13 @@ def register(sub: Any) -> None:
     parser = sub.add_parser(
         "voices",
         help="list the installed voices an NPC's voice: may name, per TTS provider",
-        description=__doc__,
+        description=plain(__doc__),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
         "--provider", choices=_PROVIDERS, default=None, help="only this provider's voices"
     )
-    parser.add_argument("--json", action="store_true", help="print JSON")
+    add_json_option(parser, "the voices per provider")
     parser.set_defaults(func=_run)
 
 

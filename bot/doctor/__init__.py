@@ -52,13 +52,17 @@ async def diagnose(
     discord: bool = False,
     online: bool = False,
     on_outcome: Callable[[Outcome], None] | None = None,
+    campaign: str | None = None,
 ) -> list[Outcome]:
     """Run the checks (``only``: those names, plus the config and campaign they build on).
 
     ``discord``: the bot is about to run, so a missing token fails. ``online`` (implies
     ``discord``): also ask Discord's API (the ``discord-api`` check, after the token's).
+    ``campaign``: this folder instead of the config's ``campaign.path``.
     """
-    context = DoctorContext(config_path, discord=discord or online, online=online)
+    context = DoctorContext(
+        config_path, discord=discord or online, online=online, campaign_dir=campaign
+    )
     wanted = None if only is None else only | {"config", "campaign"}
     if wanted is not None and wanted & {"vad", "stt", "turn"}:
         wanted.add("voices")  # they listen to the voices' audio

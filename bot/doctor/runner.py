@@ -49,6 +49,8 @@ class DoctorContext:
     """The Discord bot is about to run: a missing token fails instead of being skipped."""
     online: bool = False
     """Also ask Discord's API about the token, the application and the servers."""
+    campaign_dir: str | None = None
+    """``--campaign``: this folder instead of the config's ``campaign.path``."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -47,6 +47,8 @@ async def check_config(context: DoctorContext) -> str:
         raise Problem(f"{first}{more}", "fix the file; glyphoxa check lists every problem")
     if loaded.value is not None:
         context.config = loaded.value
+    if context.campaign_dir:
+        context.config.campaign.path = context.campaign_dir
     exists = loaded.document is not None
     return f"{loaded.path if exists else config_label(None)} is valid"
 
@@ -54,7 +56,9 @@ async def check_config(context: DoctorContext) -> str:
 async def check_campaign(context: DoctorContext) -> str:
     from bot.commands.check import run_check
 
-    report = await asyncio.to_thread(run_check, config_path=context.config_path)
+    report = await asyncio.to_thread(
+        run_check, context.campaign_dir, config_path=context.config_path
+    )
     context.campaign = report.campaign
     problems = [i for i in report.issues if not str(i).startswith(str(report.config_path))]
     if problems:
@@ -131,7 +135,7 @@ async def check_llm(context: DoctorContext) -> str:
 
 
 async def check_memory(context: DoctorContext) -> str:
-    from bot.commands.memory_cmd import open_memory
+    from bot.memory_access import open_memory
 
     try:
         store = await open_memory(context.config, summarize=False)

@@ -127,7 +127,7 @@ async def open_table(
     say = progress or (lambda message: log.info("%s", message))
     if not isinstance(campaign, Campaign):
         campaign = load_campaign(campaign or config.campaign.path)
-    from bot.commands.memory_cmd import open_memory
+    from bot.memory_access import open_memory
     from tools.builtin import build_tool_context, create_builtin_servers
 
     async with contextlib.AsyncExitStack() as stack:

@@ -39,14 +39,6 @@ BASES: dict[str, dict[str, object]] = {
     "entities": {},
     "config": {},
 }
-#: Pages written for work that lands on another branch at the same time: an example on that
-#: page containing that text may fail until the branch is merged (then it must pass, and the
-#: entry is deleted). Nothing else is excused.
-AWAITING_MERGE: dict[tuple[str, str], str] = {
-    ("docs/authoring.md", "campaign new"): "cli (glyphoxa campaign new)",
-    ("docs/authoring.md", "npc show"): "cli (glyphoxa npc show)",
-    ("README.md", "campaign new"): "cli (glyphoxa campaign new)",
-}
 #: Every ``${VAR}`` of a config example reads as this (a number, so id fields accept it too).
 PLACEHOLDER = "123456789012345678"
 
@@ -62,15 +54,6 @@ class _EveryVariableSet(Mapping[str, str]):
 
     def __len__(self) -> int:
         return 0
-
-
-def _awaiting(where: str, text: str) -> str | None:
-    """The branch an example waits for, if it is excused (see ``AWAITING_MERGE``)."""
-    page = where.rsplit(":", 1)[0]
-    for (waiting_page, needle), branch in AWAITING_MERGE.items():
-        if page == waiting_page and needle in text:
-            return branch
-    return None
 
 
 def _complete(snippet: Snippet) -> str:
@@ -131,13 +114,9 @@ def test_yaml_snippet_is_what_it_says(snippet: Snippet, tmp_path: Path) -> None:
         assert snippet.error, f"{snippet.where}: an invalid snippet needs '# error: <message>'"
         assert problems, f"{snippet.where}: shown as a mistake, but the program accepts it"
         found = any(snippet.error in problem for problem in problems)
-        if not found and (branch := _awaiting(snippet.where, snippet.text)):
-            pytest.xfail(f"{snippet.where} waits for branch {branch}: {problems[0]}")
         assert found, (
             f"{snippet.where}: expected an error containing {snippet.error!r}, got: {problems}"
         )
-    elif problems and (branch := _awaiting(snippet.where, snippet.text)):
-        pytest.xfail(f"{snippet.where} waits for branch {branch}: {problems[0]}")
     else:
         assert not problems, f"{snippet.where}: the program refuses this example:\n" + "\n".join(
             problems
@@ -157,8 +136,6 @@ def test_command_line_parses(command: Command) -> None:
             problem = errors.getvalue().strip() if stop.code else None
     if problem is None and command.args[:1] == ["bench"]:
         problem = _unknown_bench_targets(command.args)
-    if problem and (branch := _awaiting(command.where, command.text)):
-        pytest.xfail(f"{command.where} waits for branch {branch}: {problem}")
     assert problem is None, f"{command.where}: `{command.text}`: {problem}"
 
 

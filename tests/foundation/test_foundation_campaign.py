@@ -9,7 +9,7 @@ import pytest
 
 from bot.cli import main
 from bot.commands.check import run_check
-from bot.commands.npc.new import scaffold_npc
+from bot.scaffold import scaffold_npc
 from campaigns.errors import GlyphoxaError
 from campaigns.yamlio import ContentError
 from npcs.campaign import load_campaign, scan_campaign
@@ -98,6 +98,7 @@ def test_npc_new_scaffolds_a_file_that_passes_check(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     campaign = tmp_path / "fresh"
+    assert main(["campaign", "new", "Fresh", "--dir", str(campaign)]) == 0
     code = main(["--config", str(CONFIG), "npc", "new", "Old Mag", "--campaign", str(campaign)])
     assert code == 0
     created = campaign / "npcs" / "old-mag.yaml"

@@ -118,8 +118,8 @@ async def test_llm_failure_falls_back_to_extractive_summary(
 async def test_open_memory_wires_config_providers_and_seeds_entities(
     tmp_path, openai_stub: OpenAIStub
 ) -> None:
-    from bot.commands.memory_cmd import open_memory
     from bot.config import GlyphoxaConfig
+    from bot.memory_access import open_memory
     from tools.tiers import Tier
 
     config = GlyphoxaConfig.model_validate(

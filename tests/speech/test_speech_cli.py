@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import wave
 from pathlib import Path
 
@@ -36,6 +37,10 @@ def test_say_in_an_npc_voice_then_transcribe_it_back(
     heard = " ".join(line.split("] ", 1)[1] for line in printed)
     assert "Rusty Flagon" in heard  # campaign vocabulary
     assert heard_as(text, heard, 0.2)
+    assert main(["--config", str(config), "transcribe", str(out), "--json"]) == 0
+    transcript = json.loads(capsys.readouterr().out)["transcript"]
+    assert " ".join(item["text"] for item in transcript) == heard
+    assert all(0 <= item["start"] < item["end"] for item in transcript)
 
 
 def test_say_with_voice_flags_needs_no_campaign(tmp_path: Path) -> None:

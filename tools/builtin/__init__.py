@@ -5,7 +5,8 @@ calls the handlers in-process, and ``tools.builtin.serve.serve_stdio`` (``python
 or ``glyphoxa serve-tool NAME``) publishes the very same definitions over MCP stdio.
 
 Settings read from ``ToolContext.settings`` (see :func:`settings_from_config`): ``srd_path``,
-``rules_db``, ``web_search_backend``, ``web_search_url``, ``web_search_api_key``,
+``rules_db``, ``rules_cache`` (False: a rules index built from the SRD is not saved),
+``web_search_backend``, ``web_search_url``, ``web_search_api_key``,
 ``fetch_allow_hosts``, ``image_output_dir``, ``image_base_url``, ``image_api_key``,
 ``image_model``, ``memory_url``.
 """
@@ -16,11 +17,13 @@ import importlib
 import logging
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from campaigns.errors import GlyphoxaError
-from tools.config import BuiltinToolsConfig
 from tools.spec import BuiltinServer, ToolContext
+
+if TYPE_CHECKING:  # only annotations: the CLI reads the names here without loading the models
+    from tools.config import BuiltinToolsConfig
 
 __all__ = [
     "BUILTIN_TOOL_NAMES",

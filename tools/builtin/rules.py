@@ -98,8 +98,9 @@ def _cache_usable(index: RulesIndex, srd_path: str | None) -> bool:
     return index.get_meta("srd_path") == str(Path(srd_path).expanduser().resolve())
 
 
-def open_index(srd_path: str | None, db_path: Path) -> RulesIndex:
-    """The cached index at ``db_path`` if it matches, else a fresh build (cached when possible).
+def open_index(srd_path: str | None, db_path: Path, *, save: bool = True) -> RulesIndex:
+    """The cached index at ``db_path`` if it matches, else a fresh build (cached when possible;
+    ``save=False``: never written, for commands that only look things up).
 
     A stale cache (older schema or summary) is rebuilt from the SRD folder it was imported from
     when that folder still exists. Without any SRD the index holds only the summary.
@@ -117,7 +118,7 @@ def open_index(srd_path: str | None, db_path: Path) -> RulesIndex:
             if srd_path is None and previous and Path(previous).is_dir():
                 srd_path = previous
     index = build_index(srd_path)
-    if srd_path is not None:
+    if srd_path is not None and save:
         try:
             index.save(db_path)
         except OSError as error:
@@ -146,8 +147,9 @@ def create_server(ctx: ToolContext) -> BuiltinServer:
                 if "index" not in state:
                     srd = ctx.settings.get("srd_path")
                     db = Path(ctx.settings.get("rules_db") or DEFAULT_RULES_DB)
+                    save = bool(ctx.settings.get("rules_cache", True))
                     try:
-                        state["index"] = await asyncio.to_thread(open_index, srd, db)
+                        state["index"] = await asyncio.to_thread(open_index, srd, db, save=save)
                     except GlyphoxaError as error:
                         raise ToolError(f"rules index unavailable: {error}") from None
         return state["index"]

@@ -127,11 +127,15 @@ class Calibration:
     """All tools' windows for one environment, loaded from and saved to a JSON file.
 
     The file keeps other environments' data untouched. Keys are ``server/original_name`` so a
-    rename for the LLM (``expose_as``) keeps its history.
+    rename for the LLM (``expose_as``) keeps its history. ``read_only`` loads the file but never
+    writes it (commands that only look at the tools).
     """
 
-    def __init__(self, path: Path | None = None, environment: str | None = None) -> None:
+    def __init__(
+        self, path: Path | None = None, environment: str | None = None, *, read_only: bool = False
+    ) -> None:
         self.path = path
+        self.read_only = read_only
         self.environment = environment or current_environment()
         self._stats: dict[str, ToolStats] = {}
         if path is not None:
@@ -169,7 +173,7 @@ class Calibration:
 
     def write(self, snapshot: Mapping[str, list[tuple[float, bool]]]) -> None:
         """Write a ``snapshot()`` taken earlier; safe to run in a worker thread."""
-        if self.path is None:
+        if self.path is None or self.read_only:
             return
         path = self.path
         data: dict = {"version": _FILE_VERSION, "environments": {}}

@@ -55,17 +55,21 @@ class ToolHost:
         builtin_timeout_s: float = 4.0,
         environment: str | None = None,
         autosave_s: float = 60.0,
+        persist: bool = True,
     ) -> None:
         self._builtins = list(builtins)
         self._builtin_timeout_s = builtin_timeout_s
-        self.calibration = Calibration(calibration_path, environment)
+        # persist=False: measurements and listings are read from calibration_path's folder but
+        # never written (commands that only look at the tools create no files).
+        self.calibration = Calibration(calibration_path, environment, read_only=not persist)
         self.metrics = ToolMetrics(metrics_registry, on_invocation)
         self.registry = Registry(self.calibration, {**DEFAULT_CEILINGS_MS, **(ceilings_ms or {})})
         self.servers = McpServers(
             mcp_config or McpConfig(),
             policy=restart_policy or RestartPolicy(),
             known_tools=KnownTools(
-                known_tools_beside(calibration_path) if calibration_path else None
+                known_tools_beside(calibration_path) if calibration_path else None,
+                read_only=not persist,
             ),
             on_change=self._server_changed,
         )
@@ -128,7 +132,8 @@ class ToolHost:
             self._starting = False
         self._rebuild()
         self._named.set()
-        if self.calibration.path is not None and self._autosave_s > 0:
+        writable = self.calibration.path is not None and not self.calibration.read_only
+        if writable and self._autosave_s > 0:
             baseline = self._executor.recorded
             loop = self._autosave_loop(baseline)
             self._autosave = asyncio.create_task(loop, name="tool-calibration")

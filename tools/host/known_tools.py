@@ -32,10 +32,12 @@ def known_tools_beside(calibration_path: Path) -> Path:
 
 
 class KnownTools:
-    """Server name -> its last tool listing (``mcp.types.Tool``), optionally saved to ``path``."""
+    """Server name -> its last tool listing (``mcp.types.Tool``), optionally saved to ``path``
+    (``read_only``: loaded from it, never written)."""
 
-    def __init__(self, path: Path | None = None) -> None:
+    def __init__(self, path: Path | None = None, *, read_only: bool = False) -> None:
         self.path = path
+        self.read_only = read_only
         self._tools: dict[str, list[mt.Tool]] = {}
         self._raw: dict[str, list[dict[str, Any]]] = {}
         if path is not None:
@@ -71,7 +73,7 @@ class KnownTools:
             self._raw.clear()
 
     def _save(self) -> None:
-        if self.path is None:
+        if self.path is None or self.read_only:
             return
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -1,7 +1,7 @@
 """``glyphoxa npc SUBCOMMAND``: NPC authoring commands.
 
-A group: every module in this package with a ``register(npc_subparsers)`` function adds one
-subcommand (``new.py`` adds ``glyphoxa npc new``), so other areas add subcommands by adding a
+A group: every module in this package with a ``register(npc_subparsers)`` function adds
+subcommands (``new.py`` adds ``glyphoxa npc new``), so other areas add subcommands by adding a
 module here without editing this file.
 """
 
@@ -11,12 +11,18 @@ import argparse
 from typing import Any
 
 from bot.commands import register_modules
+from bot.commands._options import add_campaign_option
 
 __all__ = ["register"]
 
 
 def register(sub: Any) -> None:
-    parser = sub.add_parser("npc", help="NPC authoring: scaffold and inspect NPC files")
+    parser = sub.add_parser(
+        "npc",
+        help="NPCs: scaffold one, list them, show what an NPC's LLM sees",
+        description="NPC authoring: scaffold NPC files and inspect NPCs as the table runs them.",
+    )
+    add_campaign_option(parser)
     group = parser.add_subparsers(dest="npc_command", metavar="SUBCOMMAND")
     register_modules(__path__, __name__, group)
     parser.set_defaults(func=lambda args: _help(parser))

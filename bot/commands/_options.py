@@ -1,0 +1,172 @@
+"""Options every command shares, and how a command finds its config and campaign.
+
+Every command reads the same two things the same way:
+
+- the config: ``-c/--config FILE``, else ``$GLYPHOXA_CONFIG``, else ``./glyphoxa.yaml``, else
+  the built-in defaults; ``-c`` (and ``-v``) may stand before or after the command's name;
+- the campaign: ``--campaign DIR`` after the command's name, else ``campaign.path`` from the
+  config.
+
+Options of a command group (``memory --url``) are defined on the group and on each of its
+subcommands, so ``glyphoxa memory --url U sessions`` and ``glyphoxa memory sessions --url U``
+mean the same: the outermost definition holds the default and the inner ones default to
+``argparse.SUPPRESS``, so an option given early is not reset by a later parser.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from bot.config import GlyphoxaConfig
+    from npcs.campaign import Campaign
+
+__all__ = [
+    "CAMPAIGN_HELP",
+    "CONFIG_HELP",
+    "TIER_NAMES",
+    "add_campaign_option",
+    "add_global_options",
+    "add_json_option",
+    "campaign_folder",
+    "load_campaign",
+    "load_config",
+    "missing_campaign_message",
+    "plain",
+    "share_global_options",
+    "walk_parsers",
+]
+
+CONFIG_HELP = (
+    "config file to read (default: $GLYPHOXA_CONFIG, else ./glyphoxa.yaml, else the built-in "
+    "defaults)"
+)
+CAMPAIGN_HELP = "campaign folder (default: campaign.path from the config)"
+VERBOSE_HELP = "debug logging"
+
+#: Latency tiers as written on the command line (``tools.tiers.Tier``; a test keeps them equal).
+TIER_NAMES = ("fast", "standard", "deep")
+
+
+_ROLE = re.compile(r":[a-z]+:`~?([^`]+)`")
+_LITERAL = re.compile(r"``(.+?)``", re.S)
+
+
+def plain(docstring: str | None) -> str:
+    """A module docstring as a command's description: reStructuredText markup (````x````,
+    ``:func:`x```) made plain text, since help is read in a terminal."""
+    text = _ROLE.sub(lambda m: m.group(1).rsplit(".", 1)[-1], docstring or "")
+    return _LITERAL.sub(r"\1", text).strip()
+
+
+def add_global_options(parser: argparse.ArgumentParser, *, default: Any = None) -> None:
+    """``-c/--config`` and ``-v/--verbose``: on the top parser (``default`` None) and, with
+    ``argparse.SUPPRESS``, on every command so they may follow the command's name."""
+    taken = parser._option_string_actions
+    if "--config" not in taken and "-c" not in taken:
+        parser.add_argument("-c", "--config", metavar="CONFIG", default=default, help=CONFIG_HELP)
+    if "--verbose" not in taken and "-v" not in taken:
+        verbose_default = False if default is None else default
+        parser.add_argument(
+            "-v", "--verbose", action="store_true", default=verbose_default, help=VERBOSE_HELP
+        )
+
+
+def add_campaign_option(parser: argparse.ArgumentParser, *, default: Any = None) -> None:
+    """``--campaign DIR``; subcommands of a group that has it pass ``argparse.SUPPRESS``."""
+    parser.add_argument("--campaign", metavar="DIR", default=default, help=CAMPAIGN_HELP)
+
+
+def add_json_option(parser: argparse.ArgumentParser, what: str = "the result") -> None:
+    """``--json``: the same data as the text output, as one JSON document on stdout."""
+    parser.add_argument("--json", action="store_true", help=f"print {what} as JSON")
+
+
+def walk_parsers(
+    parser: argparse.ArgumentParser, path: tuple[str, ...] = ()
+) -> Iterator[tuple[tuple[str, ...], argparse.ArgumentParser]]:
+    """Every parser of the command tree with its command path (the top parser's is empty)."""
+    yield path, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, child in action.choices.items():
+                yield from walk_parsers(child, (*path, name))
+
+
+def share_global_options(parser: argparse.ArgumentParser) -> None:
+    """Add ``-c/--config`` and ``-v/--verbose`` to every command below ``parser``, including
+    commands added by modules that never heard of them."""
+    for path, child in walk_parsers(parser):
+        if path:
+            add_global_options(child, default=argparse.SUPPRESS)
+
+
+def load_config(args: argparse.Namespace) -> GlyphoxaConfig:
+    """The config the command was given, with ``--campaign`` (when given) as its campaign.
+
+    Raises:
+        GlyphoxaError: the config file is missing or invalid (every problem, file:line).
+    """
+    from bot.config_loader import load_config as load
+
+    config = load(getattr(args, "config", None))
+    campaign = getattr(args, "campaign", None)
+    if campaign:
+        config.campaign.path = str(campaign)
+    return config
+
+
+def campaign_folder(args: argparse.Namespace, config: GlyphoxaConfig) -> Path:
+    """The campaign folder the command works on; a missing one is an error naming the fix.
+
+    Raises:
+        GlyphoxaError: the folder does not exist.
+    """
+    from campaigns.errors import GlyphoxaError
+
+    folder = Path(config.campaign.path)
+    if folder.is_dir():
+        return folder
+    named = bool(getattr(args, "campaign", None))
+    message = missing_campaign_message(folder, named=named, config=getattr(args, "config", None))
+    raise GlyphoxaError(message)
+
+
+def load_campaign(args: argparse.Namespace, config: GlyphoxaConfig) -> Campaign:
+    """The command's campaign, loaded; every problem of its files raised at once.
+
+    Raises:
+        GlyphoxaError: the folder is missing (with the fix) or a file is invalid.
+    """
+    from npcs.campaign import load_campaign as load
+
+    return load(campaign_folder(args, config))
+
+
+def missing_campaign_message(
+    folder: Path, *, named: bool, config: str | Path | None = None, resolve: bool = True
+) -> str:
+    """One line saying which setting named a missing campaign folder and how to create it.
+
+    Args:
+        folder: The campaign folder that does not exist.
+        named: It was given with ``--campaign``.
+        config: The ``-c`` option (``resolve``) or the config file read (None: none).
+        resolve: Find the config file as commands do, from ``config``.
+    """
+    if named:
+        where = "--campaign"
+    else:
+        if resolve:
+            from bot.config_loader import resolve_config_path
+
+            config = resolve_config_path(config)
+        where = f"campaign.path in {config}" if config else "the default campaign.path"
+    return (
+        f"{folder}: campaign folder not found ({where}); "
+        f"create it with: glyphoxa campaign new NAME --dir {folder}"
+    )
