@@ -23,6 +23,15 @@ _CLOSERS = "\"')]}»”’"
 # A terminator run, optional closing quotes/brackets, then whitespace: a candidate boundary.
 _BOUNDARY = re.compile(r"([.!?…]+)([" + re.escape(_CLOSERS) + r"]*)(\s+)")
 _CLAUSE = re.compile(r"([,;:]|\s[—–-])(\s+)")
+_WORD_GAP = re.compile(r"\s+")
+#: Words a phrase may start with: the first piece may end just before one of them.
+_PHRASE_OPENERS = frozenset(
+    "and but or so because since though although while when where if unless until as than "
+    "that which who whom whose with without for from to of in on at by about into onto over "
+    "under after before behind between through during near".split()
+)  # fmt: skip
+_LONGEST_FIRST_PHRASE = 4
+"""Words past ``first_phrase_words`` after which the first piece ends at any word."""
 
 
 class SentenceSplitter:
@@ -30,15 +39,27 @@ class SentenceSplitter:
 
     ``flush`` returns whatever remains at the end of the stream. With ``first_clause_words`` set,
     the very first piece may end at a comma, semicolon, colon or dash once it has that many
-    words: TTS time to first audio grows with the length of what it is given.
+    words: TTS time to first audio grows with the length of what it is given. With
+    ``first_phrase_words`` set too, a first sentence that runs on without such a mark ends
+    before the next phrase once it has that many words ("The dark ale is | on tap tonight."):
+    on a slow model each word costs tens of milliseconds before the voice can start, and the
+    rest of the sentence is written while the first piece is spoken. A phrase starts at a
+    conjunction or preposition; past ``first_phrase_words`` + 4 words, at any word.
     """
 
-    __slots__ = ("_buffer", "_emitted", "_first_clause_words", "_min_chars")
+    __slots__ = ("_buffer", "_emitted", "_first_clause_words", "_first_phrase_words", "_min_chars")
 
-    def __init__(self, *, min_chars: int = 2, first_clause_words: int | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        min_chars: int = 2,
+        first_clause_words: int | None = None,
+        first_phrase_words: int | None = None,
+    ) -> None:
         self._buffer = ""
         self._min_chars = min_chars
         self._first_clause_words = first_clause_words
+        self._first_phrase_words = first_phrase_words
         self._emitted = False
 
     def push(self, delta: str) -> list[str]:
@@ -49,6 +70,8 @@ class SentenceSplitter:
         sentences = self._sentences()
         if not sentences and not self._emitted and self._first_clause_words:
             sentences = self._first_clause()
+        if not sentences and not self._emitted and self._first_phrase_words:
+            sentences = self._first_phrase()
         self._emitted = self._emitted or bool(sentences)
         return sentences
 
@@ -85,6 +108,21 @@ class SentenceSplitter:
                 first = self._buffer[: clause.end(1)].strip()
                 self._buffer = self._buffer[clause.end() :]
                 return [first, *self._sentences()]
+        return []
+
+
+    def _first_phrase(self) -> list[str]:
+        assert self._first_phrase_words is not None
+        # Only words followed by whitespace are whole; the last, still growing, is not cut.
+        words = _WORD_GAP.split(self._buffer.lstrip())
+        whole = words[:-1]
+        least = self._first_phrase_words
+        for at in range(least, len(whole)):
+            opener = whole[at].strip("\"'(“‘").lower()
+            if opener in _PHRASE_OPENERS or at >= least + _LONGEST_FIRST_PHRASE:
+                first = " ".join(whole[:at])
+                self._buffer = " ".join(words[at:])
+                return [first]
         return []
 
 

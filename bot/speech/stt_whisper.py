@@ -5,9 +5,11 @@ Hugging Face cache; anything else is a clear error asking for a model directory.
 on the model's own thread, one decode at a time, finals before partials; greedy decoding.
 
 Whisper pads every input to a 30 s window and its encoder, the bulk of the cost, runs over all
-of it, even for a two-second turn. Audio that fits is encoded over a 10 s window instead
-(``window_s`` for finals, ``partial_window_s`` for partials; options under
-``providers.stt.options``), several times cheaper, with half a second of silence in front:
+of it, even for a two-second turn. Audio that fits is encoded over a shorter window instead:
+5 s for the short turns most players take, else 10 s (``window_s`` for finals,
+``partial_window_s`` for partials, options under ``providers.stt.options``, set the longest
+short window), each several times cheaper than the one above it with the same words heard on
+the project's player lines, with half a second of silence in front:
 over a short window Whisper mishears a first word that starts at once ("Bartok, ..." as
 "Mardok, ..."). A final that names nobody where a name would sit ("Bar up, another ale") or
 that loops, or that lists two names back to back (a prompt's name said into the pause after
@@ -112,6 +114,11 @@ def _said_once(text: str) -> str:
     return " ".join(_CLAUSE_LOOP.sub(lambda m: m.group(1) + " ", once).split())
 
 
+_SPARE_S = 1.0
+"""Silence a window keeps after the audio: Whisper mishears a last word that ends near the
+window's end ("before dark" as "before Dart")."""
+
+
 class _Window:
     """An encoder window: its mel frames, and the longest audio it takes (with room for the
     trailing pause)."""
@@ -119,10 +126,20 @@ class _Window:
     def __init__(self, seconds: float) -> None:
         seconds = min(max(seconds, 2.0), 30.0)
         self.frames = int(seconds * 100)  # Whisper's mel frames are 10 ms
-        self.samples = int((seconds - 0.5) * 16_000) - _LEAD_IN.size
+        self.samples = int((seconds - _SPARE_S) * 16_000) - _LEAD_IN.size
 
     def takes(self, audio: np.ndarray) -> bool:
         return self.frames < _FULL_WINDOW_FRAMES and audio.size <= self.samples
+
+
+_SHORTEST_WINDOW_S = 5.0
+"""The first window tried: it holds a turn of up to four seconds."""
+
+
+def _windows(longest_s: float) -> tuple[_Window, ...]:
+    """The short windows to try, shortest first, up to ``longest_s``."""
+    sizes = sorted({min(_SHORTEST_WINDOW_S, longest_s), longest_s})
+    return tuple(_Window(seconds) for seconds in sizes)
 
 
 @cache
@@ -161,13 +178,13 @@ class FasterWhisperStt:
         partial_window_s: float = 10.0,
     ) -> None:
         """``window_s``: a final for audio shorter than this is encoded over a window this long
-        first instead of Whisper's 30 s (30 keeps the full window; see the module docstring);
-        ``partial_window_s`` likewise for partials."""
+        (or 5 s, when it fits that) first instead of Whisper's 30 s (30 keeps the full window;
+        see the module docstring); ``partial_window_s`` likewise for partials."""
         self.model_path = resolve_whisper_model(model)
         self._model = _windowed_model_class()(
             str(self.model_path), device="cpu", compute_type=compute_type, cpu_threads=cpu_threads
         )
-        self._windows = {False: _Window(window_s), True: _Window(partial_window_s)}
+        self._windows = {False: _windows(window_s), True: _windows(partial_window_s)}
         self._beam_size = beam_size
         multilingual = bool(getattr(self._model.model, "is_multilingual", False))
         self._language = language or (None if multilingual else "en")
@@ -249,8 +266,8 @@ class FasterWhisperStt:
     def _look(self, audio: np.ndarray, partial: bool, prompt: str | None) -> tuple[str, bool]:
         """One decode: over the short window (with its lead-in) when the audio fits it (True),
         else over the full 30 s."""
-        window = self._windows[partial]
-        if not window.takes(audio):
+        window = next((w for w in self._windows[partial] if w.takes(audio)), None)
+        if window is None:
             return self._decode(audio, partial, prompt, None), False
         padded = np.concatenate([_LEAD_IN, audio])
         return self._decode(padded, partial, prompt, window.frames), True

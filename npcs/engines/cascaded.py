@@ -74,7 +74,8 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-#: Words before a comma that may end the first spoken piece of a turn.
+#: Words before a comma that may end the first spoken piece of a turn; without a comma, words
+#: before the next phrase (a conjunction or preposition): the voice starts sooner.
 _FIRST_CLAUSE_WORDS = 4
 _ASK_AGAIN = 3
 """Samples after an answer with nothing speakable (one rehearsal turn in ~100 drew three bad
@@ -299,7 +300,7 @@ class CascadedEngine:
                 round_calls: dict[int, dict[str, str]] = {}
                 # The turn's very first piece may end at a comma: TTS starts sooner.
                 clause = _FIRST_CLAUSE_WORDS if not spoken and prefix is None else None
-                splitter = SentenceSplitter(first_clause_words=clause)
+                splitter = SentenceSplitter(first_clause_words=clause, first_phrase_words=clause)
                 stream = await self._create(stream=True, **params)
                 try:
                     async for chunk in stream:

@@ -79,7 +79,9 @@ async def test_a_final_takes_the_name_its_slot_look_heard(
     await _say(lane, stt_silence(1.5))
     final = await watch.next(FinalTranscript)
     await watch.close()
-    assert lane.named_early == named_early, final.text
+    # a pause's words may be named early too, before the final's (how many pauses are judged
+    # depends on the CPU's pace): what matters is that the name came from the slot look
+    assert (lane.named_early >= 1) == bool(named_early), (lane.named_early, final.text)
     named = [name for name in NAMES if name.lower() in final.text.lower()]
     assert named == (["Bartok"] if named_early else []), final.text
     assert metrics.sample("glyphoxa_stt_seconds_count", {"kind": "slot_look"}) == 1.0

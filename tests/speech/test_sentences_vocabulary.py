@@ -93,3 +93,44 @@ def test_first_clause_can_be_spoken_early() -> None:
     assert streamer.push(" what, years?") == []
     assert streamer.flush() == "It has been, what, years?"
     assert SentenceSplitter().push("Ah, you again, my old friend, welcome ") == []
+
+
+def _pieces(text: str, step: int = 3) -> list[str]:
+    """``text`` streamed ``step`` characters at a time, as an LLM's deltas arrive."""
+    streamer = SentenceSplitter(first_clause_words=4, first_phrase_words=4)
+    pieces: list[str] = []
+    for at in range(0, len(text), step):
+        pieces += streamer.push(text[at : at + step])
+    rest = streamer.flush()
+    return pieces + ([rest] if rest else [])
+
+
+def test_a_first_sentence_without_a_comma_ends_before_its_next_phrase() -> None:
+    assert _pieces("The dark ale is on tap tonight. It costs two coppers.") == [
+        "The dark ale is",
+        "on tap tonight.",
+        "It costs two coppers.",
+    ]
+    # only the first piece: later sentences stay whole
+    assert _pieces("Aye. The dark ale is on tap tonight and the stew is hot.") == [
+        "Aye.",
+        "The dark ale is on tap tonight and the stew is hot.",
+    ]
+    # no phrase in sight: past four more words, any word ends it
+    assert _pieces("Greetings brave traveller friend mine own dear guest welcome here.") == [
+        "Greetings brave traveller friend mine own dear guest",
+        "welcome here.",
+    ]
+    # short answers are not cut, and a comma after four words still wins
+    assert _pieces("Welcome back, friend.") == ["Welcome back, friend."]
+    assert _pieces("Well now my friend, that is on the house.") == [
+        "Well now my friend,",
+        "that is on the house.",
+    ]
+
+
+def test_a_growing_word_is_never_cut() -> None:
+    streamer = SentenceSplitter(first_phrase_words=4)
+    assert streamer.push("The dark ale is o") == []  # "o" may become "old" or "on"
+    assert streamer.push("n ") == ["The dark ale is"]
+    assert streamer.pending == "on "
