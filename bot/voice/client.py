@@ -26,6 +26,7 @@ import discord
 from discord.voice_state import VoiceConnectionState
 
 from bot.metrics import METRICS, Metrics
+from bot.voice.close_watch import CloseWatch
 from bot.voice.dave import DaveReceiver
 from bot.voice.deaf import DeafCause, DeafDetector, DeafSpell
 from bot.voice.receiver import FrameHearer, FrameSink, VoiceFrame, VoiceReceiver
@@ -40,6 +41,7 @@ __all__ = ["ListeningVoiceClient", "VoiceEnd"]
 log = logging.getLogger(__name__)
 
 _TICK_S = 0.1
+_OP_SESSION_DESCRIPTION = 4
 _OP_RESUMED = 9
 _OP_PREPARE_TRANSITION = 21
 _OP_EXECUTE_TRANSITION = 22
@@ -92,6 +94,8 @@ class ListeningVoiceClient(discord.VoiceClient):
         self._end: VoiceEnd | None = None
         self._down_since: float | None = None
         self._leaving: asyncio.Task[None] | None = None
+        self.closes = CloseWatch()
+        """The voice server's own close code and reason (discord.py reports its own)."""
         super().__init__(client, channel)
         self.ended: asyncio.Future[VoiceEnd] = self.loop.create_future()
         """Resolves once, when the connection is over for good."""
@@ -164,8 +168,11 @@ class ListeningVoiceClient(discord.VoiceClient):
     # -- hooks -------------------------------------------------------------------------------
 
     async def _on_voice_gateway(self, ws: DiscordVoiceWebSocket, message: dict[str, Any]) -> None:
+        self.closes.watch(ws.ws)
         self.receiver.handle_gateway(message)
         op, data = message.get("op"), message.get("d")
+        if op in (_OP_SESSION_DESCRIPTION, _OP_RESUMED):
+            self.closes.clear()  # connected again: an older close explains nothing now
         if op == _OP_RESUMED and ws.secret_key is None and self._connection.secret_key:
             # discord.py 2.7.1 waits for a new SESSION_DESCRIPTION after RESUME, which never
             # comes: a resumed session keeps its key, so hand it over and let the handshake end.
@@ -236,8 +243,8 @@ class ListeningVoiceClient(discord.VoiceClient):
                 self._down_since = self._down_since or now
                 down_s = now - self._down_since
                 if down_s >= self.down_after_s:
-                    code = self._close_code()
-                    why = f"down for {down_s:.1f} s" + (f", close code {code}" if code else "")
+                    close = self._close()
+                    why = f"down for {down_s:.1f} s" + (f", {close}" if close else "")
                     self._leave("lost", why)
                 continue
             self._down_since = None
@@ -275,16 +282,18 @@ class ListeningVoiceClient(discord.VoiceClient):
     def _why_closed(self) -> VoiceEnd:
         if self.guild.get_channel(self.channel.id) is None:
             return VoiceEnd("channel_deleted", rejoin=False, detail=f"#{self.channel.id}")
-        code = self._close_code()
-        return VoiceEnd("closed", rejoin=True, detail=f"close code {code}" if code else "")
+        return VoiceEnd("closed", rejoin=True, detail=self._close())
 
-    def _close_code(self) -> int | None:
-        """How the voice websocket last closed (ours or the server's), if it did."""
+    def _close(self) -> str:
+        """How the voice websocket last closed: the server's code and reason when it closed
+        it, else discord.py's own code; "" if it did not close."""
+        if self.closes.last is not None:
+            return self.closes.last.describe()
         ws = self._connection.ws
         if not ws:
-            return None
+            return ""
         code = getattr(ws, "_close_code", None) or getattr(ws.ws, "close_code", None)
-        return code if isinstance(code, int) else None
+        return f"close code {code}" if isinstance(code, int) else ""
 
     def _shutdown(self) -> None:
         self.receiver.close()

@@ -199,6 +199,26 @@ async def test_a_closed_connection_is_heard_and_connected_again_within_seconds(
     assert not world.ended.is_set() and world.notices() == []
 
 
+async def test_the_voice_servers_own_close_code_and_reason_are_reported(
+    world: World, session: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """discord.py reports its own close code (1000) after the server closed with 4021; the
+    table's log and its end of connection carry the server's code and reason."""
+    table = await world.start_table(session)
+    await world.hears(ARIA)
+    first = table.voice
+    assert first is not None
+    await world.local.voice.close_bot(4021)
+    async with asyncio.timeout(15):
+        while first.closes.last is None:  # noqa: ASYNC110 - the socket's own reader sets it
+            await asyncio.sleep(0.02)
+    assert first.closes.last.code == 4021 and first.closes.last.reason == "local voice server"
+    assert await world.hears(ARIA) < 10.0  # and the table is back
+    said = [r.getMessage() for r in caplog.records if "close code" in r.getMessage()]
+    assert any("close code 4021 (local voice server)" in line for line in said), said
+    assert not any("close code 1000" in line for line in said), said
+
+
 async def test_network_loss_rejoins_with_backoff(world: World, session: Any) -> None:
     table = await world.start_table(session)
     await world.hears(ARIA)
