@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from npcs.llm_bench import run_bench
+from bot.bench.llm import run_bench
 
 pytestmark = pytest.mark.llm
 

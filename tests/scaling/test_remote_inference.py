@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 from aiohttp import web
 
+from bot.bench.doubles.instant_audio import InstantAudio
 from bot.config import ProviderConfig
-from bot.rehearsal.instant_audio import InstantAudio
 from bot.speech import OpenAiStt, OpenAiTts
 from campaigns.errors import GlyphoxaError
 from npcs.engines import CascadedEngine, Sentence, TurnDone, TurnRequest

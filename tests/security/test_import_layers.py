@@ -100,3 +100,32 @@ def test_imports_go_one_way_bot_npcs_tools_campaigns() -> None:
 
 def test_the_checker_finds_a_circle() -> None:
     assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+HARNESS = "bot.bench"
+"""The harness room: benchmarks and the doubles they drive (a local Discord, instant servers)."""
+HARNESS_DOORS = {"bot.commands.bench"}
+"""``glyphoxa bench``: the one product module that loads the harness, and only when run."""
+
+
+def _in(module: str, package: str) -> bool:
+    return module == package or module.startswith(f"{package}.")
+
+
+def test_the_product_never_imports_the_harness() -> None:
+    """No module outside the harness imports it, so nothing that ``glyphoxa run``, the table
+    runtime, ``npcs``, ``tools`` or ``campaigns`` loads can reach it (imports inside functions
+    count too)."""
+    reaching = sorted(
+        f"{module} -> {target}"
+        for module, targets in _graph(PACKAGES).items()
+        if not _in(module, HARNESS) and module not in HARNESS_DOORS
+        for target in targets
+        if _in(target, HARNESS)
+    )
+    assert reaching == []
+
+
+def test_the_harness_check_sees_a_product_import() -> None:
+    graph = _graph(PACKAGES)
+    assert any(_in(t, HARNESS) for t in graph["bot.commands.bench"])

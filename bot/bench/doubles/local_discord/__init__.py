@@ -6,7 +6,7 @@ and Glyphoxa's own voice client, unchanged.
 
 from __future__ import annotations
 
-from bot.local_discord.voice_server import LocalVoiceServer, RemotePlayer
-from bot.local_discord.world import LocalDiscord
+from bot.bench.doubles.local_discord.voice_server import LocalVoiceServer, RemotePlayer
+from bot.bench.doubles.local_discord.world import LocalDiscord
 
 __all__ = ["LocalDiscord", "LocalVoiceServer", "RemotePlayer"]

@@ -1,4 +1,4 @@
-"""``python -m bot.rehearsal.instant_servers``: the instant LLM and speech servers in a process
+"""``python -m bot.bench.doubles.instant_servers``: the instant LLM and speech servers in a process
 of their own, as remote model servers are (``glyphoxa bench tables`` measures the bot process
 alone). Prints one JSON line with their base URLs, then serves until stdin closes."""
 
@@ -9,8 +9,8 @@ import asyncio
 import json
 import sys
 
-from bot.rehearsal.instant_audio import InstantAudio
-from bot.rehearsal.instant_llm import InstantLlm
+from bot.bench.doubles.instant_audio import InstantAudio
+from bot.bench.doubles.instant_llm import InstantLlm
 
 __all__ = ["main"]
 

@@ -3,7 +3,7 @@ and address detection per final.
 
 Goals: tier selection p99 <= 20 us per partial with the default phrase lists (twelve
 everyday lines plus every partial of the corpus), because it runs on every STT partial;
-accuracy >= 95 % on ``npcs/tier_corpus.yaml`` (the held-out split is reported on its own);
+accuracy >= 95 % on ``bot/bench/tier_corpus.yaml`` (the held-out split is reported on its own);
 address detection <= 200 us per final with 20 NPCs. Timed with ``perf_counter_ns`` around
 single calls so the percentiles are per call, not averages.
 """
@@ -13,10 +13,10 @@ from __future__ import annotations
 import gc
 import time
 
+from bot.bench.tier_corpus import LabelledLine, load_corpus, score
 from campaigns.bench_result import BenchResult, percentile
 from npcs.addressing import AddressDetector
 from npcs.schema import NpcDefinition
-from npcs.tier_corpus import LabelledLine, load_corpus, score
 from npcs.tier_selector import TierSelector
 
 __all__ = ["run_bench"]
@@ -168,7 +168,8 @@ def _accuracy(corpus: list[LabelledLine]) -> list[BenchResult]:
                 name,
                 round(result.accuracy * 100, 1),
                 "%",
-                f"{result.total} labelled lines of npcs/tier_corpus.yaml, ongoing conversation; "
+                f"{result.total} labelled lines of bot/bench/tier_corpus.yaml, "
+                "ongoing conversation; "
                 f"{tiers}",
                 goal=">= 95 %" if split is None else None,
                 passed=result.accuracy >= 0.95 if split is None else None,

@@ -2,7 +2,7 @@
 
 Run as a script (``python paced_player.py ROOT PATH SECONDS LINE_JSON``), never imported: ROOT
 goes first on ``sys.path``, so ``bot`` is that tree's code. ``glyphoxa bench receive`` runs it on
-this tree and on the baseline receive path (``bench_paced.BEFORE_COMMIT``, from git), in
+this tree and on the baseline receive path (``receive_paced.BEFORE_COMMIT``, from git), in
 turns. So it only uses what both trees
 have: ``LocalDaveGroup``, ``LoopbackSpeaker``, ``VoiceReceiver``, ``SpeakerLane``, ``SileroVad``.
 
@@ -42,7 +42,14 @@ async def _main(path: str, seconds: float, line: list[bytes], voiced: int) -> di
     from bot.speech import SpeakerLane, SpeechEnded
     from bot.speech.vad import SileroVad
     from bot.voice.dave import OPUS_SILENCE, DaveReceiver
-    from bot.voice.loopback import LocalDaveGroup, LoopbackSpeaker
+
+    try:
+        from bot.bench.doubles.voice_loopback import LocalDaveGroup, LoopbackSpeaker
+    except ModuleNotFoundError:  # the baseline tree keeps the loopback beside the receiver
+        from bot.voice.loopback import (  # type: ignore[import-not-found,no-redef]
+            LocalDaveGroup,
+            LoopbackSpeaker,
+        )
     from bot.voice.opus_decode import ensure_opus_loaded
     from bot.voice.receiver import VoiceReceiver
     from bot.voice.transport_crypto import make_cipher

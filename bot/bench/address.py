@@ -1,6 +1,6 @@
 """``glyphoxa bench address``: who answers realistic table talk, and at which tier.
 
-Scores ``npcs/address_corpus.yaml`` on its tuning and held-out parts separately (address
+Scores ``bot/bench/address_corpus.yaml`` on its tuning and held-out parts separately (address
 accuracy, tier accuracy, false-address rate, then each category), and times address detection
 on the corpus lines: a final costs one ``detect``; every STT partial one ``mentions`` (the NPC
 whose budget caps the tier) and one looking ``detect`` (who would answer: prefill, speculation).
@@ -12,8 +12,8 @@ import gc
 import time
 from collections.abc import Callable
 
+from bot.bench.address_corpus import SPLITS, AddressCorpus, load_address_corpus, score_address
 from campaigns.bench_result import BenchResult, percentile
-from npcs.address_corpus import SPLITS, AddressCorpus, load_address_corpus, score_address
 from npcs.addressing import AddressDetector
 
 __all__ = ["ADDRESS_FLOOR", "FALSE_ADDRESS_CEILING", "TIER_FLOOR", "run_bench"]
@@ -38,7 +38,7 @@ async def run_bench(quick: bool) -> list[BenchResult]:
 def _split_results(corpus: AddressCorpus, split: str) -> list[BenchResult]:
     lines = corpus.part(split)
     scored = score_address(corpus, lines)
-    method = f"{scored.total} lines of npcs/address_corpus.yaml ({split}), each judged alone"
+    method = f"{scored.total} lines of bot/bench/address_corpus.yaml ({split}), each judged alone"
     misses = {"misses": scored.misses()}
     figures = [
         ("address accuracy", scored.address_accuracy, ADDRESS_FLOOR[split], True),

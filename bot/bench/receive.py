@@ -1,14 +1,14 @@
 """``glyphoxa bench receive``: the cost of hearing one packet, and speakers per core.
 
-Real packets: a :class:`~bot.voice.loopback.LocalDaveGroup` with the bot and several remote
-speakers; each speaker Opus-encodes a tone, DAVE-encrypts and transport-encrypts like a Discord
-client. The bot side is the production :class:`~bot.voice.receiver.VoiceReceiver`.
+Real packets: a :class:`~bot.bench.doubles.voice_loopback.LocalDaveGroup` with the bot and several
+remote speakers; each speaker Opus-encodes a tone, DAVE-encrypts and transport-encrypts like a
+Discord client. The bot side is the production :class:`~bot.voice.receiver.VoiceReceiver`.
 
 "Receive + lane CPU per active speaker" follows one speaker's packets all the way to the VAD
 segmenter, side by side: the old lane (decoded at 48 kHz stereo then resampled, the
 path still used for 48 kHz sources, and Silero on onnxruntime), the 16 kHz mono decode alone,
 and the lane now (16 kHz mono, Silero on the numpy kernel where it is checked and cheaper).
-That is the work on a packet in a hot loop; :mod:`bot.voice.bench_paced` measures what a
+That is the work on a packet in a hot loop; :mod:`bot.bench.receive_paced` measures what a
 talking player costs the whole process at Discord's pace, against the baseline receive path.
 """
 
@@ -22,9 +22,9 @@ import threading
 import time
 from collections.abc import Callable
 
-from bot.voice.bench_paced import paced_cpu
+from bot.bench.doubles.voice_loopback import LocalDaveGroup, LoopbackSpeaker
+from bot.bench.receive_paced import paced_cpu
 from bot.voice.dave import DaveReceiver
-from bot.voice.loopback import LocalDaveGroup, LoopbackSpeaker
 from bot.voice.opus_decode import SpeakerDecoder, ensure_opus_loaded
 from bot.voice.receiver import VoiceFrame, VoiceReceiver
 from bot.voice.rtp import parse_header

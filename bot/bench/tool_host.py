@@ -44,7 +44,7 @@ if __name__ == "__main__":
 
 async def run_bench(quick: bool) -> list[BenchResult]:
     """Host overheads, then the built-in tools' own hot paths (rules search, dice, file I/O)."""
-    from tools.builtin import bench as builtin_bench
+    from bot.bench import builtin_tools as builtin_bench
 
     return [
         await _bench_call_overhead(300 if quick else 5000),

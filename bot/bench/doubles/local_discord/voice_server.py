@@ -27,8 +27,8 @@ from typing import Any
 import davey
 from aiohttp import WSMsgType, web
 
-from bot.voice.local_dave import LocalDaveGroup
-from bot.voice.loopback import LoopbackSpeaker
+from bot.bench.doubles.local_dave import LocalDaveGroup
+from bot.bench.doubles.voice_loopback import LoopbackSpeaker
 from bot.voice.transport_crypto import make_cipher
 
 __all__ = ["LocalVoiceServer", "RemotePlayer", "ip_discovery_reply"]

@@ -1,10 +1,10 @@
 """``glyphoxa bench soak``: a whole game night through the real receive path, at accelerated time.
 
 The bot is a real ``discord.Client`` running a real :class:`TableRuntime` against the local
-Discord (:mod:`bot.local_discord`): DAVE group of real davey sessions, real Opus, discord.py's
-voice connection, Glyphoxa's receive path, VAD and Whisper, the instant LLM
-(:mod:`bot.rehearsal.instant_llm`), Piper and the mixer. Five synthesized players follow the
-script of :mod:`bot.rehearsal.soak_script`. Time is accelerated by skipping the silence between
+Discord (:mod:`bot.bench.doubles.local_discord`): DAVE group of real davey sessions, real
+Opus, discord.py's voice connection, Glyphoxa's receive path, VAD and Whisper, the instant LLM
+(:mod:`bot.bench.doubles.instant_llm`), Piper and the mixer. Five synthesized players follow the
+script of :mod:`bot.bench.soak.script`. Time is accelerated by skipping the silence between
 lines (simulated seconds pass instantly) and speaking at ``speed`` times real time; everything
 that reacts to time (VAD endpointing, DAVE key expiry, reconnect backoff) runs on the wall clock.
 """
@@ -27,13 +27,13 @@ import numpy as np
 import soxr
 from pydantic import SecretStr
 
+from bot.bench.doubles.local_discord import LocalDiscord
+from bot.bench.soak.night import ANSWER_TIMEOUT_S, Night, Progress, play_script, rss_mb
+from bot.bench.soak.report import SoakReport
+from bot.bench.soak.script import PLAYERS, Action, Line, night, players_at_start
 from bot.config import GlyphoxaConfig, ProviderConfig
 from bot.discord_bot.runtime import TableParts, TableRuntime
-from bot.local_discord import LocalDiscord
 from bot.metrics import Metrics
-from bot.rehearsal.soak_night import ANSWER_TIMEOUT_S, Night, Progress, play_script, rss_mb
-from bot.rehearsal.soak_report import SoakReport
-from bot.rehearsal.soak_script import PLAYERS, Action, Line, night, players_at_start
 from bot.speech import PiperTts
 from bot.voice.opus_decode import ensure_opus_loaded
 from campaigns.bench_result import BenchResult
@@ -41,7 +41,7 @@ from npcs.campaign import load_campaign
 
 __all__ = ["run_bench", "run_soak"]
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "campaigns" / "example"
+EXAMPLE = Path(__file__).resolve().parents[3] / "campaigns" / "example"
 _FRAME_BYTES = 3840
 
 
@@ -106,7 +106,7 @@ async def run_soak(
     hours: float = 4.0, *, quick: bool = False, speed: float = 2.0, progress: Progress | None = None
 ) -> SoakReport:
     """Play the night; returns what was observed (see :class:`SoakReport`)."""
-    from bot.rehearsal.instant_llm import InstantLlm
+    from bot.bench.doubles.instant_llm import InstantLlm
     from bot.speech.stt_whisper import FasterWhisperStt
 
     say = progress or (lambda message: None)

@@ -1,6 +1,6 @@
 """Offline stand-ins for the other end of a Discord voice connection.
 
-:class:`~bot.voice.local_dave.LocalDaveGroup` plays the voice server's role in DAVE (the MLS
+:class:`~bot.bench.doubles.local_dave.LocalDaveGroup` plays the voice server's role in DAVE (the MLS
 external sender), so real ``davey.DaveSession`` objects form a group without Discord.
 :class:`LoopbackSpeaker` is a remote client: it Opus-encodes PCM,
 DAVE-encrypts, wraps in RTP and transport-encrypts exactly as a Discord client does. Tests and
@@ -14,7 +14,7 @@ import struct
 import davey
 import discord.opus
 
-from bot.voice.local_dave import LocalDaveGroup, mls_vector
+from bot.bench.doubles.local_dave import LocalDaveGroup, mls_vector
 from bot.voice.opus_decode import ensure_opus_loaded
 from bot.voice.rtp import build_header
 from bot.voice.transport_crypto import TransportCipher

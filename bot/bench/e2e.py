@@ -22,8 +22,8 @@ from typing import Any
 
 from pydantic import SecretStr
 
+from bot.bench.e2e_scenes import cause_summary, fast_scene
 from bot.config import ProviderConfig
-from bot.rehearsal.bench_scenes import cause_summary, fast_scene
 from campaigns.bench_result import BenchResult, percentile
 
 __all__ = ["EXAMPLE_SCENE", "run_bench"]
@@ -206,7 +206,7 @@ async def _fast_set(
 ) -> list[BenchResult]:
     """Voice-to-voice of the FAST lines said to Bartok of the example campaign (his own tools
     and budget), at 1x, alone or at a full table; ``instant LLM`` measures the floor."""
-    from bot.rehearsal.instant_llm import InstantLlm
+    from bot.bench.doubles.instant_llm import InstantLlm
     from bot.rehearsal.runner import rehearse
 
     where = "at a full table" if full_table else "alone"

@@ -15,10 +15,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from bot.bench.doubles.local_discord import LocalDiscord
+from bot.bench.soak.report import LineResult, SoakReport
+from bot.bench.soak.script import Action, Line
 from bot.discord_bot.runtime import TableRuntime
-from bot.local_discord import LocalDiscord
-from bot.rehearsal.soak_report import LineResult, SoakReport
-from bot.rehearsal.soak_script import Action, Line
 from bot.session.events import NpcSpoke, PlayerSpoke, Routed, SessionEvent
 from campaigns.errors import GlyphoxaError
 from tools.tiers import Tier

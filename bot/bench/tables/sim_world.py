@@ -18,7 +18,7 @@ from campaigns.errors import GlyphoxaError
 
 __all__ = ["EXAMPLE", "LINE", "bench_config", "clock_probe", "model_servers", "player_line"]
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "campaigns" / "example"
+EXAMPLE = Path(__file__).resolve().parents[3] / "campaigns" / "example"
 LINE = "Bartok, I would like a room for the night."
 """A line Smart Turn hears as finished wherever the pause falls (after Opus, at every 10 ms
 alignment). A line whose score depends on the alignment ends its turn after 200 or 500 ms by
@@ -51,7 +51,7 @@ def bench_config(urls: dict[str, str], folder: Path) -> GlyphoxaConfig:
 async def model_servers() -> Any:
     """The instant LLM and speech servers in a child process; their base URLs."""
     child = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bot.rehearsal.instant_servers", "--seconds-per-char", "0.04",
+        sys.executable, "-m", "bot.bench.doubles.instant_servers", "--seconds-per-char", "0.04",
         "--transcript", LINE,
         stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
     )  # fmt: skip
@@ -75,7 +75,7 @@ async def model_servers() -> Any:
 async def clock_probe() -> Any:
     """A bare 20 ms clock in a child process; ``await probe()`` -> its misses since last time."""
     child = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bot.rehearsal.clock_probe",
+        sys.executable, "-m", "bot.bench.doubles.clock_probe",
         stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
     )  # fmt: skip
     assert child.stdin is not None and child.stdout is not None

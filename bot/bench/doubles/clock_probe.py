@@ -1,4 +1,4 @@
-"""``python -m bot.rehearsal.clock_probe``: a 20 ms clock in a process of its own.
+"""``python -m bot.bench.doubles.clock_probe``: a 20 ms clock in a process of its own.
 
 A thread that does nothing but wake every 20 ms still wakes late when the machine is busy (other
 processes, a shared VM). ``glyphoxa bench tables`` runs this probe beside the bot process and

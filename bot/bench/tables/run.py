@@ -26,9 +26,15 @@ from typing import Any
 
 import numpy as np
 
+from bot.bench.tables.sim_table import SimTable, TableWindow
+from bot.bench.tables.sim_world import (
+    EXAMPLE,
+    bench_config,
+    clock_probe,
+    model_servers,
+    player_line,
+)
 from bot.config import GlyphoxaConfig
-from bot.rehearsal.sim_table import SimTable, TableWindow
-from bot.rehearsal.sim_world import EXAMPLE, bench_config, clock_probe, model_servers, player_line
 from campaigns.bench_result import BenchResult, percentile
 
 __all__ = ["run_bench"]

@@ -33,9 +33,9 @@ from typing import Any
 
 import discord.opus
 
+from bot.bench.doubles.voice_loopback import LocalDaveGroup, LoopbackSpeaker
 from bot.voice.dave import DaveReceiver
 from bot.voice.frames import VoiceFrame, hear_by_speaker
-from bot.voice.loopback import LocalDaveGroup, LoopbackSpeaker
 from bot.voice.playback import MixerSource
 from bot.voice.receiver import VoiceReceiver
 from bot.voice.stt_decode import SttSpeakerDecoder

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot.rehearsal.soak_script import Line
+from bot.bench.soak.script import Line
 from campaigns.bench_result import BenchResult, percentile
 
 __all__ = ["LineResult", "SoakReport"]

@@ -1,13 +1,13 @@
 """``glyphoxa bench receive``: what one talking player costs the process, at Discord's pace.
 
-The single-thread rows of :mod:`bot.voice.bench` count the work done on a packet in a hot loop.
+The single-thread rows of :mod:`bot.bench.receive` count the work done on a packet in a hot loop.
 A live table pays more: each packet arrives 20 ms after the last, to cold caches, and handing
 work between threads wakes them (a wake-up can cost more CPU than a VAD window). So
 here a player says a line again and again as Discord sends it (a packet every 20 ms, five
 silence frames after the words, then nothing for a second) through a real receiver on a socket
 thread into a real ``SpeakerLane``, and the CPU of the whole process is counted, less that of a
 socket thread that only keeps the pace. Each measurement is its own process
-(:mod:`bot.voice.paced_player`), in turns with the baseline receive path (``BEFORE_COMMIT``:
+(:mod:`bot.bench.paced_player`), in turns with the baseline receive path (``BEFORE_COMMIT``:
 48 kHz decode, every frame through the event loop), which git gives.
 """
 
@@ -80,7 +80,7 @@ async def _run(root: Path, path: str, seconds: float, line_file: Path) -> dict[s
 
 async def paced_cpu(rounds: int, seconds: float) -> list[BenchResult]:
     """Before, through the loop, and now, in turns over ``rounds``: the medians."""
-    from bot.rehearsal.sim_world import player_line
+    from bot.bench.tables.sim_world import player_line
 
     line, voiced = await player_line()
     with tempfile.TemporaryDirectory(prefix="glyphoxa-paced-") as tmp:

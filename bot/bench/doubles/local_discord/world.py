@@ -1,11 +1,12 @@
 """A local Discord with one guild: main gateway, REST API and the voice channel's server.
 
 Every byte is produced and parsed by discord.py: only its addresses change
-(:meth:`LocalDiscord.pointed_at`). The guild has a text channel and a voice channel; players
-join and leave voice (their clients are :class:`~bot.local_discord.voice_server.RemotePlayer`
-on the current voice server) and speak real Opus. The scripted disruptions are the ways a
-voice connection really ends or moves: a voice server move, a kick, a deleted channel, close
-codes (4015 crash and resume, 4021 rate limit, 4022 call terminated) and network loss.
+(:meth:`LocalDiscord.pointed_at`). The guild has a text channel and a voice channel; players join
+and leave voice (their clients are
+:class:`~bot.bench.doubles.local_discord.voice_server.RemotePlayer` on the current voice server) and
+speak real Opus. The scripted disruptions are the ways a voice connection really ends or moves: a
+voice server move, a kick, a deleted channel, close codes (4015 crash and resume, 4021 rate limit,
+4022 call terminated) and network loss.
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ import yarl
 from aiohttp import WSMsgType, web
 from discord.gateway import DiscordWebSocket
 
-from bot.local_discord.tls import self_signed_tls
-from bot.local_discord.voice_server import LocalVoiceServer
+from bot.bench.doubles.local_discord.tls import self_signed_tls
+from bot.bench.doubles.local_discord.voice_server import LocalVoiceServer
 from bot.voice.dave import OPUS_SILENCE
 
 __all__ = ["EVERYONE_PERMISSIONS", "LocalDiscord"]
