@@ -10,8 +10,8 @@ from typing import Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationInfo, field_validator
 
+from campaigns.basics import DEFAULT_CEILINGS_MS, Tier
 from tools.config import BuiltinToolsConfig, McpConfig
-from tools.tiers import DEFAULT_CEILINGS_MS, Tier
 
 __all__ = [
     "CampaignRef",

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.config import LoggingConfig
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 
 __all__ = ["JsonLinesFormatter", "configure_logging", "reset_logging"]
 

@@ -260,7 +260,7 @@ def start_metrics_server(config: MetricsConfig, metrics: Metrics = METRICS) -> M
     try:
         server, thread = start_http_server(config.port, addr=config.host, registry=metrics.registry)
     except OSError as error:
-        from campaigns.errors import GlyphoxaError
+        from campaigns.basics import GlyphoxaError
 
         raise GlyphoxaError(
             f"cannot serve metrics on {config.host}:{config.port}: {error.strerror or error}; "

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 
 __all__ = ["MERGE_TAG", "ContentError", "Issue", "Loc", "Severity", "YamlDocument"]
 

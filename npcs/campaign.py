@@ -20,8 +20,8 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from campaigns.basics import GlyphoxaError
 from campaigns.content import CampaignMeta, EntitiesFile, RandomTable
-from campaigns.errors import GlyphoxaError
 from campaigns.yamlhints import yaml_warnings
 from campaigns.yamlio import ContentError, Issue, YamlDocument, load_model
 from npcs.campaign_checks import content_issues

@@ -33,7 +33,7 @@ import httpx2
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from pydantic import SecretStr
 
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 
 __all__ = ["LlmHealth", "LlmUnavailable"]
 

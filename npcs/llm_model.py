@@ -8,7 +8,7 @@ import re
 import sys
 from pathlib import Path
 
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 
 __all__ = [
     "bundled_smollm2_gguf",

@@ -17,7 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 from npcs.llm_model import bundled_smollm2_gguf, smollm2_copy_path
 from npcs.llm_probe import describe_exit
 

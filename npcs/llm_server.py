@@ -25,7 +25,7 @@ from pathlib import Path
 
 import httpx
 
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 from npcs.llm_model import find_smollm2_gguf, llama_cpp_available
 from npcs.llm_probe import REBUILD_HINT, describe_exit
 

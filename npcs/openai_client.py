@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import SecretStr
 
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI

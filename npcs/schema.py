@@ -10,8 +10,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from campaigns.basics import TierName
 from campaigns.content import ApprovalMode, ToolApproval
-from tools.tiers import TierName
 
 __all__ = [
     "PROSE_LIST_FIELDS",

@@ -15,11 +15,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError, Tier
 from npcs.phrase_match import PhraseMatcher, TierPhrases, compile_phrases
 from npcs.schema import NpcDefinition
 from npcs.tier_phrases import DEFAULT_DEEP_PHRASES, DEFAULT_STANDARD_PHRASES
-from tools.tiers import Tier
 
 __all__ = [
     "DEFAULT_DEEP_PHRASES",

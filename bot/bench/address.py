@@ -13,7 +13,8 @@ import time
 from collections.abc import Callable
 
 from bot.bench.address_corpus import SPLITS, AddressCorpus, load_address_corpus, score_address
-from campaigns.bench_result import BenchResult, percentile
+from bot.bench.result import BenchResult
+from campaigns.basics import percentile
 from npcs.addressing import AddressDetector
 
 __all__ = ["ADDRESS_FLOOR", "FALSE_ADDRESS_CEILING", "TIER_FLOOR", "run_bench"]

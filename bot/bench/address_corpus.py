@@ -17,11 +17,10 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError, Tier
 from npcs.addressing import AddressDetector
 from npcs.schema import NpcDefinition
 from npcs.tier_selector import TierSelector
-from tools.tiers import Tier
 
 __all__ = [
     "ADDRESS_CORPUS_PATH",

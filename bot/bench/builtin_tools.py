@@ -13,7 +13,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from campaigns.bench_result import BenchResult, percentile
+from bot.bench.result import BenchResult
+from campaigns.basics import percentile
 from tools.builtin.dice_engine import roll_expression
 from tools.builtin.files import Sandbox
 from tools.builtin.html_text import html_to_text

@@ -23,8 +23,9 @@ from typing import Any
 from pydantic import SecretStr
 
 from bot.bench.e2e_scenes import cause_summary, fast_scene
+from bot.bench.result import BenchResult
 from bot.config import ProviderConfig
-from campaigns.bench_result import BenchResult, percentile
+from campaigns.basics import percentile
 
 __all__ = ["EXAMPLE_SCENE", "run_bench"]
 

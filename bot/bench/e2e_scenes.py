@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.rehearsal.scene import Scene
-from campaigns.bench_result import percentile
+from campaigns.basics import percentile
 
 __all__ = ["CAUSES", "FAST_LINES", "TABLE_TALK", "cause_summary", "causes_of", "fast_scene"]
 

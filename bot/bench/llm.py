@@ -19,8 +19,8 @@ from pathlib import Path
 
 import httpx
 
-from campaigns.bench_result import BenchResult, percentile
-from campaigns.errors import GlyphoxaError
+from bot.bench.result import BenchResult
+from campaigns.basics import GlyphoxaError, percentile
 from npcs.llm_server import LocalLlmServer
 
 __all__ = ["decode_reference", "run_bench"]

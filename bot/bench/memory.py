@@ -21,7 +21,8 @@ from typing import Any
 import numpy as np
 from sqlalchemy import bindparam, insert, select, update
 
-from campaigns.bench_result import BenchResult, percentile
+from bot.bench.result import BenchResult
+from campaigns.basics import percentile
 from campaigns.content import ENTITY_TYPES, EntitiesFile, EntitySeed
 from campaigns.memory import MemoryStore
 from campaigns.memory.database import write_transaction

@@ -24,13 +24,13 @@ from collections.abc import Callable
 
 from bot.bench.doubles.voice_loopback import LocalDaveGroup, LoopbackSpeaker
 from bot.bench.receive_paced import paced_cpu
+from bot.bench.result import BenchResult
 from bot.voice.dave import DaveReceiver
 from bot.voice.opus_decode import SpeakerDecoder, ensure_opus_loaded
 from bot.voice.receiver import VoiceFrame, VoiceReceiver
 from bot.voice.rtp import parse_header
 from bot.voice.stt_decode import SttSpeakerDecoder
 from bot.voice.transport_crypto import make_cipher
-from campaigns.bench_result import BenchResult
 
 __all__ = ["run_bench"]
 

@@ -22,7 +22,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from campaigns.bench_result import BenchResult
+from bot.bench.result import BenchResult
 
 __all__ = ["paced_cpu"]
 

@@ -21,8 +21,9 @@ from pathlib import Path
 import numpy as np
 import soxr
 
+from bot.bench.result import BenchResult
 from bot.config import SpeechConfig, VadConfig
-from bot.speech.audio import FRAME_BYTES, AudioChunk, InputResampler
+from bot.speech.audio import FRAME_BYTES, InputResampler
 from bot.speech.events import FinalTranscript, SpeechEnded
 from bot.speech.lane import SpeakerLane
 from bot.speech.mixer import Mixer
@@ -32,7 +33,7 @@ from bot.speech.stt_whisper import FasterWhisperStt
 from bot.speech.tts_espeak import EspeakTts
 from bot.speech.tts_piper import PiperTts
 from bot.speech.vad import create_vad
-from campaigns.bench_result import BenchResult, percentile
+from campaigns.basics import AudioChunk, percentile
 from npcs.schema import VoiceSettings
 
 __all__ = ["run_bench"]

@@ -13,9 +13,8 @@ from pathlib import Path
 
 import yaml
 
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError, Tier
 from npcs.tier_selector import TierSelector
-from tools.tiers import Tier
 
 __all__ = ["CORPUS_PATH", "CorpusScore", "LabelledLine", "load_corpus", "score"]
 

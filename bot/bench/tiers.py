@@ -13,8 +13,9 @@ from __future__ import annotations
 import gc
 import time
 
+from bot.bench.result import BenchResult
 from bot.bench.tier_corpus import LabelledLine, load_corpus, score
-from campaigns.bench_result import BenchResult, percentile
+from campaigns.basics import percentile
 from npcs.addressing import AddressDetector
 from npcs.schema import NpcDefinition
 from npcs.tier_selector import TierSelector

@@ -17,11 +17,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from campaigns.bench_result import BenchResult, percentile
+from bot.bench.result import BenchResult
+from campaigns.basics import Tier, percentile
 from tools.config import McpConfig, McpServerConfig
 from tools.host import ToolHost
 from tools.spec import BuiltinServer, LatencyMeta, ToolDef
-from tools.tiers import Tier
 
 __all__ = ["run_bench"]
 

@@ -48,7 +48,7 @@ CONFIG_HELP = (
 CAMPAIGN_HELP = "campaign folder (default: campaign.path from the config)"
 VERBOSE_HELP = "debug logging"
 
-#: Latency tiers as written on the command line (``tools.tiers.Tier``; a test keeps them equal).
+#: Latency tiers as written on the command line (``campaigns.basics.Tier``; a test checks).
 TIER_NAMES = ("fast", "standard", "deep")
 
 
@@ -126,7 +126,7 @@ def campaign_folder(args: argparse.Namespace, config: GlyphoxaConfig) -> Path:
     Raises:
         GlyphoxaError: the folder does not exist.
     """
-    from campaigns.errors import GlyphoxaError
+    from campaigns.basics import GlyphoxaError
 
     folder = Path(config.campaign.path)
     if folder.is_dir():

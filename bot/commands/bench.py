@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from bot.commands._options import plain
 
 if TYPE_CHECKING:
-    from campaigns.bench_result import BenchResult
+    from bot.bench.result import BenchResult
 
 __all__ = ["TARGETS", "register"]
 
@@ -66,7 +66,7 @@ def register(sub: Any) -> None:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    from campaigns.errors import GlyphoxaError
+    from campaigns.basics import GlyphoxaError
 
     targets = args.targets or [t for t in TARGETS if t not in _ON_REQUEST]
     unknown = [t for t in targets if t not in TARGETS]

@@ -218,7 +218,7 @@ def register(sub: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from campaigns.errors import GlyphoxaError
+    from campaigns.basics import GlyphoxaError
 
     if args.campaign and args.campaign_dir and Path(args.campaign) != Path(args.campaign_dir):
         raise GlyphoxaError(

@@ -51,7 +51,7 @@ def register(sub: Any) -> None:
 
 async def _run(args: argparse.Namespace) -> int:
     from bot.doctor import CHECK_NAMES, diagnose
-    from campaigns.errors import GlyphoxaError
+    from campaigns.basics import GlyphoxaError
 
     only = None
     if args.only:

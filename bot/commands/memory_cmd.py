@@ -248,7 +248,7 @@ async def _export(args: argparse.Namespace) -> int:
 
 
 async def _import(args: argparse.Namespace) -> int:
-    from campaigns.errors import GlyphoxaError
+    from campaigns.basics import GlyphoxaError
 
     if not args.file.is_file():
         raise GlyphoxaError(f"{args.file}: no such file")
@@ -260,7 +260,7 @@ async def _import(args: argparse.Namespace) -> int:
 
 
 async def _recap(args: argparse.Namespace) -> int:
-    from campaigns.errors import GlyphoxaError
+    from campaigns.basics import GlyphoxaError
 
     if args.sessions < 1:
         raise GlyphoxaError("--sessions must be at least 1")

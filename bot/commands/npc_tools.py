@@ -67,7 +67,7 @@ def register(sub: Any) -> None:
 
 
 def _find_npc(campaign: Any, name: str) -> NpcDefinition:
-    from campaigns.errors import GlyphoxaError
+    from campaigns.basics import GlyphoxaError
 
     npc = campaign.find_npc(name)
     if npc is None:
@@ -153,7 +153,7 @@ def _address(args: argparse.Namespace) -> int:
 
 async def _chat(args: argparse.Namespace) -> int:
     from bot.tool_inspection import cli_tool_host
-    from campaigns.errors import GlyphoxaError
+    from campaigns.basics import GlyphoxaError
     from npcs.engines import build_engines, make_openai_client
     from npcs.schema import EngineKind
     from npcs.tier_selector import TierSelector

@@ -57,7 +57,7 @@ def _two_campaigns(scene_campaign: Path | None, option: str | None) -> bool:
 async def _run(args: argparse.Namespace) -> int:
     from bot.rehearsal.runner import rehearse
     from bot.rehearsal.scene import load_scene
-    from campaigns.errors import GlyphoxaError
+    from campaigns.basics import GlyphoxaError
 
     started = time.monotonic()
 

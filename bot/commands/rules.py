@@ -70,7 +70,7 @@ def _import(args: argparse.Namespace) -> int:
 
 
 def _search(args: argparse.Namespace) -> int:
-    from campaigns.errors import GlyphoxaError
+    from campaigns.basics import GlyphoxaError
     from tools.builtin.rules import open_index
 
     if args.limit < 1:
@@ -94,7 +94,7 @@ def _search(args: argparse.Namespace) -> int:
 
 
 def _get(args: argparse.Namespace) -> int:
-    from campaigns.errors import GlyphoxaError
+    from campaigns.basics import GlyphoxaError
     from tools.builtin.rules import open_index
 
     index = open_index(load_config(args).tools.srd_path, _db(args), save=False)

@@ -76,7 +76,7 @@ async def _run(args: argparse.Namespace) -> int:
 
 def _check_token_shape(token: str) -> None:
     from bot.discord_setup.token import TokenProblem, parse_bot_token
-    from campaigns.errors import GlyphoxaError
+    from campaigns.basics import GlyphoxaError
 
     try:
         parse_bot_token(token)
@@ -100,7 +100,7 @@ async def _serve(
 
     from bot.discord_bot.sharding import make_bot
     from bot.discord_bot.tables import configured_tables
-    from campaigns.errors import GlyphoxaError
+    from campaigns.basics import GlyphoxaError
 
     bot = make_bot(
         config,

@@ -54,7 +54,7 @@ def register(sub: Any) -> None:
 
 async def _run(args: argparse.Namespace) -> int:
     from bot.logging_setup import configure_logging
-    from campaigns.errors import GlyphoxaError
+    from campaigns.basics import GlyphoxaError
     from tools.builtin import build_tool_context, create_server
     from tools.builtin.serve import serve_stdio
     from tools.builtin.standalone import build_context

@@ -62,7 +62,7 @@ async def _transcribe(args: argparse.Namespace) -> int:
         Vocabulary,
         decode_audio_file,
     )
-    from campaigns.errors import GlyphoxaError
+    from campaigns.basics import GlyphoxaError
 
     config = load_config(args)
     if args.model:
@@ -128,7 +128,7 @@ async def _say(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
     from bot.speech import Mixer, VoiceRouter, WavSink, speak_text, split_sentences
-    from campaigns.errors import GlyphoxaError
+    from campaigns.basics import GlyphoxaError
     from npcs.schema import VoiceSettings
 
     config = load_config(args)

@@ -24,8 +24,8 @@ from bot.commands._options import (
 )
 
 if TYPE_CHECKING:
+    from campaigns.basics import Tier
     from tools.host import ToolInfo
-    from tools.tiers import Tier
 
 __all__ = ["register", "tool_table"]
 
@@ -81,8 +81,7 @@ def _scope_options(parser: argparse.ArgumentParser) -> None:
 
 def _scope(args: argparse.Namespace, config: Any) -> tuple[list[str], Tier, str]:
     """Whitelist, tier and caller name for ``--npc``/``--tier``."""
-    from campaigns.errors import GlyphoxaError
-    from tools.tiers import Tier
+    from campaigns.basics import GlyphoxaError, Tier
 
     npc_name = args.npc
     tier = Tier.parse(args.tier) if args.tier else None
@@ -153,7 +152,7 @@ async def _list(args: argparse.Namespace) -> int:
 
 async def _call(args: argparse.Namespace) -> int:
     from bot.tool_inspection import cli_tool_host
-    from campaigns.errors import GlyphoxaError
+    from campaigns.basics import GlyphoxaError
 
     config = load_config(args)
     whitelist, tier, npc = _scope(args, config)
@@ -175,7 +174,7 @@ async def _call(args: argparse.Namespace) -> int:
 
 async def _calibrate(args: argparse.Namespace) -> int:
     from bot.tool_inspection import cli_tool_host
-    from campaigns.errors import GlyphoxaError
+    from campaigns.basics import GlyphoxaError
 
     if args.rounds < 1:
         raise GlyphoxaError("--rounds must be at least 1")

@@ -12,7 +12,7 @@ from bot.config import GlyphoxaConfig
 from bot.discord_bot.cog import TableCog
 from bot.discord_bot.runtime import RuntimeFactory
 from bot.discord_setup.needs import bot_intents
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 from campaigns.memory.table_registry import TableRegistry
 
 __all__ = ["GlyphoxaBot"]

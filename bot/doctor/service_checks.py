@@ -76,7 +76,7 @@ async def check_llm(context: DoctorContext) -> str:
     from openai import AsyncOpenAI
 
     from bot.session.build import local_llm_server
-    from campaigns.errors import GlyphoxaError
+    from campaigns.basics import GlyphoxaError
     from npcs.engines.chat_wire import create_chat
 
     llm = context.config.providers.llm

@@ -28,7 +28,7 @@ async def check_opus(context: DoctorContext) -> str:
     import discord
 
     from bot.voice.opus_decode import FRAME_BYTES, ensure_opus_loaded
-    from campaigns.errors import GlyphoxaError
+    from campaigns.basics import GlyphoxaError
 
     try:
         library = ensure_opus_loaded()

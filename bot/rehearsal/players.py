@@ -14,7 +14,7 @@ import soxr
 from bot.rehearsal.scene import PlayerLine, Scene, player_voice
 from bot.speech import FRAME_MS, STT_FRAME_BYTES, STT_SAMPLE_RATE, decode_audio_file
 from bot.speech.protocols import TtsProvider
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 from npcs.schema import VoiceSettings
 
 __all__ = ["LineAudio", "SpeakerTimeline", "synthesize_lines"]

@@ -42,7 +42,7 @@ from bot.session.events import (
 )
 from bot.session.session import TableSession
 from bot.speech import CHANNELS, FRAME_MS, SAMPLE_RATE, SttProvider, TtsProvider, VoiceRouter
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 from npcs.campaign import Campaign, load_campaign
 
 __all__ = ["RehearsalResult", "rehearse"]

@@ -20,7 +20,7 @@ from bot.metrics import METRICS, Metrics, start_metrics_server
 from bot.session.session import TableSession
 from bot.speech import FasterWhisperStt, Mixer, OpenAiStt, SttProvider, TtsProvider, VoiceRouter
 from bot.speech.turn_model import load_turn_model
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError, Tier
 from campaigns.yamlio import ContentError
 from npcs.campaign import Campaign, load_campaign
 from npcs.campaign_checks import npc_voice_issue
@@ -32,7 +32,6 @@ from tools.catalog import ToolCatalog
 from tools.host import Invocation, ToolHost
 from tools.host.known_tools import known_tools_beside
 from tools.host.persistence import store_invocation_logger
-from tools.tiers import Tier
 
 if TYPE_CHECKING:
     from npcs.llm_server import LocalLlmServer

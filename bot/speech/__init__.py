@@ -36,7 +36,6 @@ from bot.speech.audio import (
     SILENCE_FRAME,
     STT_FRAME_BYTES,
     STT_SAMPLE_RATE,
-    AudioChunk,
 )
 from bot.speech.backchannel import BackchannelDetector
 from bot.speech.barge_in import BargeIn, BargeInController
@@ -76,7 +75,6 @@ __all__ = [
     "STT_FRAME_BYTES",
     "STT_SAMPLE_RATE",
     "AmbiencePlayer",
-    "AudioChunk",
     "Backchannel",
     "BackchannelDetector",
     "BargeIn",

@@ -8,10 +8,11 @@ with ``soxr`` streaming resamplers, so chunk boundaries leave no clicks.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 
 import numpy as np
 import soxr
+
+from campaigns.basics import AudioChunk
 
 __all__ = [
     "CHANNELS",
@@ -22,7 +23,6 @@ __all__ = [
     "SILENCE_FRAME",
     "STT_FRAME_BYTES",
     "STT_SAMPLE_RATE",
-    "AudioChunk",
     "InputResampler",
     "OutputResampler",
     "SttInput",
@@ -46,18 +46,6 @@ STT_SAMPLE_RATE = 16_000
 """What Whisper and the VADs consume (mono float32)."""
 STT_FRAME_BYTES = STT_SAMPLE_RATE * FRAME_MS // 1000 * 2
 """Bytes in one 20 ms 16 kHz mono s16le frame (640): what the receiver decodes for STT."""
-
-
-@dataclass(frozen=True, slots=True)
-class AudioChunk:
-    """A piece of synthesized speech: mono s16le ``pcm`` at ``sample_rate`` Hz."""
-
-    pcm: bytes
-    sample_rate: int
-
-    @property
-    def duration_s(self) -> float:
-        return len(self.pcm) / 2 / self.sample_rate
 
 
 _INT16_SCALE = np.float32(1 / 32768)

@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from bot.speech.onnx_weights import float_initializers
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 
 __all__ = ["SileroKernel", "SileroWeights"]
 

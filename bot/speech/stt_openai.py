@@ -17,7 +17,7 @@ from pydantic import SecretStr
 
 from bot.speech.audio import STT_SAMPLE_RATE, float_to_pcm16
 from bot.speech.vocabulary import Vocabulary
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 from npcs.openai_client import openai_client
 
 if TYPE_CHECKING:

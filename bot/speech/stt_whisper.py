@@ -34,7 +34,7 @@ import numpy as np
 from bot.speech.inference import FINAL, PARTIAL, InferenceWorker
 from bot.speech.protocols import FirstLook
 from bot.speech.vocabulary import Vocabulary
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 
 __all__ = ["FasterWhisperStt", "resolve_whisper_model"]
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal, get_args
 
-from campaigns.bench_result import percentile
+from campaigns.basics import percentile
 
 __all__ = ["STAGES", "Stage", "TraceLog", "TurnTimer", "TurnTrace"]
 

@@ -19,14 +19,13 @@ from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable
 from typing import TYPE_CHECKING
 
 from bot.config import ProviderConfig
-from bot.speech.audio import AudioChunk
 from bot.speech.handle import SpeechHandle, SpeechResult
 from bot.speech.protocols import TtsProvider
 from bot.speech.trace import TurnTimer
 from bot.speech.tts_espeak import EspeakTts
 from bot.speech.tts_openai import OpenAiTts
 from bot.speech.tts_piper import PiperTts
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import AudioChunk, GlyphoxaError
 from npcs.schema import VoiceSettings
 from npcs.sentences import SentenceSplitter
 from npcs.voices import VoiceInventory

@@ -12,9 +12,8 @@ from typing import TYPE_CHECKING
 
 from pydantic import SecretStr
 
-from bot.speech.audio import AudioChunk
 from bot.speech.tts_piper import pitch_factor
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import AudioChunk, GlyphoxaError
 from npcs.openai_client import openai_client
 from npcs.schema import VoiceSettings
 

@@ -12,9 +12,8 @@ import threading
 from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 
-from bot.speech.audio import AudioChunk
 from bot.speech.threaded import iterate_in_thread
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import AudioChunk, GlyphoxaError
 from npcs.schema import VoiceSettings
 from npcs.voices import resolve_piper_model
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import discord.opus
 
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 
 __all__ = [
     "FRAME_BYTES",

@@ -6,7 +6,6 @@ from __future__ import annotations
 from npcs.context import SceneLine
 from npcs.engines.cascaded import CascadedEngine
 from npcs.engines.events import (
-    AudioChunk,
     Caption,
     Engine,
     EngineEvent,
@@ -22,7 +21,6 @@ from npcs.engines.realtime import RealtimeEngine
 from npcs.engines.sentence_cascade import SentenceCascadeEngine
 
 __all__ = [
-    "AudioChunk",
     "Caption",
     "CascadedEngine",
     "Engine",

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import openai
 
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError, Tier
 from npcs.context import MAX_SCENE_CHARS, build_messages
 from npcs.engines.chat_wire import (
     assistant_tool_message,
@@ -54,7 +54,6 @@ from npcs.engines.guard import (
 from npcs.llm_health import LlmHealth, LlmUnavailable
 from npcs.sentences import SentenceSplitter, split_sentences
 from tools.host.types import ToolCall
-from tools.tiers import Tier
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI

@@ -25,13 +25,12 @@ from typing import TYPE_CHECKING, Any
 import openai
 from websockets.exceptions import ConnectionClosed
 
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import AudioChunk, GlyphoxaError, Tier
 from npcs.context import build_system_prompt, render_scene
 from npcs.engines import realtime_wire as wire
 from npcs.engines.cascaded import DEFAULT_FILLERS, offered_tools
 from npcs.engines.chat_wire import await_confirmation
 from npcs.engines.events import (
-    AudioChunk,
     Caption,
     Engine,
     EngineEvent,
@@ -46,7 +45,6 @@ from npcs.engines.realtime_wire import BYTES_PER_MS, REALTIME_SAMPLE_RATE
 from npcs.openai_client import openai_client
 from npcs.sentences import SentenceSplitter
 from tools.host.types import ToolCall
-from tools.tiers import Tier
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 from tools.builtin import create_server
 from tools.builtin.rules import build_index, import_srd, open_index
 from tools.builtin.rules_index import RulesIndex

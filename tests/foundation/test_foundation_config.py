@@ -15,7 +15,7 @@ from bot.config_loader import (
     require_discord_token,
     resolve_config_path,
 )
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 from campaigns.yamlio import ContentError
 
 from .foundation_support import CONFIG, REPO

@@ -120,7 +120,7 @@ async def test_open_memory_wires_config_providers_and_seeds_entities(
 ) -> None:
     from bot.config import GlyphoxaConfig
     from bot.memory_access import open_memory
-    from tools.tiers import Tier
+    from campaigns.basics import Tier
 
     config = GlyphoxaConfig.model_validate(
         {

@@ -17,9 +17,8 @@ from bot.bench.address_corpus import (
     load_address_corpus,
     score_address,
 )
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError, Tier
 from npcs.addressing import AddressDetector
-from tools.tiers import Tier
 
 CORPUS = load_address_corpus()
 

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from openai import AsyncOpenAI
 
+from campaigns.basics import Tier
 from npcs.chatml_tools import render_prompt
 from npcs.engines import CascadedEngine, FirstToken, Sentence, TurnDone, TurnRequest
 from npcs.schema import NpcDefinition
-from tools.tiers import Tier
 
 pytestmark = pytest.mark.llm
 

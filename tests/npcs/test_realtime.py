@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from openai import AsyncOpenAI
 
+from campaigns.basics import AudioChunk, Tier
 from npcs.context import SceneLine
-from npcs.engines import AudioChunk, CascadedEngine, FirstToken, ToolsUsed, TurnDone, TurnRequest
+from npcs.engines import CascadedEngine, FirstToken, ToolsUsed, TurnDone, TurnRequest
 from npcs.engines.realtime import RealtimeEngine
 from npcs.schema import NpcDefinition
-from tools.tiers import Tier
 
 from .npcs_fake_openai import FakeOpenAI, Step
 from .npcs_fake_realtime import FakeRealtime, Reply
@@ -212,7 +212,7 @@ async def test_from_config_uses_provider_settings(host) -> None:
 async def test_lost_connection_is_a_clear_error_and_the_next_turn_reconnects(
     host, refuse: int, first: list[Reply], error: str
 ) -> None:
-    from campaigns.errors import GlyphoxaError
+    from campaigns.basics import GlyphoxaError
 
     replies = iter([*first, Reply(transcript="Back again.", audio_chunks=1)])
     async with FakeRealtime(lambda _: next(replies), refuse=refuse) as server:

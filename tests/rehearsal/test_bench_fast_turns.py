@@ -8,7 +8,7 @@ import pytest
 from bot.bench import e2e as bench
 from bot.bench.e2e_scenes import FAST_LINES
 from bot.config_loader import load_config
-from campaigns.bench_result import percentile
+from campaigns.basics import percentile
 
 pytestmark = pytest.mark.slow
 

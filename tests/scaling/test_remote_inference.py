@@ -20,11 +20,10 @@ from aiohttp import web
 from bot.bench.doubles.instant_audio import InstantAudio
 from bot.config import ProviderConfig
 from bot.speech import OpenAiStt, OpenAiTts
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError, Tier
 from npcs.engines import CascadedEngine, Sentence, TurnDone, TurnRequest
 from npcs.inference_http import InferencePool, RemoteOptions, remote_options
 from npcs.schema import NpcDefinition, VoiceSettings
-from tools.tiers import Tier
 
 from ..npcs.npcs_fake_openai import FakeOpenAI, Step
 

@@ -11,7 +11,6 @@ import pytest
 import soxr
 
 from bot.speech import (
-    AudioChunk,
     EspeakTts,
     FasterWhisperStt,
     Mixer,
@@ -21,7 +20,7 @@ from bot.speech import (
     WavSink,
     speak_stream,
 )
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import AudioChunk, GlyphoxaError
 from npcs.schema import VoiceSettings
 
 from .speech_helpers import heard_as, requires_espeak

@@ -24,9 +24,9 @@ from bot.config_loader import load_config
 from bot.metrics import Metrics
 from bot.session.build import open_table
 from bot.speech import OpenAiStt
+from campaigns.basics import Tier
 from npcs.engines.events import TurnRequest
 from tools.catalog import ToolCatalog
-from tools.tiers import Tier
 
 #: The everything server's tools (pinned version), as the LLM sees them.
 EVERYTHING = {

@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 from tools.spec import BuiltinServer, ToolContext
 
 if TYPE_CHECKING:  # only annotations: the CLI reads the names here without loading the models

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 from tools.builtin import SERVER_NAMES, create_server
 from tools.builtin.serve import serve_stdio
 from tools.spec import ToolContext

@@ -19,7 +19,7 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 
 __all__ = [
     "DEMOTE_ERROR_RATE",

@@ -30,7 +30,7 @@ from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost, 
 from mcp.shared.exceptions import MCPError
 from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
 
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 from tools.config import McpServerConfig
 from tools.host.auth import build_http_client
 from tools.host.stream_watch import StderrPump, WatchedStream

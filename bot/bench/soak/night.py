@@ -20,8 +20,7 @@ from bot.bench.soak.report import LineResult, SoakReport
 from bot.bench.soak.script import Action, Line
 from bot.discord_bot.runtime import TableRuntime
 from bot.session.events import NpcSpoke, PlayerSpoke, Routed, SessionEvent
-from campaigns.errors import GlyphoxaError
-from tools.tiers import Tier
+from campaigns.basics import GlyphoxaError, Tier
 
 __all__ = ["ANSWER_TIMEOUT_S", "Night", "play_script", "rss_mb"]
 

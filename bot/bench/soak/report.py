@@ -10,8 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from bot.bench.result import BenchResult
 from bot.bench.soak.script import Line
-from campaigns.bench_result import BenchResult, percentile
+from campaigns.basics import percentile
 
 __all__ = ["LineResult", "SoakReport"]
 

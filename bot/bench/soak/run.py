@@ -28,6 +28,7 @@ import soxr
 from pydantic import SecretStr
 
 from bot.bench.doubles.local_discord import LocalDiscord
+from bot.bench.result import BenchResult
 from bot.bench.soak.night import ANSWER_TIMEOUT_S, Night, Progress, play_script, rss_mb
 from bot.bench.soak.report import SoakReport
 from bot.bench.soak.script import PLAYERS, Action, Line, night, players_at_start
@@ -36,7 +37,6 @@ from bot.discord_bot.runtime import TableParts, TableRuntime
 from bot.metrics import Metrics
 from bot.speech import PiperTts
 from bot.voice.opus_decode import ensure_opus_loaded
-from campaigns.bench_result import BenchResult
 from npcs.campaign import load_campaign
 
 __all__ = ["run_bench", "run_soak"]

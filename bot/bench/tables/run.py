@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from bot.bench.result import BenchResult
 from bot.bench.tables.sim_table import SimTable, TableWindow
 from bot.bench.tables.sim_world import (
     EXAMPLE,
@@ -35,7 +36,7 @@ from bot.bench.tables.sim_world import (
     player_line,
 )
 from bot.config import GlyphoxaConfig
-from campaigns.bench_result import BenchResult, percentile
+from campaigns.basics import percentile
 
 __all__ = ["run_bench"]
 

@@ -14,7 +14,7 @@ import numpy as np
 import soxr
 
 from bot.config import GlyphoxaConfig
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 
 __all__ = ["EXAMPLE", "LINE", "bench_config", "clock_probe", "model_servers", "player_line"]
 

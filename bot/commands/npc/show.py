@@ -102,8 +102,7 @@ async def _show(args: argparse.Namespace) -> int:
     from bot.npc_view import build_npc_view
     from bot.session.build import builtin_servers_for
     from bot.tool_inspection import cli_tool_host
-    from campaigns.errors import GlyphoxaError
-    from tools.tiers import Tier
+    from campaigns.basics import GlyphoxaError, Tier
 
     config = load_config(args)
     campaign = load_campaign(args, config)

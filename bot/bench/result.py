@@ -1,11 +1,12 @@
-"""One benchmark figure, shared by every ``glyphoxa bench`` target."""
+"""One benchmark figure, shared by every ``glyphoxa bench`` target (percentiles are
+:func:`campaigns.basics.percentile`, the definition the rehearsal report uses too)."""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from typing import Any
 
-__all__ = ["BenchResult", "percentile"]
+__all__ = ["BenchResult"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,12 +29,3 @@ class BenchResult:
         verdict = "" if self.passed is None else (" PASS" if self.passed else " MISS")
         goal = f" (goal {self.goal}{verdict})" if self.goal else ""
         return f"{self.name}: {self.value:.4g} {self.unit}{goal}  [{self.method}]"
-
-
-def percentile(samples: list[float], q: float) -> float:
-    """Nearest-rank percentile, q in [0, 100]; samples need not be sorted."""
-    if not samples:
-        raise ValueError("no samples")
-    ordered = sorted(samples)
-    rank = max(0, min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1))))
-    return ordered[rank]
