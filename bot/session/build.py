@@ -244,13 +244,6 @@ def _speculation_policy(config: GlyphoxaConfig) -> bool:
     return bool(config.providers.llm.options.get("speculate", True))
 
 
-def _prefill_policy(config: GlyphoxaConfig) -> bool:
-    """Prompts evaluated ahead of turns (``providers.llm.options.prefill`` overrides): on for a
-    local llama.cpp server, off for cloud APIs (they cache prefixes themselves, bill requests)."""
-    llm = config.providers.llm
-    return bool(llm.options.get("prefill", llm.name == "local"))
-
-
 async def _engines(
     config: GlyphoxaConfig,
     host: ToolHost,

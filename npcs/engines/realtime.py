@@ -7,7 +7,7 @@ re-declared when the tier changes. Function calls run through the host and go ba
 ``response.cancel`` and ``conversation.item.truncate`` with the audio actually played, so the
 model's memory matches what the players heard. A turn whose tier exposes tools slower than
 ``max_realtime_tier`` is answered entirely by the fallback (cascaded) engine instead of
-switching engines mid-utterance (DESIGN.md section 4). The protocol's payloads are built in
+switching engines mid-utterance (docs/tools.md). The protocol's payloads are built in
 ``realtime_wire``.
 """
 

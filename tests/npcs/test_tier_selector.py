@@ -1,4 +1,4 @@
-"""Tier selection as DESIGN.md section 4: precedence, phrases with inflections, overrides."""
+"""Tier selection as the tier map says: precedence, phrases with inflections, overrides."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """Built-in tool servers: dice, rules, memory, files, session, ambience, images, web.
 
 Each server is a ``BuiltinServer`` (``tools.spec``) whose tools are defined once: the tool host
-calls the handlers in-process, and ``tools.builtin.serve.serve_stdio`` (``python -m tools.<name>``
-or ``glyphoxa serve-tool NAME``) publishes the very same definitions over MCP stdio.
+calls the handlers in-process, and ``tools.builtin.serve.serve_stdio`` (``glyphoxa serve-tool
+NAME``, or ``python -m tools.builtin NAME``) publishes the very same definitions over MCP stdio.
 
 Settings read from ``ToolContext.settings`` (see :func:`settings_from_config`): ``srd_path``,
 ``rules_db``, ``rules_cache`` (False: a rules index built from the SRD is not saved),

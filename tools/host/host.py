@@ -1,4 +1,4 @@
-"""``ToolHost``: the one object NPC engines talk to for tools (contract in contracts.md).
+"""``ToolHost``: the one object NPC engines talk to for tools.
 
 It owns the built-in servers, the MCP servers (``tools.host.servers``), the registry,
 calibration, metrics and the DM approval gate. ``visible_tools`` is what an NPC's LLM may see

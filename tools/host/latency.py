@@ -1,4 +1,4 @@
-"""Latency metadata of a tool and the tier it belongs to (DESIGN.md section 4).
+"""Latency metadata of a tool and the tier it belongs to (docs/tools.md).
 
 An MCP tool declares its latency in ``_meta["io.glyphoxa/latency"]``; older servers put a
 ``_metadata`` object inside the input schema instead. Both are read; bad values are ignored
