@@ -21,7 +21,7 @@ import httpx
 
 from bot.bench.result import BenchResult
 from campaigns.basics import GlyphoxaError, percentile
-from npcs.llm_server import LocalLlmServer
+from npcs.inference.server import LocalLlmServer
 
 __all__ = ["decode_reference", "run_bench"]
 

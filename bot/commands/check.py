@@ -102,7 +102,7 @@ def run_check(
     from bot.config_loader import check_config
     from campaigns.yamlio import Issue
     from npcs.campaign import scan_campaign
-    from npcs.campaign_checks import tool_issues, voice_issues
+    from npcs.campaign.checks import tool_issues, voice_issues
     from npcs.voices import VoiceInventory
     from tools.catalog import ToolCatalog
     from tools.host.known_tools import known_tools_beside

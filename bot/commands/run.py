@@ -51,7 +51,7 @@ async def _run(args: argparse.Namespace) -> int:
     from bot.metrics import METRICS, start_metrics_server
     from bot.voice.opus_decode import ensure_opus_loaded
     from campaigns.memory.table_registry import TableRegistry
-    from npcs.inference_http import InferencePool
+    from npcs.inference.pools import InferencePool
 
     config = load_config(args)
     configure_logging(config.logging, verbose=getattr(args, "verbose", False))

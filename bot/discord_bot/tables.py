@@ -13,7 +13,7 @@ from typing import Any
 
 from bot.config import GlyphoxaConfig
 from bot.discord_bot.runtime import RuntimeFactory, TableParts
-from npcs.inference_http import InferencePool
+from npcs.inference.pools import InferencePool
 
 __all__ = ["configured_tables"]
 

@@ -83,8 +83,8 @@ async def check_llm(context: DoctorContext) -> str:
     async with contextlib.AsyncExitStack() as stack:
         if llm.name == "local" and llm.base_url is None:
             server = local_llm_server(llm)
-            from npcs.llm_probe import probe_llama_cpp
-            from npcs.llm_server import find_smollm2_gguf, llama_cpp_available
+            from npcs.inference.probe import probe_llama_cpp
+            from npcs.inference.server import find_smollm2_gguf, llama_cpp_available
 
             if not llama_cpp_available():
                 raise Problem("llama-cpp-python is not installed", "run ./scripts/setup")

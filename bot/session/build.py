@@ -23,10 +23,10 @@ from bot.speech.turn_model import load_turn_model
 from campaigns.basics import GlyphoxaError, Tier
 from campaigns.yamlio import ContentError
 from npcs.campaign import Campaign, load_campaign
-from npcs.campaign_checks import npc_voice_issue
+from npcs.campaign.checks import npc_voice_issue
 from npcs.context import MAX_SCENE_CHARS
 from npcs.engines import CascadedEngine, Engine
-from npcs.inference_http import InferencePool
+from npcs.inference.pools import InferencePool
 from npcs.schema import EngineKind, NpcDefinition
 from tools.catalog import ToolCatalog
 from tools.host import Invocation, ToolHost
@@ -34,7 +34,7 @@ from tools.host.known_tools import known_tools_beside
 from tools.host.persistence import store_invocation_logger
 
 if TYPE_CHECKING:
-    from npcs.llm_server import LocalLlmServer
+    from npcs.inference.server import LocalLlmServer
 
 __all__ = ["builtin_servers_for", "load_stt", "local_llm_server", "open_table"]
 
@@ -74,7 +74,7 @@ def local_llm_server(llm: ProviderConfig) -> LocalLlmServer:
     llm`` measures it), ``n_ctx``, ``prompt_cache`` (KV snapshots of each NPC's prompt prefix)
     and ``nice`` (the server's CPU priority: 10 below the bot's, so the voice and the ears go
     first)."""
-    from npcs.llm_server import LocalLlmServer
+    from npcs.inference.server import LocalLlmServer
 
     options = llm.options
     model_path = options.get("model_path")

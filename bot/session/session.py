@@ -57,7 +57,7 @@ from campaigns.basics import GlyphoxaError, Tier
 from campaigns.yamlio import Issue, YamlDocument
 from npcs.addressing import AddressDetector
 from npcs.campaign import Campaign, CampaignWatcher
-from npcs.campaign_checks import npc_voice_issue
+from npcs.campaign.checks import npc_voice_issue
 from npcs.context import SceneLine, SceneWindow
 from npcs.dm_voice import DmCommandParser
 from npcs.engines import Engine

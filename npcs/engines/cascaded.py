@@ -51,7 +51,7 @@ from npcs.engines.guard import (
     fresh_sentences,
     speaker_stops,
 )
-from npcs.llm_health import LlmHealth, LlmUnavailable
+from npcs.inference.health import LlmHealth, LlmUnavailable
 from npcs.sentences import SentenceSplitter, split_sentences
 from tools.host.types import ToolCall
 

@@ -11,7 +11,7 @@ from npcs.engines.cascaded import CascadedEngine
 from npcs.engines.events import Engine
 from npcs.engines.realtime import DEFAULT_REALTIME_MODEL, RealtimeEngine
 from npcs.engines.sentence_cascade import SentenceCascadeEngine
-from npcs.openai_client import make_openai_client
+from npcs.inference.openai_client import make_openai_client
 from npcs.schema import EngineKind, NpcDefinition
 
 if TYPE_CHECKING:

@@ -42,7 +42,7 @@ from npcs.engines.events import (
     TurnRequest,
 )
 from npcs.engines.realtime_wire import BYTES_PER_MS, REALTIME_SAMPLE_RATE
-from npcs.openai_client import openai_client
+from npcs.inference.openai_client import openai_client
 from npcs.sentences import SentenceSplitter
 from tools.host.types import ToolCall
 

@@ -13,7 +13,7 @@ from bot.scaffold import scaffold_npc
 from campaigns.basics import GlyphoxaError, Tier
 from campaigns.yamlio import ContentError
 from npcs.campaign import load_campaign, scan_campaign
-from npcs.campaign_checks import tool_issues
+from npcs.campaign.checks import tool_issues
 from npcs.schema import EngineKind
 from tools.catalog import ToolCatalog
 from tools.config import McpServerConfig

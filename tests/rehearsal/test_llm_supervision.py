@@ -23,8 +23,8 @@ from campaigns.basics import Tier
 from campaigns.memory import MemoryStore
 from npcs.campaign import Campaign
 from npcs.engines import CascadedEngine, FirstToken, TurnDone, TurnRequest
-from npcs.llm_health import LlmUnavailable
-from npcs.llm_server import LocalLlmServer, llama_cpp_available
+from npcs.inference.health import LlmUnavailable
+from npcs.inference.server import LocalLlmServer, llama_cpp_available
 from npcs.schema import NpcDefinition
 
 pytestmark = [

@@ -22,7 +22,7 @@ from bot.config import ProviderConfig
 from bot.speech import OpenAiStt, OpenAiTts
 from campaigns.basics import GlyphoxaError, Tier
 from npcs.engines import CascadedEngine, Sentence, TurnDone, TurnRequest
-from npcs.inference_http import InferencePool, RemoteOptions, remote_options
+from npcs.inference.pools import InferencePool, RemoteOptions, remote_options
 from npcs.schema import NpcDefinition, VoiceSettings
 
 from ..npcs.npcs_fake_openai import FakeOpenAI, Step

@@ -11,8 +11,8 @@ Layout of ``campaigns/<name>/``::
 :func:`scan_campaign` collects every problem of every file (plus cross-file ones such as a
 duplicate NPC name) without raising, and warnings about YAML that reads legally but probably
 not as meant (``campaigns.yamlhints``), for ``glyphoxa check``; :func:`load_campaign` raises one
-ContentError listing them all. Hot reload lives in :mod:`npcs.campaign_watch`; the records in
-:mod:`npcs.campaign_model`. Everything is re-exported here, so users need only this module.
+ContentError listing them all. Hot reload lives in :mod:`npcs.campaign.watch`; the records in
+:mod:`npcs.campaign.model`; :mod:`npcs.campaign` is the room's face.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from campaigns.basics import GlyphoxaError
 from campaigns.content import CampaignMeta, EntitiesFile, RandomTable
 from campaigns.yamlhints import yaml_warnings
 from campaigns.yamlio import ContentError, Issue, YamlDocument, load_model
-from npcs.campaign_checks import content_issues
-from npcs.campaign_model import (
+from npcs.campaign.checks import content_issues
+from npcs.campaign.model import (
     AUDIO_SUFFIXES,
     YAML_SUFFIXES,
     Campaign,
@@ -33,20 +33,9 @@ from npcs.campaign_model import (
     npc_files,
     unread_npc_files,
 )
-from npcs.campaign_watch import CampaignWatcher, NpcChange
 from npcs.schema import PROSE_LIST_FIELDS, NpcDefinition
 
-__all__ = [
-    "AUDIO_SUFFIXES",
-    "YAML_SUFFIXES",
-    "Campaign",
-    "CampaignScan",
-    "CampaignWatcher",
-    "NpcChange",
-    "load_campaign",
-    "npc_files",
-    "scan_campaign",
-]
+__all__ = ["load_campaign", "scan_campaign"]
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ from typing import Literal
 
 from campaigns.yamlhints import yaml_warnings
 from campaigns.yamlio import Issue, Loaded, YamlDocument, load_model
-from npcs.campaign_model import Campaign, looks_like_copy, npc_files
+from npcs.campaign.model import Campaign, looks_like_copy, npc_files
 from npcs.name_index import NameOwners
 from npcs.schema import PROSE_LIST_FIELDS, NpcDefinition
 

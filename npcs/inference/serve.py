@@ -1,8 +1,8 @@
-"""``python -m npcs.llm_serve``: llama-cpp-python's OpenAI-compatible server with our chat format.
+"""``python -m npcs.inference.serve``: llama-cpp-python's OpenAI-compatible server, our chat format.
 
 The same server as ``python -m llama_cpp.server`` (same flags), plus the ``glyphoxa-chatml``
 chat handler: tool rounds stream token by token, tool calls arrive as real ``tool_calls``
-deltas, and tool results are shown to the model (see :mod:`npcs.chatml_tools`). Only this
+deltas, and tool results are shown to the model (see :mod:`npcs.inference.chatml_tools`). Only this
 subprocess imports llama.cpp; the bot talks to it over HTTP like to any cloud endpoint.
 
 A one-token request is the bot's prompt warm-up (``prefill``): it gives way to any request
@@ -25,7 +25,7 @@ from typing import Any, cast
 import llama_cpp
 from llama_cpp import llama_chat_format, llama_grammar
 
-from npcs.chatml_tools import (
+from npcs.inference.chatml_tools import (
     CALL_OPEN,
     END_OF_TURN,
     Call,
@@ -34,7 +34,7 @@ from npcs.chatml_tools import (
     forced_call_prefix,
     render_prompt,
 )
-from npcs.llm_prefix_cache import PrefixCache
+from npcs.inference.prefix_cache import PrefixCache
 
 __all__ = ["CHAT_FORMAT", "chat_handler", "main"]
 

@@ -1,7 +1,7 @@
 """What a loaded campaign is: the :class:`Campaign` record and where its NPC files live.
 
-The bottom of the campaign modules: ``npcs.campaign_checks`` (cross-file rules),
-``npcs.campaign_watch`` (hot reload) and ``npcs.campaign`` (scanning a folder) all import this
+The bottom of the campaign modules: ``npcs.campaign.checks`` (cross-file rules),
+``npcs.campaign.watch`` (hot reload) and ``npcs.campaign`` (scanning a folder) all import this
 and none of them import each other's importers, so there is no import cycle.
 """
 

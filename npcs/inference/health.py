@@ -1,7 +1,7 @@
 """How an engine learns that its LLM cannot answer right now, and why, in one line.
 
-A supervised server (:class:`npcs.llm_server.LocalLlmServer`) knows when its process has died and
-what the fix is; an engine asks it before each request, so a turn fails at once with that line
+A supervised server (:class:`npcs.inference.server.LocalLlmServer`) knows when its process has died
+and what the fix is; an engine asks it before each request, so a turn fails at once with that line
 instead of waiting for a connection error, and after a connection error it asks again so the
 player-facing failure names the crash rather than "Connection error".
 """

@@ -3,7 +3,7 @@
 llama-cpp-python's ``chatml-function-calling`` cannot stream a round that offers tools (it first
 samples a grammar-constrained "message or function?" choice without streaming, then constrains
 the message itself), and its template never shows tool results to the model. The bundled server
-(:mod:`npcs.llm_serve`) uses this format instead: tools are described compactly at the end of
+(:mod:`npcs.inference.serve`) uses this format instead: tools are described compactly at the end of
 the first system message (so the stable prefix, persona plus tools, is cached per NPC), a call
 is written as ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>`` (the Hermes/Qwen
 convention), results come back as ``<tool_response>`` user turns, and the answer streams token

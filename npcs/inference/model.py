@@ -29,7 +29,7 @@ def llama_cpp_available() -> bool:
 
 
 def find_smollm2_gguf(folder: Path | None = None) -> Path:
-    """The bundled SmolLM2: set-up's faster Q8_0 copy (``npcs.llm_requant``; in ``folder``,
+    """The bundled SmolLM2: set-up's faster Q8_0 copy (``npcs.inference.requant``; in ``folder``,
     default the environment's) while it is newer than the package's file, else that file."""
     bundled = bundled_smollm2_gguf()
     copy = smollm2_copy_path(bundled, folder)
