@@ -226,7 +226,8 @@ class TiersConfig(_Strict):
     """The tier of a turn no rule decided."""
 
     def ceiling(self, tier: Tier) -> int:
-        return self.ceilings_ms.get(tier.label, DEFAULT_CEILINGS_MS[tier])  # type: ignore[call-overload]
+        ceiling: int = self.ceilings_ms.get(tier.label, DEFAULT_CEILINGS_MS[tier])  # type: ignore[call-overload]
+        return ceiling
 
 
 class DmVoiceConfig(_Strict):

@@ -46,7 +46,7 @@ async def _main(path: str, seconds: float, line: list[bytes], voiced: int) -> di
     try:
         from bot.bench.doubles.voice_loopback import LocalDaveGroup, LoopbackSpeaker
     except ModuleNotFoundError:  # the baseline tree keeps the loopback beside the receiver
-        from bot.voice.loopback import (  # type: ignore[import-not-found,no-redef]
+        from bot.voice.loopback import (  # type: ignore[no-redef]
             LocalDaveGroup,
             LoopbackSpeaker,
         )
@@ -73,7 +73,7 @@ async def _main(path: str, seconds: float, line: list[bytes], voiced: int) -> di
     lane = SpeakerLane("player", stt=_NoWords(), vad=SileroVad())
     dave = DaveReceiver(lambda: (bot, 1))
     if path == "before":
-        from bot.voice.speakers import SpeakerQueues  # type: ignore[import-not-found]
+        from bot.voice.speakers import SpeakerQueues
 
         receiver = VoiceReceiver(loop, SpeakerQueues(lambda f: lane.push(f.pcm)), dave=dave)
     else:

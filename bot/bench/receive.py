@@ -20,7 +20,7 @@ import statistics
 import struct
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from bot.bench.doubles.voice_loopback import LocalDaveGroup, LoopbackSpeaker
 from bot.bench.receive_paced import paced_cpu
@@ -72,7 +72,7 @@ class _Scenario:
     def receiver(
         self,
         loop: asyncio.AbstractEventLoop,
-        sink: Callable,
+        sink: Callable[[Sequence[VoiceFrame]], None],
         decoder: type[SpeakerDecoder] = SpeakerDecoder,
     ) -> VoiceReceiver:
         receiver = VoiceReceiver(
@@ -98,7 +98,7 @@ async def _handoff_us(scenario: _Scenario) -> tuple[float, int]:
     expected = len(scenario.datagrams)
     got = 0
 
-    def sink(frames: list[VoiceFrame]) -> None:
+    def sink(frames: Sequence[VoiceFrame]) -> None:
         nonlocal got
         got += len(frames)
         if got >= expected - 3 * len(scenario.ssrc_users):

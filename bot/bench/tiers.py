@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import gc
 import time
+from collections.abc import Callable
+from typing import Any
 
 from bot.bench.result import BenchResult
 from bot.bench.tier_corpus import LabelledLine, load_corpus, score
@@ -73,7 +75,9 @@ def _partials(text: str) -> list[str]:
     return [" ".join(words[: i + 1]) for i in range(len(words))]
 
 
-def _time_calls(calls: list[tuple], fn, rounds: int) -> tuple[list[float], list[float]]:
+def _time_calls(
+    calls: list[tuple[Any, ...]], fn: Callable[..., object], rounds: int
+) -> tuple[list[float], list[float]]:
     """Per-call wall time and thread CPU time in microseconds.
 
     CPU time excludes the moments the OS ran another process, which on a shared machine

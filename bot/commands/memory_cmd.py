@@ -48,7 +48,7 @@ def register(sub: Any) -> None:
     actions = memory.add_subparsers(dest="memory_command", metavar="ACTION", required=True)
 
     def action(name: str, text: str) -> argparse.ArgumentParser:
-        parser = actions.add_parser(name, help=text, description=text)
+        parser: argparse.ArgumentParser = actions.add_parser(name, help=text, description=text)
         _memory_options(parser, argparse.SUPPRESS)
         return parser
 

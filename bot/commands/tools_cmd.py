@@ -41,7 +41,7 @@ def register(sub: Any) -> None:
     actions = parser.add_subparsers(dest="tools_action", metavar="ACTION", required=True)
 
     def action(name: str, text: str) -> argparse.ArgumentParser:
-        child = actions.add_parser(name, help=text, description=text)
+        child: argparse.ArgumentParser = actions.add_parser(name, help=text, description=text)
         add_campaign_option(child, default=argparse.SUPPRESS)
         return child
 

@@ -37,7 +37,7 @@ async def check_opus(context: DoctorContext) -> str:
     t = np.arange(960) / 48_000
     tone = (np.sin(2 * math.pi * 440 * t) * 8000).astype(np.int16)
     pcm = np.repeat(tone, 2).tobytes()
-    decoder = discord.opus.Decoder()
+    decoder = discord.opus.Decoder()  # type: ignore[no-untyped-call]
     decoded = b""
     for _ in range(3):  # the codec needs a frame or two to settle
         decoded = decoder.decode(discord.opus.Encoder().encode(pcm, 960), fec=False)

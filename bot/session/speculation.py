@@ -93,7 +93,7 @@ class Speculation:
             )
             events = engine.respond(request)
             with on_its_way:
-                async with contextlib.aclosing(events):  # type: ignore[type-var]
+                async with contextlib.aclosing(events):
                     async for event in events:
                         self._queue.put_nowait(event)
                         if isinstance(event, Sentence | Filler) and not self.voiced:

@@ -195,7 +195,7 @@ class FasterWhisperStt:
     @classmethod
     async def load(cls, model: str | Path | None = None, **kwargs: object) -> FasterWhisperStt:
         """Load in a worker thread (a second or so) so the event loop keeps running."""
-        return await asyncio.to_thread(cls, model, **kwargs)  # type: ignore[arg-type]
+        return await asyncio.to_thread(cls, model, **kwargs)
 
     async def transcribe(
         self, audio: np.ndarray, *, partial: bool = False, vocabulary: Vocabulary | None = None

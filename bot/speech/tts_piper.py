@@ -108,11 +108,11 @@ class PiperTts:
 
         voice = self.voice_for(settings)
         factor = pitch_factor(settings.pitch_shift)
-        base_scale = voice.config.length_scale  # type: ignore[attr-defined]
+        base_scale = voice.config.length_scale
         config = SynthesisConfig(length_scale=base_scale * factor / settings.speed)
         if self.variation != 1.0:
-            config.noise_scale = voice.config.noise_scale * self.variation  # type: ignore[attr-defined]
-            config.noise_w_scale = voice.config.noise_w_scale * self.variation  # type: ignore[attr-defined]
-        for chunk in voice.synthesize(text, syn_config=config):  # type: ignore[attr-defined]
+            config.noise_scale = voice.config.noise_scale * self.variation
+            config.noise_w_scale = voice.config.noise_w_scale * self.variation
+        for chunk in voice.synthesize(text, syn_config=config):
             rate = round(chunk.sample_rate * factor)
             yield AudioChunk(chunk.audio_int16_bytes, rate)

@@ -351,7 +351,8 @@ class RealtimeEngine:
     @staticmethod
     def _filler_line(npc: Any) -> str:
         lines = list(npc.filler_lines) or list(DEFAULT_FILLERS)
-        return lines[0]
+        first: str = lines[0]
+        return first
 
     async def _run_tools(
         self, session: _Session, request: TurnRequest, calls: list[ToolCall]

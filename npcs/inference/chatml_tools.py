@@ -247,7 +247,7 @@ class ToolCallStream:
             self.dropped += 1
             log.info("dropped a tool call the model wrote: %s", payload[:200])
             return []
-        arguments = value.get("arguments", value.get("parameters", {}))  # type: ignore[union-attr]
+        arguments = value.get("arguments", value.get("parameters", {}))
         if isinstance(arguments, str):
             try:
                 arguments = json.loads(arguments)

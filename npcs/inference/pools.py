@@ -241,7 +241,8 @@ class TableGate(httpx2.AsyncBaseTransport):
 
     def _backoff(self, attempt: int) -> float:
         delay = min(self.options.backoff_s * 2**attempt, self.options.max_backoff_s)
-        return delay * (1 - 0.25 * random.random())
+        jittered: float = delay * (1 - 0.25 * random.random())
+        return jittered
 
     def _free(self) -> None:
         self.in_flight -= 1

@@ -320,7 +320,7 @@ def main() -> None:
     llama_chat_format.register_chat_completion_handler(CHAT_FORMAT)(chat_handler)
     from llama_cpp.server.__main__ import main as serve
 
-    serve()
+    serve()  # type: ignore[no-untyped-call]
 
 
 if __name__ == "__main__":

@@ -66,7 +66,8 @@ class RestartPolicy:
     """A connection that stayed up this long resets the restart count."""
 
     def backoff(self, attempt: int) -> float:
-        return min(self.max_backoff_s, self.initial_backoff_s * (2 ** max(0, attempt - 1)))
+        delay: float = min(self.max_backoff_s, self.initial_backoff_s * (2 ** max(0, attempt - 1)))
+        return delay
 
 
 class McpConnection:

@@ -78,7 +78,7 @@ async def _player_audio(
 
 async def _hear_clean(stt: Any, opus: list[bytes]) -> str:
     """The recognizer on a line's own audio, decoded in order without the network."""
-    decoder = discord.opus.Decoder()
+    decoder = discord.opus.Decoder()  # type: ignore[no-untyped-call]
     pcm = np.frombuffer(b"".join(decoder.decode(p, fec=False) for p in opus), dtype="<i2")
     mono = pcm.reshape(-1, 2).mean(axis=1).astype(np.float32) / 32768.0
     audio = soxr.resample(mono, 48000, 16000).astype(np.float32)

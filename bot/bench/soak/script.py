@@ -76,7 +76,10 @@ def _block(
 ) -> list[SoakEvent]:
     """One block of the night; every disruption at a fixed fraction of it. ``quick`` keeps
     every disruption and the lines that test it (12 addressed), and drops the rest."""
-    at = lambda fraction: start + fraction * length  # noqa: E731
+
+    def at(fraction: float) -> float:
+        return start + fraction * length
+
     events: list[SoakEvent] = []
 
     def talk(fraction: float, speaker: str, npc: str | None, *, overlap: bool = False,

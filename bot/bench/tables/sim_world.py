@@ -128,4 +128,5 @@ async def player_line() -> tuple[list[bytes], int]:
 
 def _to_48k(pcm: bytes, rate: int) -> np.ndarray:
     mono = np.frombuffer(pcm, "<i2").astype(np.float32)
-    return np.clip(soxr.resample(mono, rate, 48_000), -32768, 32767).astype("<i2")
+    line: np.ndarray = np.clip(soxr.resample(mono, rate, 48_000), -32768, 32767).astype("<i2")
+    return line
