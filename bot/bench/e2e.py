@@ -24,7 +24,7 @@ from pydantic import SecretStr
 
 from bot.bench.e2e_scenes import cause_summary, fast_scene
 from bot.bench.result import BenchResult
-from bot.config import ProviderConfig
+from bot.config_providers import LlmProvider
 from campaigns.basics import percentile
 
 __all__ = ["EXAMPLE_SCENE", "run_bench"]
@@ -192,7 +192,7 @@ def _with_instant_llm(config: Any) -> Any:
     """The same config with ``providers.llm`` pointed at the instant scripted server, whose
     address is filled in by :func:`_fast_set`."""
     return config.model_copy(update={"providers": config.providers.model_copy(
-        update={"llm": ProviderConfig(name="openai", base_url="instant", model="instant",
+        update={"llm": LlmProvider(name="openai", base_url="instant", model="instant",
                                       api_key=SecretStr("instant"))})})  # fmt: skip
 
 

@@ -13,9 +13,12 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeVar
 
-from bot.config import GlyphoxaConfig, ProviderConfig
+from bot.config import GlyphoxaConfig
+from bot.config_providers import LlmProvider
+from bot.config_providers import SttProvider as SttSection
+from bot.config_providers import TtsProvider as TtsSection
 from bot.metrics import METRICS, Metrics, start_metrics_server
 from bot.session.session import TableSession
 from bot.speech import FasterWhisperStt, Mixer, OpenAiStt, SttProvider, TtsProvider, VoiceRouter
@@ -24,7 +27,6 @@ from campaigns.basics import GlyphoxaError, Tier
 from campaigns.yamlio import ContentError
 from npcs.campaign import Campaign, load_campaign
 from npcs.campaign.checks import npc_voice_issue
-from npcs.context import MAX_SCENE_CHARS
 from npcs.engines import CascadedEngine, Engine
 from npcs.inference.pools import InferencePool
 from npcs.schema import EngineKind, NpcDefinition
@@ -41,19 +43,20 @@ __all__ = ["builtin_servers_for", "load_stt", "local_llm_server", "open_table"]
 log = logging.getLogger(__name__)
 
 Progress = Callable[[str], None]
+_T = TypeVar("_T")
 
 
-async def load_stt(provider: ProviderConfig, pool: InferencePool | None = None) -> SttProvider:
+async def load_stt(provider: SttSection, pool: InferencePool | None = None) -> SttProvider:
     """The configured recognizer, loaded off the event loop; a remote one goes through
     ``pool`` (pooled connections, this table's request limit, retries)."""
     if provider.name in ("faster-whisper", "whisper", "local"):
         options = provider.options
         return await FasterWhisperStt.load(
             provider.model,
-            cpu_threads=int(options.get("cpu_threads", 2)),
-            beam_size=int(options.get("beam_size", 1)),
-            window_s=float(options.get("window_s", 10.0)),
-            partial_window_s=float(options.get("partial_window_s", 10.0)),
+            cpu_threads=options.cpu_threads,
+            beam_size=options.beam_size,
+            window_s=options.window_s,
+            partial_window_s=options.partial_window_s,
         )
     if provider.name == "openai":
         return OpenAiStt(
@@ -67,7 +70,7 @@ async def load_stt(provider: ProviderConfig, pool: InferencePool | None = None) 
     )
 
 
-def local_llm_server(llm: ProviderConfig) -> LocalLlmServer:
+def local_llm_server(llm: LlmProvider) -> LocalLlmServer:
     """The bundled llama.cpp server as ``providers.llm.options`` set it up: ``model_path`` (a
     GGUF of your own; default SmolLM2), ``n_threads`` (1: speech recognition and the voices
     share the cores, so a second LLM thread slows answers on a small machine; ``glyphoxa bench
@@ -77,13 +80,12 @@ def local_llm_server(llm: ProviderConfig) -> LocalLlmServer:
     from npcs.inference.server import LocalLlmServer
 
     options = llm.options
-    model_path = options.get("model_path")
     return LocalLlmServer(
-        str(model_path) if model_path else None,
-        n_ctx=int(options.get("n_ctx", 2048)),
-        n_threads=int(options.get("n_threads", 1)),
-        cache=bool(options.get("prompt_cache", True)),
-        nice=int(options.get("nice", 10)),
+        options.model_path or None,
+        n_ctx=options.n_ctx,
+        n_threads=options.n_threads,
+        cache=options.prompt_cache,
+        nice=options.nice,
     )
 
 
@@ -199,9 +201,7 @@ async def open_table(
             dm_speakers=dm_speakers,
             session_title=title,
             speculate=_speculation_policy(config),
-            prefill=bool(
-                config.providers.llm.options.get("prefill", config.providers.llm.name == "local")
-            ),
+            prefill=_prefill_policy(config),
             memory_session_id=memory_session_id,
             turn_model=turn_model,
         )
@@ -230,7 +230,7 @@ def _refuse_missing_voices(campaign: Campaign, tts: TtsProvider) -> None:
         raise ContentError(issues)
 
 
-def _voices(tts: ProviderConfig, pool: InferencePool) -> VoiceRouter:
+def _voices(tts: TtsSection, pool: InferencePool) -> VoiceRouter:
     remote = pool.for_provider("tts", tts) if tts.name == "openai" else None
     return VoiceRouter.from_config(tts, client=remote)
 
@@ -241,7 +241,14 @@ def _speculation_policy(config: GlyphoxaConfig) -> bool:
     Every round streams (the bundled server too), so a dropped speculation is cancelled at
     once, and even then it leaves the prompt prefix in llama.cpp's cache for the real turn.
     """
-    return bool(config.providers.llm.options.get("speculate", True))
+    return config.providers.llm.options.speculate
+
+
+def _prefill_policy(config: GlyphoxaConfig) -> bool:
+    """Prompts evaluated ahead of turns (``providers.llm.options.prefill`` overrides): on for a
+    local llama.cpp server, off for cloud APIs (they cache prefixes themselves, bill requests)."""
+    llm = config.providers.llm
+    return llm.options.prefill if llm.options.prefill is not None else llm.name == "local"
 
 
 async def _engines(
@@ -266,7 +273,7 @@ async def _engines(
 
     llm = config.providers.llm
     local = llm.name == "local"
-    options: dict[str, Any] = dict(llm.options)
+    options = llm.options
     bundled = local and base_url is None and llm.base_url is None
     server = None
     if bundled:
@@ -284,7 +291,7 @@ async def _engines(
         model = llm.model or ("local" if local else "gpt-4o-mini")
     if bundled or pool is None:  # supervised local server: fail at once, never retry
         api_key = llm.api_key.get_secret_value() if llm.api_key else "not-needed"
-        timeout = float(options.get("timeout_s", 60.0))
+        timeout = options.timeout_s if options.timeout_s is not None else 60.0
         client = AsyncOpenAI(
             base_url=base_url or llm.base_url, api_key=api_key, max_retries=0, timeout=timeout
         )
@@ -296,18 +303,18 @@ async def _engines(
         model=model,
         host=host,
         # A 135M model may call tools round after round: two rounds keep rehearsals listenable.
-        max_depth=int(options.get("max_tool_depth", 2 if local else 4)),
-        stream_tool_rounds=bool(options.get("stream_tool_rounds", True)),
-        stop_at_speakers=bool(options.get("stop_at_speakers", local)),
+        max_depth=_or(options.max_tool_depth, 2 if local else 4),
+        stream_tool_rounds=options.stream_tool_rounds,
+        stop_at_speakers=_or(options.stop_at_speakers, local),
         max_stops=None if local else 4,
         # A shorter scene is evaluated faster, but a sliding window also breaks prefix reuse.
-        scene_chars=int(options.get("scene_chars", MAX_SCENE_CHARS)),
-        follow_up_scene=bool(options.get("follow_up_scene", True)),
-        retry_in_character=bool(options.get("retry_in_character", bundled)),
+        scene_chars=options.scene_chars,
+        follow_up_scene=options.follow_up_scene,
+        retry_in_character=_or(options.retry_in_character, bundled),
         health=server,
     )
     warm_up = None
-    if bool(options.get("warm_up", bundled)):
+    if _or(options.warm_up, bundled):
         warm_up = _warm_up_in_background(cascaded, list(npcs), stack)
     by_kind: dict[EngineKind, Engine] = {EngineKind.CASCADED: cascaded}
     _optional_engines(config, host, cascaded, by_kind)
@@ -316,6 +323,11 @@ async def _engines(
         return by_kind.get(npc.engine, cascaded)
 
     return resolve, warm_up
+
+
+def _or(written: _T | None, default: _T) -> _T:
+    """An option as written, or its default where it was left empty."""
+    return default if written is None else written
 
 
 def _warm_up_in_background(

@@ -16,7 +16,7 @@ import logging
 from collections.abc import AsyncIterator, Callable, Iterable
 from typing import TYPE_CHECKING
 
-from bot.config import ProviderConfig
+from bot.config_providers import TtsProvider as TtsSection
 from bot.speech.handle import SpeechHandle, SpeechResult
 from bot.speech.protocols import TtsProvider
 from bot.speech.tts_espeak import EspeakTts
@@ -70,7 +70,7 @@ class VoiceRouter:
 
     @classmethod
     def from_config(
-        cls, tts: ProviderConfig | None = None, *, client: AsyncOpenAI | None = None
+        cls, tts: TtsSection | None = None, *, client: AsyncOpenAI | None = None
     ) -> VoiceRouter:
         """Piper and espeak always; OpenAI when ``providers.tts`` names it (for its URL/key;
         ``client`` is a pooled one for it). ``options.all_voices: true`` sends Piper voices

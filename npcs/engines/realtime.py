@@ -20,7 +20,7 @@ import logging
 import time
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import openai
 from websockets.exceptions import ConnectionClosed
@@ -48,14 +48,39 @@ from tools.host.types import ToolCall
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
+    from pydantic import SecretStr
 
     from tools.host import ToolHost
 
-__all__ = ["DEFAULT_REALTIME_MODEL", "REALTIME_SAMPLE_RATE", "RealtimeEngine"]
+__all__ = ["DEFAULT_REALTIME_MODEL", "REALTIME_SAMPLE_RATE", "RealtimeEngine", "RealtimeSettings"]
 
 log = logging.getLogger(__name__)
 
 DEFAULT_REALTIME_MODEL = "gpt-realtime"
+
+
+class _RealtimeOptions(Protocol):
+    @property
+    def voice(self) -> str: ...
+
+    @property
+    def max_realtime_tier(self) -> Tier: ...
+
+
+class RealtimeSettings(Protocol):
+    """What the engine reads of ``providers.realtime`` (``bot.config_providers``)."""
+
+    @property
+    def model(self) -> str | None: ...
+
+    @property
+    def base_url(self) -> str | None: ...
+
+    @property
+    def api_key(self) -> SecretStr | None: ...
+
+    @property
+    def options(self) -> _RealtimeOptions: ...
 
 
 @dataclass
@@ -113,27 +138,27 @@ class RealtimeEngine:
 
     @classmethod
     def from_config(
-        cls, provider: Any, *, host: ToolHost | None = None, fallback: Engine | None = None
+        cls,
+        provider: RealtimeSettings,
+        *,
+        host: ToolHost | None = None,
+        fallback: Engine | None = None,
     ) -> RealtimeEngine:
         """From the ``providers.realtime`` section (``model``, ``base_url``, ``api_key``;
         ``options.voice``, ``options.max_realtime_tier``)."""
-        key = getattr(provider, "api_key", None)
-        base_url = getattr(provider, "base_url", None)
+        key = provider.api_key
+        base_url = provider.base_url
         if key is None and base_url is None:
             raise GlyphoxaError("providers.realtime needs an api_key (write ${OPENAI_API_KEY})")
         client = openai_client(key, base_url)
-        options = dict(getattr(provider, "options", {}) or {})
-        try:
-            max_tier = Tier.parse(str(options.get("max_realtime_tier", "standard")))
-        except ValueError as error:
-            raise GlyphoxaError(f"providers.realtime.options.max_realtime_tier: {error}") from None
+        options = provider.options
         return cls(
             client,
             model=provider.model or DEFAULT_REALTIME_MODEL,
             host=host,
             fallback=fallback,
-            max_realtime_tier=max_tier,
-            voice=str(options.get("voice", "alloy")),
+            max_realtime_tier=options.max_realtime_tier,
+            voice=options.voice,
         )
 
     async def aclose(self) -> None:

@@ -25,20 +25,25 @@ import email.utils
 import logging
 import random
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, fields, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx2
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from pydantic import SecretStr
 
-from campaigns.basics import GlyphoxaError
-
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
-__all__ = ["InferencePool", "RemoteOptions", "TableGate", "remote_options"]
+__all__ = [
+    "InferencePool",
+    "RemoteOptions",
+    "RemoteProvider",
+    "RemoteSettings",
+    "TableGate",
+    "remote_options",
+]
 
 log = logging.getLogger(__name__)
 
@@ -75,26 +80,53 @@ DEFAULTS = {
 }
 
 
-def remote_options(service: str, options: Mapping[str, Any]) -> RemoteOptions:
-    """``providers.<service>.options`` -> :class:`RemoteOptions` (other keys are ignored: the
-    provider reads them); a bad value is an error naming the key."""
+class RemoteSettings(Protocol):
+    """What the pools read of ``providers.<service>.options`` (``bot.config_providers``
+    validates them at load): each is None where the service's default applies."""
+
+    @property
+    def timeout_s(self) -> float | None: ...
+
+    @property
+    def connect_timeout_s(self) -> float | None: ...
+
+    @property
+    def retries(self) -> int | None: ...
+
+    @property
+    def backoff_s(self) -> float | None: ...
+
+    @property
+    def max_backoff_s(self) -> float | None: ...
+
+    @property
+    def per_table(self) -> int | None: ...
+
+    @property
+    def pool_size(self) -> int | None: ...
+
+
+class RemoteProvider(Protocol):
+    """A ``providers.<service>`` section as the pools read it."""
+
+    @property
+    def base_url(self) -> str | None: ...
+
+    @property
+    def api_key(self) -> SecretStr | None: ...
+
+    @property
+    def options(self) -> RemoteSettings: ...
+
+
+def remote_options(service: str, options: RemoteSettings) -> RemoteOptions:
+    """``providers.<service>.options`` over the service's defaults (:data:`DEFAULTS`)."""
     base = DEFAULTS.get(service, RemoteOptions())
     changes: dict[str, Any] = {}
     for spec in fields(RemoteOptions):
-        if spec.name not in options:
-            continue
-        raw = options[spec.name]
-        kind = int if spec.name in ("retries", "per_table", "pool_size") else float
-        try:
-            value = kind(raw)
-        except (TypeError, ValueError):
-            raise GlyphoxaError(
-                f"providers.{service}.options.{spec.name} must be a number, not {raw!r}"
-            ) from None
-        lowest = 0 if spec.name in ("retries", "backoff_s", "max_backoff_s") else 1e-3
-        if value < lowest:
-            raise GlyphoxaError(f"providers.{service}.options.{spec.name} is too small: {raw}")
-        changes[spec.name] = value
+        value = getattr(options, spec.name)
+        if value is not None:
+            changes[spec.name] = value
     return replace(base, **changes)
 
 
@@ -159,7 +191,7 @@ class InferencePool:
         )
 
     def for_provider(
-        self, service: str, provider: Any, *, base_url: str | None = None
+        self, service: str, provider: RemoteProvider, *, base_url: str | None = None
     ) -> AsyncOpenAI:
         """A table's client for a ``providers.<service>`` section (``name``, ``base_url``,
         ``api_key``, ``options``); ``base_url`` overrides; OpenAI's API when neither is set."""

@@ -179,15 +179,17 @@ async def test_audio_input_is_appended_and_committed(host) -> None:
 
 
 async def test_from_config_uses_provider_settings(host) -> None:
-    from bot.config import ProviderConfig
+    from bot.config_providers import RealtimeProvider
 
     async with FakeRealtime(lambda _: Reply(transcript="Yes.", audio_chunks=1)) as server:
-        provider = ProviderConfig(
-            name="openai",
-            model="gpt-realtime-mini",
-            base_url=server.base_url,
-            api_key="secret-key",
-            options={"voice": "verse", "max_realtime_tier": "fast"},
+        provider = RealtimeProvider.model_validate(
+            dict(
+                name="openai",
+                model="gpt-realtime-mini",
+                base_url=server.base_url,
+                api_key="secret-key",
+                options={"voice": "verse", "max_realtime_tier": "fast"},
+            )
         )
         engine = RealtimeEngine.from_config(provider, host=host)
         npc = NpcDefinition(name="Guard", personality="A guard.", tools=["roll_die"])

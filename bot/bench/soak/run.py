@@ -32,7 +32,8 @@ from bot.bench.result import BenchResult
 from bot.bench.soak.night import ANSWER_TIMEOUT_S, Night, Progress, play_script, rss_mb
 from bot.bench.soak.report import SoakReport
 from bot.bench.soak.script import PLAYERS, Action, Line, night, players_at_start
-from bot.config import GlyphoxaConfig, ProviderConfig
+from bot.config import GlyphoxaConfig
+from bot.config_providers import LlmProvider
 from bot.discord_bot.runtime import TableParts, TableRuntime
 from bot.metrics import Metrics
 from bot.speech import PiperTts
@@ -89,7 +90,7 @@ async def _hear_clean(stt: Any, opus: list[bytes]) -> str:
 def _config(llm_url: str) -> GlyphoxaConfig:
     config = GlyphoxaConfig()
     key = SecretStr("instant")
-    llm = ProviderConfig(name="openai", base_url=llm_url, model="instant", api_key=key)
+    llm = LlmProvider(name="openai", base_url=llm_url, model="instant", api_key=key)
     # Turns are matched to the line that named the NPC: no continuations without a name.
     tiers = config.tiers.model_copy(update={"continuation_window_s": 0.0})
     campaign = config.campaign.model_copy(update={"path": str(EXAMPLE), "hot_reload": False})
