@@ -111,7 +111,7 @@ def register(sub: Any) -> None:
 @contextlib.asynccontextmanager
 async def _memory(args: argparse.Namespace, *, write: bool = False) -> AsyncIterator[MemoryStore]:
     """The configured store; a read opens no file that does not exist yet."""
-    from bot.memory_access import memory_url_for_reading, open_memory
+    from bot.assembly.memory import memory_url_for_reading, open_memory
 
     config = load_config(args)
     url = args.url or config.memory.url

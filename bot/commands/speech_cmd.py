@@ -52,7 +52,7 @@ def register(sub: Any) -> None:
 
 
 async def _transcribe(args: argparse.Namespace) -> int:
-    from bot.session.build import load_stt
+    from bot.assembly.providers import load_stt
     from bot.speech import (
         FRAME_BYTES,
         Backchannel,

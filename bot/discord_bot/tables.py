@@ -33,7 +33,7 @@ def configured_tables(
     async def open_configured_table(
         campaign: str | None, *, memory_session_id: str | None = None
     ) -> TableParts:
-        from bot.session.build import open_table
+        from bot.assembly.table import open_table
 
         loop = asyncio.get_running_loop()
         ready: asyncio.Future[Any] = loop.create_future()

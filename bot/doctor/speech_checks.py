@@ -125,7 +125,7 @@ async def check_vad(context: DoctorContext) -> str:
 
 async def check_stt(context: DoctorContext) -> str:
     """The configured recognizer loads and hears the sample line."""
-    from bot.session.build import load_stt
+    from bot.assembly.providers import load_stt
 
     sample = _need_sample(context)
     try:

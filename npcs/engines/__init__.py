@@ -16,7 +16,6 @@ from npcs.engines.events import (
     TurnDone,
     TurnRequest,
 )
-from npcs.engines.factory import EngineSet, build_engines, make_openai_client
 from npcs.engines.realtime import RealtimeEngine
 from npcs.engines.sentence_cascade import SentenceCascadeEngine
 
@@ -25,7 +24,6 @@ __all__ = [
     "CascadedEngine",
     "Engine",
     "EngineEvent",
-    "EngineSet",
     "Filler",
     "FirstToken",
     "RealtimeEngine",
@@ -35,6 +33,4 @@ __all__ = [
     "ToolsUsed",
     "TurnDone",
     "TurnRequest",
-    "build_engines",
-    "make_openai_client",
 ]

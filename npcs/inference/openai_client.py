@@ -11,12 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import SecretStr
 
-from campaigns.basics import GlyphoxaError
-
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
-__all__ = ["make_openai_client", "openai_client"]
+__all__ = ["openai_client"]
 
 #: Sent when no key is configured: local OpenAI-compatible servers ignore it.
 _NO_KEY = "not-needed"
@@ -26,30 +24,21 @@ def openai_client(
     api_key: SecretStr | str | None,
     base_url: str | None = None,
     *,
-    timeout_s: float | None = None,
+    timeout_s: float | Any | None = None,
     max_retries: int = 1,
+    http_client: Any = None,
 ) -> AsyncOpenAI:
-    """An ``AsyncOpenAI``; ``timeout_s`` None keeps the SDK's default timeout."""
+    """An ``AsyncOpenAI``; ``timeout_s`` None keeps the SDK's default timeout (a float, or an
+    ``httpx`` timeout); ``http_client`` is a pooled one (``npcs.inference.pools``)."""
     import openai
 
     key = api_key.get_secret_value() if isinstance(api_key, SecretStr) else api_key
     timeout: Any = openai.NOT_GIVEN if timeout_s is None else timeout_s
+    extra: dict[str, Any] = {} if http_client is None else {"http_client": http_client}
     return openai.AsyncOpenAI(
-        api_key=key or _NO_KEY, base_url=base_url or None, timeout=timeout, max_retries=max_retries
+        api_key=key or _NO_KEY,
+        base_url=base_url or None,
+        timeout=timeout,
+        max_retries=max_retries,
+        **extra,
     )
-
-
-def make_openai_client(provider: Any, *, base_url: str | None = None) -> AsyncOpenAI:
-    """An ``AsyncOpenAI`` for a provider section of glyphoxa.yaml (``name``, ``model``,
-    ``base_url``, ``api_key`` as SecretStr). ``base_url`` overrides (the local server's).
-
-    Raises:
-        GlyphoxaError: the section has neither an ``api_key`` nor a ``base_url``.
-    """
-    key = getattr(provider, "api_key", None)
-    url = base_url or getattr(provider, "base_url", None)
-    if key is None and url is None:
-        raise GlyphoxaError(
-            f"provider {provider.name!r} needs an api_key (write ${{OPENAI_API_KEY}}) or a base_url"
-        )
-    return openai_client(key, url)

@@ -33,6 +33,8 @@ import httpx2
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from pydantic import SecretStr
 
+from npcs.inference.openai_client import openai_client
+
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
@@ -49,7 +51,6 @@ log = logging.getLogger(__name__)
 
 #: Answers worth another try: rate limited, or the server (or a proxy before it) failed.
 RETRY_STATUS = frozenset({408, 429, 500, 502, 503, 504})
-_NO_KEY = "not-needed"
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 
 
@@ -177,16 +178,13 @@ class InferencePool:
         options: RemoteOptions,
     ) -> AsyncOpenAI:
         """An SDK client for one table and one service (its own :class:`TableGate`)."""
-        import openai
-
         gate = TableGate(self.transport(base_url, options.pool_size), options, service, self)
         timeout = httpx2.Timeout(options.timeout_s, connect=options.connect_timeout_s)
-        key = api_key.get_secret_value() if isinstance(api_key, SecretStr) else api_key
-        return openai.AsyncOpenAI(
-            api_key=key or _NO_KEY,
-            base_url=base_url,
+        return openai_client(
+            api_key,
+            base_url,
             max_retries=0,  # the gate retries, with our limits
-            timeout=timeout,
+            timeout_s=timeout,
             http_client=httpx2.AsyncClient(transport=gate, timeout=timeout),
         )
 

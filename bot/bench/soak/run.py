@@ -162,7 +162,7 @@ async def _play(
     report: SoakReport,
     say: Progress,
 ) -> SoakReport:
-    from bot.session.build import open_table
+    from bot.assembly.table import open_table
 
     for name in [*players_at_start(), "Dungeon Master"]:
         await local.player_joins(next(u for u, n in local.players.items() if n == name))

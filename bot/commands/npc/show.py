@@ -98,9 +98,9 @@ def _list(args: argparse.Namespace) -> int:
 
 
 async def _show(args: argparse.Namespace) -> int:
-    from bot.memory_access import memory_url_for_reading, open_memory
+    from bot.assembly.memory import memory_url_for_reading, open_memory
+    from bot.assembly.table import builtin_servers_for
     from bot.npc_view import build_npc_view
-    from bot.session.build import builtin_servers_for
     from bot.tool_inspection import cli_tool_host
     from campaigns.basics import GlyphoxaError, Tier
 

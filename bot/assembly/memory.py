@@ -69,22 +69,23 @@ async def open_memory(
     from campaigns.content import EntitiesFile
     from campaigns.memory import LlmSummarizer, MemoryStore, OpenAIEmbeddings
     from campaigns.yamlio import load_model
+    from npcs.inference.openai_client import openai_client
 
     embeddings = None
     provider = config.providers.embeddings
     if provider is not None:
         embeddings = OpenAIEmbeddings(
+            openai_client(provider.api_key, provider.base_url, timeout_s=10.0, max_retries=1),
             model=provider.model or "text-embedding-3-small",
-            base_url=provider.base_url,
-            api_key=provider.api_key.get_secret_value() if provider.api_key else None,
+            owns_client=True,
         )
     summarizer = None
     llm = config.providers.llm
     if summarize and (llm.name == "openai" or llm.base_url):
-        summarizer = LlmSummarizer.create(
-            model=llm.model or "gpt-4o-mini",
-            base_url=llm.base_url,
-            api_key=llm.api_key.get_secret_value() if llm.api_key else None,
+        summarizer = LlmSummarizer(
+            openai_client(llm.api_key, llm.base_url, timeout_s=60.0, max_retries=1),
+            llm.model or "gpt-4o-mini",
+            owns_client=True,
         )
     try:
         store = await MemoryStore.open(
