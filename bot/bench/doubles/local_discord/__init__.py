@@ -1,4 +1,4 @@
-"""A local Discord speaking the real wire protocols: for tests, rehearsals and the soak bench.
+"""A local Discord speaking the real wire protocols: for the tests and the soak bench.
 
 Only what this machine cannot reach (Discord's servers) is replaced; the bot side is discord.py
 and Glyphoxa's own voice client, unchanged.
