@@ -19,7 +19,7 @@ import argparse
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from bot.config import GlyphoxaConfig
@@ -29,6 +29,7 @@ __all__ = [
     "CAMPAIGN_HELP",
     "CONFIG_HELP",
     "TIER_NAMES",
+    "Subcommands",
     "add_campaign_option",
     "add_global_options",
     "add_json_option",
@@ -40,6 +41,14 @@ __all__ = [
     "share_global_options",
     "walk_parsers",
 ]
+
+
+class Subcommands(Protocol):
+    """What a command module's ``register`` receives: argparse's subparsers (or the recorder
+    that notes what each module adds)."""
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser: ...
+
 
 CONFIG_HELP = (
     "config file to read (default: $GLYPHOXA_CONFIG, else ./glyphoxa.yaml, else the built-in "

@@ -14,7 +14,7 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
-from bot.commands._options import plain
+from bot.commands._options import Subcommands, plain
 
 if TYPE_CHECKING:
     from bot.bench.result import BenchResult
@@ -38,7 +38,7 @@ _ON_REQUEST = ("e2e", "soak", "tables")
 """Long runs: only when named."""
 
 
-def register(sub: Any) -> None:
+def register(sub: Subcommands) -> None:
     parser = sub.add_parser(
         "bench",
         help="run benchmarks of the hot paths (for developers)",

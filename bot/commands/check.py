@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bot.commands._options import (
+    Subcommands,
     add_campaign_option,
     add_json_option,
     missing_campaign_message,
@@ -193,7 +194,7 @@ def _summary(problems: int, warnings: int, strict: bool) -> str:
     return text
 
 
-def register(sub: Any) -> None:
+def register(sub: Subcommands) -> None:
     parser = sub.add_parser(
         "check",
         help="validate glyphoxa.yaml and the campaign (NPCs, entities, tables)",

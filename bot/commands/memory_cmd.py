@@ -18,7 +18,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bot.commands._options import add_campaign_option, add_json_option, load_config, plain
+from bot.commands._options import (
+    Subcommands,
+    add_campaign_option,
+    add_json_option,
+    load_config,
+    plain,
+)
 
 if TYPE_CHECKING:
     from campaigns.memory import MemoryStore
@@ -37,7 +43,7 @@ def _memory_options(parser: argparse.ArgumentParser, default: Any) -> None:
     add_campaign_option(parser, default=default)
 
 
-def register(sub: Any) -> None:
+def register(sub: Subcommands) -> None:
     memory = sub.add_parser(
         "memory",
         help="search and maintain the campaign memory",

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from bot.commands._options import (
     TIER_NAMES,
+    Subcommands,
     add_campaign_option,
     add_json_option,
     load_campaign,
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
 __all__ = ["register"]
 
 
-def register(sub: Any) -> None:
+def register(sub: Subcommands) -> None:
     tier = sub.add_parser("tier", help="which latency tier a line gets, and the tools it allows")
     tier.add_argument("text", help="what a player says")
     tier.add_argument("--npc", metavar="NAME", help="apply this NPC's budget and whitelist")

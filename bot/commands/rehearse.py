@@ -11,14 +11,13 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
-from bot.commands._options import add_campaign_option, load_config, plain
+from bot.commands._options import Subcommands, add_campaign_option, load_config, plain
 
 __all__ = ["register"]
 
 
-def register(sub: Any) -> None:
+def register(sub: Subcommands) -> None:
     parser = sub.add_parser(
         "rehearse",
         help="run a scene script through the whole pipeline offline and report latency",

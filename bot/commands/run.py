@@ -14,14 +14,14 @@ import logging
 import signal
 from typing import Any
 
-from bot.commands._options import add_campaign_option, load_config, plain
+from bot.commands._options import Subcommands, add_campaign_option, load_config, plain
 
 __all__ = ["register"]
 
 log = logging.getLogger(__name__)
 
 
-def register(sub: Any) -> None:
+def register(sub: Subcommands) -> None:
     parser = sub.add_parser(
         "run",
         help="run the Discord bot",

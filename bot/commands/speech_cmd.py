@@ -15,14 +15,20 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bot.commands._options import add_campaign_option, add_json_option, load_campaign, load_config
+from bot.commands._options import (
+    Subcommands,
+    add_campaign_option,
+    add_json_option,
+    load_campaign,
+    load_config,
+)
 
 __all__ = ["register"]
 
 log = logging.getLogger(__name__)
 
 
-def register(sub: Any) -> None:
+def register(sub: Subcommands) -> None:
     transcribe = sub.add_parser("transcribe", help="transcribe a recording like a live player")
     transcribe.add_argument("file", type=Path, help="audio file (WAV; other formats via PyAV)")
     transcribe.add_argument("--partials", action="store_true", help="also print partials, live")

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from bot.commands._options import (
     TIER_NAMES,
+    Subcommands,
     add_campaign_option,
     add_json_option,
     load_campaign,
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
 __all__ = ["register", "tool_table"]
 
 
-def register(sub: Any) -> None:
+def register(sub: Subcommands) -> None:
     parser = sub.add_parser(
         "tools",
         help="list, call and calibrate tools (built-in and MCP)",

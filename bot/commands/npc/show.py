@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from bot.commands._options import (
     TIER_NAMES,
+    Subcommands,
     add_campaign_option,
     add_json_option,
     load_campaign,
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
 __all__ = ["register"]
 
 
-def register(group: Any) -> None:
+def register(group: Subcommands) -> None:
     description = plain(__doc__)
     listing = group.add_parser(
         "list",
