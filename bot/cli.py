@@ -23,7 +23,7 @@ from typing import NoReturn
 
 from bot.commands import CommandEntry, grouped, register_modules
 from bot.commands._options import add_global_options, share_global_options
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 
 __all__ = ["build_parser", "main"]
 

@@ -10,8 +10,15 @@ from typing import Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationInfo, field_validator
 
+from bot.config_providers import (
+    EmbeddingsProvider,
+    LlmProvider,
+    RealtimeProvider,
+    SttProvider,
+    TtsProvider,
+)
+from campaigns.basics import DEFAULT_CEILINGS_MS, Tier
 from tools.config import BuiltinToolsConfig, McpConfig
-from tools.tiers import DEFAULT_CEILINGS_MS, Tier
 
 __all__ = [
     "CampaignRef",
@@ -21,7 +28,6 @@ __all__ = [
     "LoggingConfig",
     "MemoryConfig",
     "MetricsConfig",
-    "ProviderConfig",
     "ProvidersConfig",
     "SpeechConfig",
     "TiersConfig",
@@ -65,43 +71,21 @@ class DiscordConfig(_Strict):
         return dm_admins
 
 
-class ProviderConfig(_Strict):
-    """One model provider. ``name`` picks the implementation; the rest configures it."""
-
-    name: str
-    """Which implementation: ``local`` (the bundled llama.cpp server; with ``base_url``, a
-    server of your own), ``openai`` (any OpenAI-compatible API), ``faster-whisper`` (local
-    speech recognition), ``piper`` or ``espeak`` (local voices)."""
-    model: str | None = None
-    """The model's name as its server knows it (``gpt-4o-mini``, ``qwen2.5:7b``), or a local
-    model (a Whisper size or folder, a Piper voice file); empty: the provider's default."""
-    base_url: str | None = None
-    """The server's OpenAI-compatible API (``http://localhost:11434/v1``); empty: OpenAI's for
-    ``openai``, the bundled server for ``local``."""
-    api_key: SecretStr | None = None
-    """The server's key; write ``${OPENAI_API_KEY}`` and keep the value in the environment."""
-    options: dict[str, str | int | float | bool] = Field(default_factory=dict)
-    """Provider settings (timeouts, retries, model paths, ...): see the shipped
-    ``glyphoxa.yaml`` for each provider's list."""
-
-
 class ProvidersConfig(_Strict):
-    llm: ProviderConfig = Field(
-        default_factory=lambda: ProviderConfig(name="local", model="smollm2")
-    )
+    llm: LlmProvider = Field(default_factory=lambda: LlmProvider(name="local", model="smollm2"))
     """``local`` starts the bundled llama.cpp server; ``openai`` is any OpenAI-compatible API."""
-    stt: ProviderConfig = Field(
-        default_factory=lambda: ProviderConfig(name="faster-whisper", model="tiny.en")
+    stt: SttProvider = Field(
+        default_factory=lambda: SttProvider(name="faster-whisper", model="tiny.en")
     )
     """Speech recognition: ``faster-whisper`` (local, ``tiny.en`` bundled) or ``openai`` (any
     server with OpenAI's transcription API)."""
-    tts: ProviderConfig = Field(default_factory=lambda: ProviderConfig(name="piper"))
+    tts: TtsProvider = Field(default_factory=lambda: TtsProvider(name="piper"))
     """Voices: ``piper`` (local), ``espeak`` or ``openai`` (any server with OpenAI's speech
     API); each NPC's ``voice.provider`` picks among those available."""
-    realtime: ProviderConfig | None = None
+    realtime: RealtimeProvider | None = None
     """Speech to speech for NPCs with ``engine: realtime`` (OpenAI Realtime); empty: they
     answer through the cascaded engine."""
-    embeddings: ProviderConfig | None = None
+    embeddings: EmbeddingsProvider | None = None
     """An OpenAI-compatible embeddings endpoint for recall by meaning in campaign memory;
     empty: keyword search only."""
 
@@ -226,7 +210,8 @@ class TiersConfig(_Strict):
     """The tier of a turn no rule decided."""
 
     def ceiling(self, tier: Tier) -> int:
-        return self.ceilings_ms.get(tier.label, DEFAULT_CEILINGS_MS[tier])  # type: ignore[call-overload]
+        ceiling: int = self.ceilings_ms.get(tier.label, DEFAULT_CEILINGS_MS[tier])  # type: ignore[call-overload]
+        return ceiling
 
 
 class DmVoiceConfig(_Strict):

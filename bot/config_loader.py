@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.config import GlyphoxaConfig
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 from campaigns.yamlio import Issue, Loaded, YamlDocument, load_model
 
 __all__ = [

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.config import LoggingConfig
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 
 __all__ = ["JsonLinesFormatter", "configure_logging", "reset_logging"]
 
@@ -92,7 +92,7 @@ class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
     def __init__(self) -> None:
         super().__init__(sys.stderr)
 
-    @property  # type: ignore[override]
+    @property
     def stream(self) -> Any:
         return sys.stderr
 

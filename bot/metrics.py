@@ -88,7 +88,7 @@ class Metrics:
             registry=reg,
         )
         self.packets = _PacketCounts()
-        reg.register(self.packets)  # type: ignore[arg-type]
+        reg.register(self.packets)
         self.active_speakers = Gauge(
             "glyphoxa_active_speakers", "Players currently speaking.", registry=reg
         )
@@ -144,14 +144,14 @@ class Metrics:
         """
         bridge = _RegistryBridge(registry)
         try:
-            self.registry.register(bridge)  # type: ignore[arg-type]
+            self.registry.register(bridge)
         except ValueError as error:
             log.info("metrics of a second table are not exposed: %s", error)
             return lambda: None
 
         def detach() -> None:
             with contextlib.suppress(KeyError):
-                self.registry.unregister(bridge)  # type: ignore[arg-type]
+                self.registry.unregister(bridge)
 
         return detach
 
@@ -260,7 +260,7 @@ def start_metrics_server(config: MetricsConfig, metrics: Metrics = METRICS) -> M
     try:
         server, thread = start_http_server(config.port, addr=config.host, registry=metrics.registry)
     except OSError as error:
-        from campaigns.errors import GlyphoxaError
+        from campaigns.basics import GlyphoxaError
 
         raise GlyphoxaError(
             f"cannot serve metrics on {config.host}:{config.port}: {error.strerror or error}; "

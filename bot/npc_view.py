@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from bot.config import GlyphoxaConfig
+    from campaigns.basics import Tier
     from npcs.campaign import Campaign
     from npcs.schema import NpcDefinition
     from tools.host import ToolHost
-    from tools.tiers import Tier
 
 __all__ = ["MemoryView", "NpcView", "TierView", "build_npc_view", "npc_summary"]
 

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bot.schemas import schema_file_name, schema_text
+from campaigns.basics import GlyphoxaError
 from campaigns.content import slugify
-from campaigns.errors import GlyphoxaError
 from campaigns.yamlio import ContentError, load_model
 from npcs.campaign import npc_files
 from npcs.schema import NpcDefinition

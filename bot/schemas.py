@@ -14,8 +14,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from bot.config import GlyphoxaConfig
+from campaigns.basics import GlyphoxaError
 from campaigns.content import CampaignMeta, EntitiesFile, RandomTable
-from campaigns.errors import GlyphoxaError
 from npcs.schema import NpcDefinition
 
 __all__ = ["DRAFT_2020_12", "SCHEMA_MODELS", "json_schema", "schema_file_name", "schema_text"]

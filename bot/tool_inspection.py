@@ -35,10 +35,10 @@ def cli_tool_host(
         persist: Save calibration and tool listings (``tools call``, ``tools calibrate``);
             False for commands that only look.
     """
-    from bot.memory_access import memory_url_for_reading
+    from bot.assembly.memory import memory_url_for_reading
+    from campaigns.basics import Tier
     from tools.builtin import build_tool_context, create_builtin_servers
     from tools.host import ToolHost
-    from tools.tiers import Tier
 
     memory_url, _missing = memory_url_for_reading(config.memory.url)
     context = build_tool_context(

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 
 __all__ = ["MERGE_TAG", "ContentError", "Issue", "Loc", "Severity", "YamlDocument"]
 
@@ -147,7 +147,8 @@ def _child(
 
 
 def _scalar_matches(key_node: ScalarNode, part: str | int) -> bool:
-    return key_node.value == str(part)
+    matches: bool = key_node.value == str(part)
+    return matches
 
 
 def _child_value(doc: YamlDocument, found: list[str | int]) -> Node | None:

@@ -70,7 +70,7 @@ class CountingLoader(yaml.SafeLoader):
         self.node_count = 0
         self._depth = 0
 
-    def compose_node(self, parent: Node | None, index: Any) -> Node | None:  # type: ignore[override]
+    def compose_node(self, parent: Node | None, index: Any) -> Node | None:
         if self.check_event(yaml.AliasEvent):
             self.alias_count += 1
             if self.alias_count > MAX_ALIASES:
@@ -78,18 +78,18 @@ class CountingLoader(yaml.SafeLoader):
                     f"more than {MAX_ALIASES} aliases; refusing a possible alias bomb",
                     self._here(),
                 )
-            return super().compose_node(parent, index)  # type: ignore[no-any-return]
+            return super().compose_node(parent, index)
         self.node_count += 1
         self._depth += 1
         try:
             if self._depth > MAX_DEPTH + 1:
                 raise Refused(f"nesting deeper than {MAX_DEPTH} levels", self._here())
-            return super().compose_node(parent, index)  # type: ignore[no-any-return]
+            return super().compose_node(parent, index)
         finally:
             self._depth -= 1
 
     def _here(self) -> Node:
-        event = self.peek_event()
+        event = self.peek_event()  # type: ignore[no-untyped-call]
         return ScalarNode("", "", event.start_mark, event.end_mark)
 
 

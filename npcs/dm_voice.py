@@ -22,9 +22,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from campaigns.basics import Tier
 from npcs.addressing import NameMention
 from npcs.name_index import ARTICLES, WORD
-from tools.tiers import Tier
 
 __all__ = ["DmCommandParser", "DmVoiceCommand"]
 

@@ -18,7 +18,7 @@ import functools
 import logging
 from pathlib import Path
 
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 
 __all__ = ["TITLES", "edit_distance", "everyday_words", "is_everyday", "name_parts"]
 

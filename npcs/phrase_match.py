@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 
 __all__ = ["PhraseHit", "PhraseMatcher", "TierPhrases", "compile_phrases", "negated_by"]
 

@@ -10,8 +10,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from campaigns.basics import TierName
 from campaigns.content import ApprovalMode, ToolApproval
-from tools.tiers import TierName
 
 __all__ = [
     "PROSE_LIST_FIELDS",
@@ -75,7 +75,7 @@ class NpcDefinition(_Strict):
     """Who the NPC is and how they talk; the heart of the system prompt."""
     voice: VoiceSettings = Field(default_factory=VoiceSettings)
     engine: EngineKind = EngineKind.CASCADED
-    budget_tier: TierName = Field(default="standard", validate_default=True)  # type: ignore[assignment]
+    budget_tier: TierName = Field(default="standard", validate_default=True)
     """Slowest tool tier this NPC may use unless the DM lifts it (fast, standard, deep)."""
     tools: list[str] = Field(default_factory=list)
     """Whitelist of tool names this NPC may call; empty means none."""

@@ -1,4 +1,4 @@
-"""The default phrase lists of the tier selector, written from the tier map (DESIGN.md section 4).
+"""The default phrase lists of the tier selector, written from the tier map (running-a-table.md).
 
 FAST has no list: it is what is left (greetings, orders, prices, haggling, reactions, dice, and
 the players' own table talk: "who's up next?" is not a lore question).

@@ -1,11 +1,12 @@
 """Latency tier of a turn, chosen without an LLM in microseconds on every STT partial.
 
-DESIGN.md section 4: DM override > DEEP phrases (a second DEEP within ``deep_interval_s`` is
-demoted to STANDARD) > queue depth >= threshold -> FAST > STANDARD phrases > first turn of a
-conversation -> STANDARD > default (FAST). Effective tier = min(NPC budget, selected) unless a DM
-override lifts the ceiling. ``select`` is pure so it can run on every partial; ``commit`` records a
-final turn (DEEP history, conversation start); ``explain`` says how each rule judged a line.
-The phrase lists are in ``npcs.tier_phrases``, their syntax and negation in ``npcs.phrase_match``.
+The tier map (docs/running-a-table.md): DM override > DEEP phrases (a second DEEP within
+``deep_interval_s`` is demoted to STANDARD) > queue depth >= threshold -> FAST > STANDARD phrases >
+first turn of a conversation -> STANDARD > default (FAST). Effective tier = min(NPC budget,
+selected) unless a DM override lifts the ceiling. ``select`` is pure so it can run on every partial;
+``commit`` records a final turn (DEEP history, conversation start); ``explain`` says how each rule
+judged a line. The phrase lists are in ``npcs.tier_phrases``, their syntax and negation in
+``npcs.phrase_match``.
 """
 
 from __future__ import annotations
@@ -15,11 +16,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError, Tier
 from npcs.phrase_match import PhraseMatcher, TierPhrases, compile_phrases
 from npcs.schema import NpcDefinition
 from npcs.tier_phrases import DEFAULT_DEEP_PHRASES, DEFAULT_STANDARD_PHRASES
-from tools.tiers import Tier
 
 __all__ = [
     "DEFAULT_DEEP_PHRASES",

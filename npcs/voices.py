@@ -25,10 +25,10 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from campaigns.suggest import rank_choices
 
@@ -68,6 +68,16 @@ _PIPER_ID = re.compile(r"^[a-z]{2,3}_[A-Z]{2}-[\w]+-(x_low|low|medium|high)$")
 _LIST_HINT = "`glyphoxa voices --provider {}` lists them"
 
 
+class TtsVoiceOptions(Protocol):
+    """What the inventory reads of ``providers.tts.options``."""
+
+    @property
+    def voice_dirs(self) -> str: ...
+
+    @property
+    def all_voices(self) -> bool: ...
+
+
 class TtsSettings(Protocol):
     """What the inventory reads of ``providers.tts`` in glyphoxa.yaml."""
 
@@ -81,7 +91,7 @@ class TtsSettings(Protocol):
     def base_url(self) -> str | None: ...
 
     @property
-    def options(self) -> Mapping[str, Any]: ...
+    def options(self) -> TtsVoiceOptions: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,15 +225,14 @@ class VoiceInventory:
         """The inventory for a ``providers.tts`` section (None: the offline default)."""
         if tts is None:
             return cls()
-        options = tts.options or {}
-        dirs = str(options.get("voice_dirs") or "")
+        dirs = tts.options.voice_dirs
         openai = tts.name == "openai"
         return cls(
             tts_provider=tts.name,
             piper_default=tts.model if tts.name == "piper" else None,
             voice_dirs=[d for d in dirs.split(os.pathsep) if d],
             openai_base_url=tts.base_url if openai else None,
-            piper_remote=openai and bool(options.get("all_voices", False)),
+            piper_remote=openai and tts.options.all_voices,
         )
 
     def voices(self, provider: str) -> list[Voice]:

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from _pytest.reports import TestReport
 
-from npcs.llm_probe import REBUILD_HINT, describe_exit
+from npcs.inference.probe import REBUILD_HINT, describe_exit
 
 __all__ = ["pytest_configure", "pytest_runtest_protocol"]
 

@@ -156,8 +156,8 @@ async def measure_reference(*, llm: bool = True) -> Reference:
     wall, cpu = python_loop_seconds()
     if not llm:
         return Reference(wall, cpu, llm_note="skipped")
-    from npcs.llm_bench import decode_reference
-    from npcs.llm_model import llama_cpp_available
+    from bot.bench.llm import decode_reference
+    from npcs.inference.model import llama_cpp_available
 
     if not llama_cpp_available():
         return Reference(wall, cpu, llm_note="llama.cpp not installed (./scripts/setup)")

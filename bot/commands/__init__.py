@@ -13,6 +13,7 @@ they run.
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import pkgutil
 from collections.abc import Iterable
@@ -50,8 +51,8 @@ class _Recorder:
         self._subparsers = subparsers
         self.added: list[tuple[str, str]] = []
 
-    def add_parser(self, name: str, **kwargs: Any) -> Any:
-        parser = self._subparsers.add_parser(name, **kwargs)
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        parser: argparse.ArgumentParser = self._subparsers.add_parser(name, **kwargs)
         self.added.append((name, str(kwargs.get("help") or "")))
         return parser
 

@@ -19,7 +19,7 @@ import argparse
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from bot.config import GlyphoxaConfig
@@ -29,6 +29,7 @@ __all__ = [
     "CAMPAIGN_HELP",
     "CONFIG_HELP",
     "TIER_NAMES",
+    "Subcommands",
     "add_campaign_option",
     "add_global_options",
     "add_json_option",
@@ -41,6 +42,14 @@ __all__ = [
     "walk_parsers",
 ]
 
+
+class Subcommands(Protocol):
+    """What a command module's ``register`` receives: argparse's subparsers (or the recorder
+    that notes what each module adds)."""
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser: ...
+
+
 CONFIG_HELP = (
     "config file to read (default: $GLYPHOXA_CONFIG, else ./glyphoxa.yaml, else the built-in "
     "defaults)"
@@ -48,7 +57,7 @@ CONFIG_HELP = (
 CAMPAIGN_HELP = "campaign folder (default: campaign.path from the config)"
 VERBOSE_HELP = "debug logging"
 
-#: Latency tiers as written on the command line (``tools.tiers.Tier``; a test keeps them equal).
+#: Latency tiers as written on the command line (``campaigns.basics.Tier``; a test checks).
 TIER_NAMES = ("fast", "standard", "deep")
 
 
@@ -126,7 +135,7 @@ def campaign_folder(args: argparse.Namespace, config: GlyphoxaConfig) -> Path:
     Raises:
         GlyphoxaError: the folder does not exist.
     """
-    from campaigns.errors import GlyphoxaError
+    from campaigns.basics import GlyphoxaError
 
     folder = Path(config.campaign.path)
     if folder.is_dir():

@@ -1,6 +1,6 @@
 """``glyphoxa bench [target ...] [--json]``: one benchmark suite over every hot path.
 
-Each target lives next to the code it measures and exposes
+Each target is a module of the harness room :mod:`bot.bench` exposing
 ``async def run_bench(quick: bool) -> list[BenchResult]``; this command dispatches and prints,
 first the machine and two reference figures measured in the same run (``bot.bench.machine``),
 so that any two runs can be compared.
@@ -14,31 +14,31 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
-from bot.commands._options import plain
+from bot.commands._options import Subcommands, plain
 
 if TYPE_CHECKING:
-    from campaigns.bench_result import BenchResult
+    from bot.bench.result import BenchResult
 
 __all__ = ["TARGETS", "register"]
 
 #: target name -> module holding ``run_bench``.
 TARGETS: dict[str, str] = {
-    "tiers": "npcs.bench",
-    "address": "npcs.address_bench",
-    "llm": "npcs.llm_bench",
-    "tools": "tools.bench",
-    "speech": "bot.speech.bench",
-    "receive": "bot.voice.bench",
-    "memory": "campaigns.bench",
-    "e2e": "bot.rehearsal.bench",
-    "soak": "bot.rehearsal.soak",
-    "tables": "bot.rehearsal.tables_bench",
+    "tiers": "bot.bench.tiers",
+    "address": "bot.bench.address",
+    "llm": "bot.bench.llm",
+    "tools": "bot.bench.tool_host",
+    "speech": "bot.bench.speech",
+    "receive": "bot.bench.receive",
+    "memory": "bot.bench.memory",
+    "e2e": "bot.bench.e2e",
+    "soak": "bot.bench.soak.run",
+    "tables": "bot.bench.tables.run",
 }
 _ON_REQUEST = ("e2e", "soak", "tables")
 """Long runs: only when named."""
 
 
-def register(sub: Any) -> None:
+def register(sub: Subcommands) -> None:
     parser = sub.add_parser(
         "bench",
         help="run benchmarks of the hot paths (for developers)",
@@ -66,7 +66,7 @@ def register(sub: Any) -> None:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    from campaigns.errors import GlyphoxaError
+    from campaigns.basics import GlyphoxaError
 
     targets = args.targets or [t for t in TARGETS if t not in _ON_REQUEST]
     unknown = [t for t in targets if t not in TARGETS]

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
 
-from bot.commands._options import add_json_option, plain
+from bot.commands._options import Subcommands, add_json_option, plain
 
 __all__ = ["register"]
 
 
-def register(sub: Any) -> None:
+def register(sub: Subcommands) -> None:
     parser = sub.add_parser(
         "campaign",
         help="create a campaign folder",

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bot.commands._options import (
+    Subcommands,
     add_campaign_option,
     add_json_option,
     missing_campaign_message,
@@ -102,7 +103,7 @@ def run_check(
     from bot.config_loader import check_config
     from campaigns.yamlio import Issue
     from npcs.campaign import scan_campaign
-    from npcs.campaign_checks import tool_issues, voice_issues
+    from npcs.campaign.checks import tool_issues, voice_issues
     from npcs.voices import VoiceInventory
     from tools.catalog import ToolCatalog
     from tools.host.known_tools import known_tools_beside
@@ -193,7 +194,7 @@ def _summary(problems: int, warnings: int, strict: bool) -> str:
     return text
 
 
-def register(sub: Any) -> None:
+def register(sub: Subcommands) -> None:
     parser = sub.add_parser(
         "check",
         help="validate glyphoxa.yaml and the campaign (NPCs, entities, tables)",
@@ -218,7 +219,7 @@ def register(sub: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from campaigns.errors import GlyphoxaError
+    from campaigns.basics import GlyphoxaError
 
     if args.campaign and args.campaign_dir and Path(args.campaign) != Path(args.campaign_dir):
         raise GlyphoxaError(

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+
+from bot.commands._options import Subcommands
 
 __all__ = ["register"]
 
@@ -27,7 +28,7 @@ Exit code 0 when the token is well-formed, 1 when it is missing or malformed (th
 printed either way)."""
 
 
-def register(sub: Any) -> None:
+def register(sub: Subcommands) -> None:
     parser = sub.add_parser(
         "discord",
         help="connect the bot to Discord: invite link, permissions, intents, DM role",

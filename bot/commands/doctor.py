@@ -14,14 +14,13 @@ import argparse
 import json
 import sys
 import time
-from typing import Any
 
-from bot.commands._options import add_campaign_option, plain
+from bot.commands._options import Subcommands, add_campaign_option, plain
 
 __all__ = ["register"]
 
 
-def register(sub: Any) -> None:
+def register(sub: Subcommands) -> None:
     parser = sub.add_parser(
         "doctor",
         help="check every part the configured table needs, by running it",
@@ -51,7 +50,7 @@ def register(sub: Any) -> None:
 
 async def _run(args: argparse.Namespace) -> int:
     from bot.doctor import CHECK_NAMES, diagnose
-    from campaigns.errors import GlyphoxaError
+    from campaigns.basics import GlyphoxaError
 
     only = None
     if args.only:

@@ -18,7 +18,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bot.commands._options import add_campaign_option, add_json_option, load_config, plain
+from bot.commands._options import (
+    Subcommands,
+    add_campaign_option,
+    add_json_option,
+    load_config,
+    plain,
+)
 
 if TYPE_CHECKING:
     from campaigns.memory import MemoryStore
@@ -37,7 +43,7 @@ def _memory_options(parser: argparse.ArgumentParser, default: Any) -> None:
     add_campaign_option(parser, default=default)
 
 
-def register(sub: Any) -> None:
+def register(sub: Subcommands) -> None:
     memory = sub.add_parser(
         "memory",
         help="search and maintain the campaign memory",
@@ -48,7 +54,7 @@ def register(sub: Any) -> None:
     actions = memory.add_subparsers(dest="memory_command", metavar="ACTION", required=True)
 
     def action(name: str, text: str) -> argparse.ArgumentParser:
-        parser = actions.add_parser(name, help=text, description=text)
+        parser: argparse.ArgumentParser = actions.add_parser(name, help=text, description=text)
         _memory_options(parser, argparse.SUPPRESS)
         return parser
 
@@ -111,7 +117,7 @@ def register(sub: Any) -> None:
 @contextlib.asynccontextmanager
 async def _memory(args: argparse.Namespace, *, write: bool = False) -> AsyncIterator[MemoryStore]:
     """The configured store; a read opens no file that does not exist yet."""
-    from bot.memory_access import memory_url_for_reading, open_memory
+    from bot.assembly.memory import memory_url_for_reading, open_memory
 
     config = load_config(args)
     url = args.url or config.memory.url
@@ -248,7 +254,7 @@ async def _export(args: argparse.Namespace) -> int:
 
 
 async def _import(args: argparse.Namespace) -> int:
-    from campaigns.errors import GlyphoxaError
+    from campaigns.basics import GlyphoxaError
 
     if not args.file.is_file():
         raise GlyphoxaError(f"{args.file}: no such file")
@@ -260,7 +266,7 @@ async def _import(args: argparse.Namespace) -> int:
 
 
 async def _recap(args: argparse.Namespace) -> int:
-    from campaigns.errors import GlyphoxaError
+    from campaigns.basics import GlyphoxaError
 
     if args.sessions < 1:
         raise GlyphoxaError("--sessions must be at least 1")

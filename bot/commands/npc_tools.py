@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from bot.commands._options import (
     TIER_NAMES,
+    Subcommands,
     add_campaign_option,
     add_json_option,
     load_campaign,
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
 __all__ = ["register"]
 
 
-def register(sub: Any) -> None:
+def register(sub: Subcommands) -> None:
     tier = sub.add_parser("tier", help="which latency tier a line gets, and the tools it allows")
     tier.add_argument("text", help="what a player says")
     tier.add_argument("--npc", metavar="NAME", help="apply this NPC's budget and whitelist")
@@ -67,7 +68,7 @@ def register(sub: Any) -> None:
 
 
 def _find_npc(campaign: Any, name: str) -> NpcDefinition:
-    from campaigns.errors import GlyphoxaError
+    from campaigns.basics import GlyphoxaError
 
     npc = campaign.find_npc(name)
     if npc is None:
@@ -152,9 +153,9 @@ def _address(args: argparse.Namespace) -> int:
 
 
 async def _chat(args: argparse.Namespace) -> int:
+    from bot.assembly.engines import open_engines
     from bot.tool_inspection import cli_tool_host
-    from campaigns.errors import GlyphoxaError
-    from npcs.engines import build_engines, make_openai_client
+    from campaigns.basics import GlyphoxaError
     from npcs.schema import EngineKind
     from npcs.tier_selector import TierSelector
 
@@ -162,22 +163,14 @@ async def _chat(args: argparse.Namespace) -> int:
     campaign = load_campaign(args, config)
     npc = _find_npc(campaign, args.npc)
     provider = config.providers.llm
+    if provider.name != "local" and not provider.model:
+        raise GlyphoxaError("providers.llm.model is empty; name the chat model to use")
     async with contextlib.AsyncExitStack() as stack:
-        if provider.name == "local":
-            from bot.session.build import local_llm_server
-
-            print("starting the local LLM (llama.cpp)...", file=sys.stderr)
-            server = await stack.enter_async_context(local_llm_server(provider))
-            client = make_openai_client(provider, base_url=server.base_url)
-            model = server.model_id
-        else:
-            if not provider.model:
-                raise GlyphoxaError("providers.llm.model is empty; name the chat model to use")
-            client = make_openai_client(provider)
-            model = provider.model
         host = await stack.enter_async_context(cli_tool_host(config))
-        engines = build_engines(client, model, host=host)
-        stack.push_async_callback(engines.aclose)
+        engines = await open_engines(
+            config, host, stack, say=lambda line: print(f"{line}...", file=sys.stderr), npcs=[npc]
+        )
+        # text in, text out: a realtime NPC talks through the cascaded engine here
         engine = engines.cascaded if npc.engine is EngineKind.REALTIME else engines.for_npc(npc)
         await _repl(npc, engine, TierSelector(config.tiers), args.speaker)
     return 0

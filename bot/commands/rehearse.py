@@ -11,14 +11,13 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
-from bot.commands._options import add_campaign_option, load_config, plain
+from bot.commands._options import Subcommands, add_campaign_option, load_config, plain
 
 __all__ = ["register"]
 
 
-def register(sub: Any) -> None:
+def register(sub: Subcommands) -> None:
     parser = sub.add_parser(
         "rehearse",
         help="run a scene script through the whole pipeline offline and report latency",
@@ -57,7 +56,7 @@ def _two_campaigns(scene_campaign: Path | None, option: str | None) -> bool:
 async def _run(args: argparse.Namespace) -> int:
     from bot.rehearsal.runner import rehearse
     from bot.rehearsal.scene import load_scene
-    from campaigns.errors import GlyphoxaError
+    from campaigns.basics import GlyphoxaError
 
     started = time.monotonic()
 

@@ -12,9 +12,8 @@ import argparse
 import json
 import time
 from pathlib import Path
-from typing import Any
 
-from bot.commands._options import add_json_option, load_config, plain
+from bot.commands._options import Subcommands, add_json_option, load_config, plain
 
 __all__ = ["RULES_DB", "register"]
 
@@ -25,7 +24,7 @@ keeps them equal): spelled out so that building the parser imports no tool code.
 _DB_HELP = f"index file (default: {RULES_DB})"
 
 
-def register(sub: Any) -> None:
+def register(sub: Subcommands) -> None:
     parser = sub.add_parser(
         "rules",
         help="import and search the rules index (SRD 5.1 + summary)",
@@ -48,7 +47,12 @@ def register(sub: Any) -> None:
     get.add_argument("--db", default=None, help=_DB_HELP)
     add_json_option(get, "the entry")
     get.set_defaults(func=_get)
-    parser.set_defaults(func=lambda args: parser.print_help() or 2)
+
+    def usage(args: argparse.Namespace) -> int:
+        parser.print_help()
+        return 2
+
+    parser.set_defaults(func=usage)
 
 
 def _db(args: argparse.Namespace) -> Path:
@@ -70,7 +74,7 @@ def _import(args: argparse.Namespace) -> int:
 
 
 def _search(args: argparse.Namespace) -> int:
-    from campaigns.errors import GlyphoxaError
+    from campaigns.basics import GlyphoxaError
     from tools.builtin.rules import open_index
 
     if args.limit < 1:
@@ -94,7 +98,7 @@ def _search(args: argparse.Namespace) -> int:
 
 
 def _get(args: argparse.Namespace) -> int:
-    from campaigns.errors import GlyphoxaError
+    from campaigns.basics import GlyphoxaError
     from tools.builtin.rules import open_index
 
     index = open_index(load_config(args).tools.srd_path, _db(args), save=False)

@@ -14,14 +14,14 @@ import logging
 import signal
 from typing import Any
 
-from bot.commands._options import add_campaign_option, load_config, plain
+from bot.commands._options import Subcommands, add_campaign_option, load_config, plain
 
 __all__ = ["register"]
 
 log = logging.getLogger(__name__)
 
 
-def register(sub: Any) -> None:
+def register(sub: Subcommands) -> None:
     parser = sub.add_parser(
         "run",
         help="run the Discord bot",
@@ -51,7 +51,7 @@ async def _run(args: argparse.Namespace) -> int:
     from bot.metrics import METRICS, start_metrics_server
     from bot.voice.opus_decode import ensure_opus_loaded
     from campaigns.memory.table_registry import TableRegistry
-    from npcs.inference_http import InferencePool
+    from npcs.inference.pools import InferencePool
 
     config = load_config(args)
     configure_logging(config.logging, verbose=getattr(args, "verbose", False))
@@ -76,7 +76,7 @@ async def _run(args: argparse.Namespace) -> int:
 
 def _check_token_shape(token: str) -> None:
     from bot.discord_setup.token import TokenProblem, parse_bot_token
-    from campaigns.errors import GlyphoxaError
+    from campaigns.basics import GlyphoxaError
 
     try:
         parse_bot_token(token)
@@ -100,7 +100,7 @@ async def _serve(
 
     from bot.discord_bot.sharding import make_bot
     from bot.discord_bot.tables import configured_tables
-    from campaigns.errors import GlyphoxaError
+    from campaigns.basics import GlyphoxaError
 
     bot = make_bot(
         config,

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bot.commands._options import plain
+from bot.commands._options import Subcommands, plain
 
 __all__ = ["SCHEMA_KINDS", "register"]
 
@@ -31,7 +31,7 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def register(sub: Any) -> None:
+def register(sub: Subcommands) -> None:
     parser = sub.add_parser(
         "schema",
         help="print the JSON Schema of an NPC, campaign, config, entities or table file",

@@ -11,15 +11,14 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any
 
-from bot.commands._options import add_campaign_option, load_config
+from bot.commands._options import Subcommands, add_campaign_option, load_config
 from tools.builtin import SERVER_NAMES
 
 __all__ = ["register"]
 
 
-def register(sub: Any) -> None:
+def register(sub: Subcommands) -> None:
     parser = sub.add_parser(
         "serve-tool",
         help="serve a built-in tool server (dice, rules, ...) over MCP stdio or HTTP",
@@ -54,7 +53,7 @@ def register(sub: Any) -> None:
 
 async def _run(args: argparse.Namespace) -> int:
     from bot.logging_setup import configure_logging
-    from campaigns.errors import GlyphoxaError
+    from campaigns.basics import GlyphoxaError
     from tools.builtin import build_tool_context, create_server
     from tools.builtin.serve import serve_stdio
     from tools.builtin.standalone import build_context

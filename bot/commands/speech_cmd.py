@@ -15,14 +15,20 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bot.commands._options import add_campaign_option, add_json_option, load_campaign, load_config
+from bot.commands._options import (
+    Subcommands,
+    add_campaign_option,
+    add_json_option,
+    load_campaign,
+    load_config,
+)
 
 __all__ = ["register"]
 
 log = logging.getLogger(__name__)
 
 
-def register(sub: Any) -> None:
+def register(sub: Subcommands) -> None:
     transcribe = sub.add_parser("transcribe", help="transcribe a recording like a live player")
     transcribe.add_argument("file", type=Path, help="audio file (WAV; other formats via PyAV)")
     transcribe.add_argument("--partials", action="store_true", help="also print partials, live")
@@ -52,7 +58,7 @@ def register(sub: Any) -> None:
 
 
 async def _transcribe(args: argparse.Namespace) -> int:
-    from bot.session.build import load_stt
+    from bot.assembly.providers import load_stt
     from bot.speech import (
         FRAME_BYTES,
         Backchannel,
@@ -62,7 +68,7 @@ async def _transcribe(args: argparse.Namespace) -> int:
         Vocabulary,
         decode_audio_file,
     )
-    from campaigns.errors import GlyphoxaError
+    from campaigns.basics import GlyphoxaError
 
     config = load_config(args)
     if args.model:
@@ -128,7 +134,7 @@ async def _say(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
     from bot.speech import Mixer, VoiceRouter, WavSink, speak_text, split_sentences
-    from campaigns.errors import GlyphoxaError
+    from campaigns.basics import GlyphoxaError
     from npcs.schema import VoiceSettings
 
     config = load_config(args)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from bot.commands._options import (
     TIER_NAMES,
+    Subcommands,
     add_campaign_option,
     add_json_option,
     load_campaign,
@@ -24,13 +25,13 @@ from bot.commands._options import (
 )
 
 if TYPE_CHECKING:
+    from campaigns.basics import Tier
     from tools.host import ToolInfo
-    from tools.tiers import Tier
 
 __all__ = ["register", "tool_table"]
 
 
-def register(sub: Any) -> None:
+def register(sub: Subcommands) -> None:
     parser = sub.add_parser(
         "tools",
         help="list, call and calibrate tools (built-in and MCP)",
@@ -41,7 +42,7 @@ def register(sub: Any) -> None:
     actions = parser.add_subparsers(dest="tools_action", metavar="ACTION", required=True)
 
     def action(name: str, text: str) -> argparse.ArgumentParser:
-        child = actions.add_parser(name, help=text, description=text)
+        child: argparse.ArgumentParser = actions.add_parser(name, help=text, description=text)
         add_campaign_option(child, default=argparse.SUPPRESS)
         return child
 
@@ -81,8 +82,7 @@ def _scope_options(parser: argparse.ArgumentParser) -> None:
 
 def _scope(args: argparse.Namespace, config: Any) -> tuple[list[str], Tier, str]:
     """Whitelist, tier and caller name for ``--npc``/``--tier``."""
-    from campaigns.errors import GlyphoxaError
-    from tools.tiers import Tier
+    from campaigns.basics import GlyphoxaError, Tier
 
     npc_name = args.npc
     tier = Tier.parse(args.tier) if args.tier else None
@@ -153,7 +153,7 @@ async def _list(args: argparse.Namespace) -> int:
 
 async def _call(args: argparse.Namespace) -> int:
     from bot.tool_inspection import cli_tool_host
-    from campaigns.errors import GlyphoxaError
+    from campaigns.basics import GlyphoxaError
 
     config = load_config(args)
     whitelist, tier, npc = _scope(args, config)
@@ -175,7 +175,7 @@ async def _call(args: argparse.Namespace) -> int:
 
 async def _calibrate(args: argparse.Namespace) -> int:
     from bot.tool_inspection import cli_tool_host
-    from campaigns.errors import GlyphoxaError
+    from campaigns.basics import GlyphoxaError
 
     if args.rounds < 1:
         raise GlyphoxaError("--rounds must be at least 1")

@@ -13,14 +13,14 @@ import json
 import textwrap
 from typing import Any
 
-from bot.commands._options import add_json_option, plain
+from bot.commands._options import Subcommands, add_json_option, plain
 
 __all__ = ["register"]
 
 _PROVIDERS = ("piper", "espeak", "openai")
 
 
-def register(sub: Any) -> None:
+def register(sub: Subcommands) -> None:
     parser = sub.add_parser(
         "voices",
         help="list the installed voices an NPC's voice: may name, per TTS provider",

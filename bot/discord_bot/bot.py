@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import discord
 from discord.ext import commands
@@ -12,8 +12,11 @@ from bot.config import GlyphoxaConfig
 from bot.discord_bot.cog import TableCog
 from bot.discord_bot.runtime import RuntimeFactory
 from bot.discord_setup.needs import bot_intents
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 from campaigns.memory.table_registry import TableRegistry
+
+if TYPE_CHECKING:
+    from npcs.campaign import Campaign
 
 __all__ = ["GlyphoxaBot"]
 
@@ -42,7 +45,7 @@ class GlyphoxaBot(commands.Bot):
         self.config = config
         self.runtime_factory = runtime_factory
         self.table_registry = table_registry
-        self._campaign = None
+        self._campaign: Campaign | None = None
 
     async def setup_hook(self) -> None:
         await self.add_cog(TableCog(self))
@@ -68,7 +71,7 @@ class GlyphoxaBot(commands.Bot):
         channel = guild.get_channel(channel_id)
         return channel if isinstance(channel, discord.TextChannel) else None
 
-    async def default_campaign(self):  # -> npcs.campaign.Campaign
+    async def default_campaign(self) -> Campaign:
         """The configured campaign, loaded once (for /npc list and autocomplete)."""
         if self._campaign is None:
             from npcs.campaign import load_campaign

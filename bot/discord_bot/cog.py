@@ -25,9 +25,8 @@ from bot.discord_bot.permissions import (
 )
 from bot.discord_bot.runtime import TableRuntime
 from bot.discord_setup.needs import VOICE_PERMISSIONS, lacking
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError, Tier
 from tools.builtin.dice_engine import roll_expression
-from tools.tiers import Tier
 
 __all__ = ["TableCog"]
 

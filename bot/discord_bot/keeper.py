@@ -26,7 +26,7 @@ from bot.discord_bot.runtime import TableRuntime
 from bot.discord_bot.table_metrics import TableMetrics
 from bot.metrics import METRICS
 from bot.session import snapshot
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 from campaigns.memory.table_registry import OpenTableRow, TableRegistry
 
 if TYPE_CHECKING:

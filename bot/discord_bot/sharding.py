@@ -18,7 +18,7 @@ from discord.ext import commands
 from bot.config import GlyphoxaConfig
 from bot.discord_bot.bot import GlyphoxaBot
 from bot.discord_bot.runtime import RuntimeFactory
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 
 __all__ = ["ShardedGlyphoxaBot", "make_bot", "parse_shard_ids"]
 

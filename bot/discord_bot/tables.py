@@ -13,7 +13,7 @@ from typing import Any
 
 from bot.config import GlyphoxaConfig
 from bot.discord_bot.runtime import RuntimeFactory, TableParts
-from npcs.inference_http import InferencePool
+from npcs.inference.pools import InferencePool
 
 __all__ = ["configured_tables"]
 
@@ -33,7 +33,7 @@ def configured_tables(
     async def open_configured_table(
         campaign: str | None, *, memory_session_id: str | None = None
     ) -> TableParts:
-        from bot.session.build import open_table
+        from bot.assembly.table import open_table
 
         loop = asyncio.get_running_loop()
         ready: asyncio.Future[Any] = loop.create_future()

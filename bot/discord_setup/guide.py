@@ -27,7 +27,7 @@ from bot.discord_setup.needs import (
     required_permissions,
 )
 from bot.discord_setup.token import BotToken, TokenProblem, is_snowflake, read_bot_token
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 
 if TYPE_CHECKING:
     from bot.config import GlyphoxaConfig

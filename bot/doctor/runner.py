@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from bot.config import GlyphoxaConfig
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 
 __all__ = ["Check", "DoctorContext", "Outcome", "Problem", "Skip", "run_checks"]
 

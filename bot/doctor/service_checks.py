@@ -73,18 +73,17 @@ async def check_campaign(context: DoctorContext) -> str:
 async def check_llm(context: DoctorContext) -> str:
     """The configured LLM answers a chat and a forced tool call (the bundled server is probed
     in a child process first, so a build this CPU cannot run is named, not suffered)."""
-    from openai import AsyncOpenAI
-
-    from bot.session.build import local_llm_server
-    from campaigns.errors import GlyphoxaError
+    from bot.assembly.providers import local_llm_server
+    from campaigns.basics import GlyphoxaError
     from npcs.engines.chat_wire import create_chat
+    from npcs.inference.openai_client import openai_client
 
     llm = context.config.providers.llm
     async with contextlib.AsyncExitStack() as stack:
         if llm.name == "local" and llm.base_url is None:
             server = local_llm_server(llm)
-            from npcs.llm_probe import probe_llama_cpp
-            from npcs.llm_server import find_smollm2_gguf, llama_cpp_available
+            from npcs.inference.probe import probe_llama_cpp
+            from npcs.inference.server import find_smollm2_gguf, llama_cpp_available
 
             if not llama_cpp_available():
                 raise Problem("llama-cpp-python is not installed", "run ./scripts/setup")
@@ -100,14 +99,13 @@ async def check_llm(context: DoctorContext) -> str:
                 raise Problem(probe.line.removesuffix(f": {probe.fix}"), probe.fix)
             await stack.enter_async_context(server)
             base_url: str | None = server.base_url
-            model, key = server.model_id or "local", "not-needed"
+            model, key = server.model_id or "local", None
             where = f"bundled llama.cpp ({model_path.name})"
         else:
             base_url = llm.base_url
-            model = llm.model or "gpt-4o-mini"
-            key = llm.api_key.get_secret_value() if llm.api_key else "not-needed"
+            model, key = llm.model or "gpt-4o-mini", llm.api_key
             where = f"{llm.name} at {base_url or 'api.openai.com'} ({model})"
-        client = AsyncOpenAI(base_url=base_url, api_key=key, max_retries=0, timeout=30.0)
+        client = openai_client(key, base_url, timeout_s=30.0, max_retries=0)
         stack.push_async_callback(client.close)
         messages = [{"role": "user", "content": "Greet the traveller in five words."}]
         try:
@@ -135,7 +133,7 @@ async def check_llm(context: DoctorContext) -> str:
 
 
 async def check_memory(context: DoctorContext) -> str:
-    from bot.memory_access import open_memory
+    from bot.assembly.memory import open_memory
 
     try:
         store = await open_memory(context.config, summarize=False)
@@ -154,7 +152,7 @@ async def check_memory(context: DoctorContext) -> str:
 
 async def check_tools(context: DoctorContext) -> str:
     """The built-in tool servers the campaign's NPCs use start and list their tools."""
-    from bot.session.build import builtin_servers_for
+    from bot.assembly.table import builtin_servers_for
     from campaigns.memory import MemoryStore
     from tools.builtin import build_tool_context, create_builtin_servers
     from tools.host import ToolHost

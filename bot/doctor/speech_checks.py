@@ -28,7 +28,7 @@ async def check_opus(context: DoctorContext) -> str:
     import discord
 
     from bot.voice.opus_decode import FRAME_BYTES, ensure_opus_loaded
-    from campaigns.errors import GlyphoxaError
+    from campaigns.basics import GlyphoxaError
 
     try:
         library = ensure_opus_loaded()
@@ -37,7 +37,7 @@ async def check_opus(context: DoctorContext) -> str:
     t = np.arange(960) / 48_000
     tone = (np.sin(2 * math.pi * 440 * t) * 8000).astype(np.int16)
     pcm = np.repeat(tone, 2).tobytes()
-    decoder = discord.opus.Decoder()
+    decoder = discord.opus.Decoder()  # type: ignore[no-untyped-call]
     decoded = b""
     for _ in range(3):  # the codec needs a frame or two to settle
         decoded = decoder.decode(discord.opus.Encoder().encode(pcm, 960), fec=False)
@@ -125,7 +125,7 @@ async def check_vad(context: DoctorContext) -> str:
 
 async def check_stt(context: DoctorContext) -> str:
     """The configured recognizer loads and hears the sample line."""
-    from bot.session.build import load_stt
+    from bot.assembly.providers import load_stt
 
     sample = _need_sample(context)
     try:

@@ -8,7 +8,7 @@ import numpy as np
 
 from bot.doctor.runner import DoctorContext, Problem
 from bot.speech import STT_SAMPLE_RATE
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 
 __all__ = ["check_turn"]
 

@@ -14,7 +14,7 @@ import soxr
 from bot.rehearsal.scene import PlayerLine, Scene, player_voice
 from bot.speech import FRAME_MS, STT_FRAME_BYTES, STT_SAMPLE_RATE, decode_audio_file
 from bot.speech.protocols import TtsProvider
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 from npcs.schema import VoiceSettings
 
 __all__ = ["LineAudio", "SpeakerTimeline", "synthesize_lines"]
@@ -51,7 +51,8 @@ class LineAudio:
 def _to_mono_16k(mono: np.ndarray, rate: int) -> np.ndarray:
     if rate != STT_SAMPLE_RATE:
         mono = soxr.resample(mono.astype(np.float32), rate, STT_SAMPLE_RATE)
-    return np.clip(mono, -32768, 32767).astype(np.int16)
+    pcm: np.ndarray = np.clip(mono, -32768, 32767).astype(np.int16)
+    return pcm
 
 
 def _finish(line: PlayerLine, mono: np.ndarray) -> LineAudio:

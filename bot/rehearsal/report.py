@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from campaigns.bench_result import percentile
+from campaigns.basics import percentile
 
 __all__ = ["latency_summary", "write_chart", "write_latency_json", "write_report"]
 

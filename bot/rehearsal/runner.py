@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bot.assembly.table import open_table
 from bot.config import GlyphoxaConfig
 from bot.metrics import Metrics
 from bot.rehearsal.approvals import ScriptedApprover
@@ -29,7 +30,6 @@ from bot.rehearsal.scene import DmCommand, Scene
 from bot.rehearsal.schedule import ScenePlan
 from bot.rehearsal.steering import dm_notes
 from bot.rehearsal.turn_taking import turn_taking
-from bot.session.build import open_table
 from bot.session.events import (
     BargedIn,
     DmAction,
@@ -42,7 +42,7 @@ from bot.session.events import (
 )
 from bot.session.session import TableSession
 from bot.speech import CHANNELS, FRAME_MS, SAMPLE_RATE, SttProvider, TtsProvider, VoiceRouter
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 from npcs.campaign import Campaign, load_campaign
 
 __all__ = ["RehearsalResult", "rehearse"]

@@ -33,9 +33,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from bot.rehearsal.approvals import ScriptedApproval
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError, Tier
 from npcs.schema import VoiceSettings
-from tools.tiers import Tier
 
 __all__ = ["DmCommand", "PlayerLine", "Scene", "load_scene", "player_voice"]
 

@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from campaigns.bench_result import percentile
+from campaigns.basics import percentile
 
 __all__ = ["turn_taking"]
 

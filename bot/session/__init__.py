@@ -1,5 +1,5 @@
 """The table session: one per voice connection, gluing speech lanes, addressing, tiers, NPC
-engines, TTS and the mixer. ``bot.session.build.open_table(config)`` assembles a started one."""
+engines, TTS and the mixer. ``bot.assembly.table.open_table(config)`` assembles a started one."""
 
 from __future__ import annotations
 

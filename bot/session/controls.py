@@ -9,8 +9,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from bot.session.events import DmAction
-from campaigns.errors import GlyphoxaError
-from tools.tiers import Tier
+from campaigns.basics import GlyphoxaError, Tier
 
 if TYPE_CHECKING:
     from bot.session.events import SessionEvent

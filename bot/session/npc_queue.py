@@ -18,11 +18,11 @@ from bot.session.trace import TurnTrace
 from bot.session.turns import NpcTurn, run_turn
 from bot.speech import HandleState, Mixer, TtsProvider
 from bot.speech.scheduler import CpuScheduler
+from campaigns.basics import Tier
 from npcs.campaign import Campaign
 from npcs.context import SceneLine
 from npcs.engines import Engine
 from npcs.schema import NpcDefinition
-from tools.tiers import Tier
 
 __all__ = ["NpcQueues"]
 

@@ -16,10 +16,10 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol, runtime_checkable
 
+from campaigns.basics import Tier
 from npcs.context import SceneLine
 from npcs.engines import Engine, TurnRequest
 from npcs.schema import NpcDefinition
-from tools.tiers import Tier
 
 __all__ = ["Prefiller"]
 

@@ -33,13 +33,13 @@ if TYPE_CHECKING:
     from bot.speech.barge_in import BargeIn
     from bot.speech.events import TurnCheck
     from bot.speech.scheduler import CpuScheduler
+    from campaigns.basics import Tier
     from npcs.addressing import AddressDetector
     from npcs.campaign import Campaign
     from npcs.dm_voice import DmVoiceCommand
     from npcs.engines import Engine
     from npcs.schema import NpcDefinition
     from npcs.tier_selector import TierSelector
-    from tools.tiers import Tier
 
 __all__ = ["Routing"]
 

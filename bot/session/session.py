@@ -53,17 +53,16 @@ from bot.speech import (
 from bot.speech.endpointing import TurnModel
 from bot.speech.events import TurnCheck
 from bot.speech.scheduler import CpuScheduler
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError, Tier
 from campaigns.yamlio import Issue, YamlDocument
 from npcs.addressing import AddressDetector
 from npcs.campaign import Campaign, CampaignWatcher
-from npcs.campaign_checks import npc_voice_issue
+from npcs.campaign.checks import npc_voice_issue
 from npcs.context import SceneLine, SceneWindow
 from npcs.dm_voice import DmCommandParser
 from npcs.engines import Engine
 from npcs.schema import NpcDefinition
 from npcs.tier_selector import TierSelector
-from tools.tiers import Tier
 
 __all__ = ["EngineResolver", "TableSession"]
 

@@ -12,8 +12,8 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from campaigns.basics import Tier
 from npcs.context import SceneLine
-from tools.tiers import Tier
 
 if TYPE_CHECKING:
     from bot.session.session import TableSession

@@ -31,7 +31,7 @@ from bot.speech import (
 )
 from bot.speech.endpointing import TurnModel
 from bot.speech.scheduler import CpuScheduler
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 
 __all__ = ["Speaker", "SpeakerLanes"]
 

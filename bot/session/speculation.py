@@ -17,12 +17,12 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
-from bot.speech import AudioChunk, TtsProvider
+from bot.speech import TtsProvider
 from bot.speech.scheduler import CpuScheduler
+from campaigns.basics import AudioChunk, Tier
 from npcs.context import SceneLine
 from npcs.engines import Engine, EngineEvent, Filler, Sentence, TurnRequest
 from npcs.schema import NpcDefinition, VoiceSettings
-from tools.tiers import Tier
 
 __all__ = ["Speculation", "normalize"]
 
@@ -93,7 +93,7 @@ class Speculation:
             )
             events = engine.respond(request)
             with on_its_way:
-                async with contextlib.aclosing(events):  # type: ignore[type-var]
+                async with contextlib.aclosing(events):
                     async for event in events:
                         self._queue.put_nowait(event)
                         if isinstance(event, Sentence | Filler) and not self.voiced:

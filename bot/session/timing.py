@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from bot.metrics import Metrics
-from bot.speech.audio import AudioChunk
 from bot.speech.endpointing import gated
 from bot.speech.protocols import FirstLook, SttProvider, TtsProvider, TwoLookStt
 from bot.speech.scheduler import CpuScheduler, Work
+from campaigns.basics import AudioChunk
 
 if TYPE_CHECKING:
     from bot.speech.vocabulary import Vocabulary

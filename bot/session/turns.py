@@ -18,13 +18,11 @@ from dataclasses import dataclass, field
 
 from bot.session.speculation import Speculation
 from bot.session.trace import ToolUse, TurnTrace
-from bot.speech.audio import AudioChunk as SpeechChunk
 from bot.speech.handle import SpeechHandle
 from bot.speech.protocols import TtsProvider
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import AudioChunk, GlyphoxaError, Tier
 from npcs.context import SceneLine
 from npcs.engines import (
-    AudioChunk,
     Caption,
     Engine,
     Filler,
@@ -37,7 +35,6 @@ from npcs.engines import (
 from npcs.engines.fillers import FillerPicker
 from npcs.schema import NpcDefinition
 from npcs.sentences import split_sentences
-from tools.tiers import Tier
 
 __all__ = ["NpcTurn", "run_turn", "speakable"]
 
@@ -205,10 +202,10 @@ def _feed_audio(turn: NpcTurn, event: AudioChunk) -> None:
     if trace.first_audio is None:
         trace.first_audio = time.monotonic()
         trace.first_sentence = trace.first_sentence or trace.first_audio
-    turn.handle.feed(SpeechChunk(event.pcm, event.sample_rate), text=None)
+    turn.handle.feed(event, text=None)
 
 
-async def _replay(ahead: asyncio.Task[list[SpeechChunk]]) -> AsyncIterator[SpeechChunk]:
+async def _replay(ahead: asyncio.Task[list[AudioChunk]]) -> AsyncIterator[AudioChunk]:
     """Audio synthesized during speculation (the TTS time already happened)."""
     for chunk in await ahead:
         yield chunk

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from bot.speech import SAMPLE_RATE
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 from npcs.dm_voice import DmCommandParser, DmVoiceCommand
 
 if TYPE_CHECKING:
@@ -24,8 +24,8 @@ if TYPE_CHECKING:
     from bot.session.speakers import Speaker
     from bot.session.trace import TurnTrace
     from bot.speech import Mixer
+    from campaigns.basics import Tier
     from npcs.campaign import Campaign
-    from tools.tiers import Tier
 
 __all__ = ["VoiceCommands", "ack_tone"]
 

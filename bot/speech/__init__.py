@@ -10,12 +10,12 @@ Input:  ``SpeakerLane(speaker, stt=..., turn_model=..., scheduler=...)``; ``lane
         ``lane.end_input()`` / ``await lane.aclose()``. ``CpuScheduler`` orders the CPU work.
 STT:    ``FasterWhisperStt`` (local, default tiny.en), ``OpenAiStt``; ``Vocabulary`` for names.
 TTS:    ``PiperTts``, ``OpenAiTts``, ``EspeakTts`` or ``VoiceRouter`` (by ``voice.provider``):
-        ``synthesize(text, voice) -> AsyncIterator[AudioChunk]``; ``SentenceSplitter``;
-        ``speak_stream(handle, tts, voice, llm_deltas)`` pipelines sentences into a handle.
+        ``synthesize(text, voice) -> AsyncIterator[AudioChunk]`` (``campaigns.basics``);
+        ``SentenceSplitter``; ``speak_text(handle, tts, voice, sentences)`` speaks finished
+        sentences into a handle (the table pipelines an engine's sentences itself).
 Output: ``Mixer.next_frame()`` (never blocks); ``mixer.speak(npc) -> SpeechHandle`` with
         ``feed(chunk, text=...)``, ``finish()``, ``cancel()``, ``played_text``, ``await wait()``;
         ``mixer.ambience.play(path, mood)`` / ``.stop()``; ``BargeInController``; ``WavSink``.
-Trace:  ``TurnTimer(...).mark(stage)`` -> ``TurnTrace``; ``TraceLog``.
 """
 
 from __future__ import annotations
@@ -36,7 +36,6 @@ from bot.speech.audio import (
     SILENCE_FRAME,
     STT_FRAME_BYTES,
     STT_SAMPLE_RATE,
-    AudioChunk,
 )
 from bot.speech.backchannel import BackchannelDetector
 from bot.speech.barge_in import BargeIn, BargeInController
@@ -56,8 +55,7 @@ from bot.speech.protocols import SttProvider, TtsProvider, VadModel
 from bot.speech.sinks import WavSink
 from bot.speech.stt_openai import OpenAiStt
 from bot.speech.stt_whisper import FasterWhisperStt, resolve_whisper_model
-from bot.speech.trace import STAGES, TraceLog, TurnTimer, TurnTrace
-from bot.speech.tts import VoiceRouter, speak_stream, speak_text
+from bot.speech.tts import VoiceRouter, speak_text
 from bot.speech.tts_espeak import EspeakTts
 from bot.speech.tts_openai import OpenAiTts
 from bot.speech.tts_piper import PiperTts
@@ -72,11 +70,9 @@ __all__ = [
     "FRAME_SAMPLES",
     "SAMPLE_RATE",
     "SILENCE_FRAME",
-    "STAGES",
     "STT_FRAME_BYTES",
     "STT_SAMPLE_RATE",
     "AmbiencePlayer",
-    "AudioChunk",
     "Backchannel",
     "BackchannelDetector",
     "BargeIn",
@@ -100,10 +96,7 @@ __all__ = [
     "SpeechResult",
     "SpeechStarted",
     "SttProvider",
-    "TraceLog",
     "TtsProvider",
-    "TurnTimer",
-    "TurnTrace",
     "VadModel",
     "Vocabulary",
     "VoiceRouter",
@@ -112,7 +105,6 @@ __all__ = [
     "create_vad",
     "decode_audio_file",
     "resolve_whisper_model",
-    "speak_stream",
     "speak_text",
     "split_sentences",
 ]

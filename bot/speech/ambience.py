@@ -17,7 +17,7 @@ import numpy as np
 import soxr
 
 from bot.speech.audio import CHANNELS, SAMPLE_RATE
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 
 __all__ = ["AmbiencePlayer", "decode_audio_file"]
 

@@ -8,10 +8,11 @@ with ``soxr`` streaming resamplers, so chunk boundaries leave no clicks.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 
 import numpy as np
 import soxr
+
+from campaigns.basics import AudioChunk
 
 __all__ = [
     "CHANNELS",
@@ -22,7 +23,6 @@ __all__ = [
     "SILENCE_FRAME",
     "STT_FRAME_BYTES",
     "STT_SAMPLE_RATE",
-    "AudioChunk",
     "InputResampler",
     "OutputResampler",
     "SttInput",
@@ -48,18 +48,6 @@ STT_FRAME_BYTES = STT_SAMPLE_RATE * FRAME_MS // 1000 * 2
 """Bytes in one 20 ms 16 kHz mono s16le frame (640): what the receiver decodes for STT."""
 
 
-@dataclass(frozen=True, slots=True)
-class AudioChunk:
-    """A piece of synthesized speech: mono s16le ``pcm`` at ``sample_rate`` Hz."""
-
-    pcm: bytes
-    sample_rate: int
-
-    @property
-    def duration_s(self) -> float:
-        return len(self.pcm) / 2 / self.sample_rate
-
-
 _INT16_SCALE = np.float32(1 / 32768)
 
 
@@ -70,7 +58,8 @@ def pcm16_to_float(pcm: bytes) -> np.ndarray:
 
 def float_to_pcm16(samples: np.ndarray) -> bytes:
     """float in [-1, 1] -> s16le bytes (clipped)."""
-    return (np.clip(samples, -1.0, 1.0) * 32767.0).astype("<i2").tobytes()
+    pcm: bytes = (np.clip(samples, -1.0, 1.0) * 32767.0).astype("<i2").tobytes()
+    return pcm
 
 
 def stereo_frames_from_mono(mono: np.ndarray) -> bytes:
@@ -87,7 +76,8 @@ class InputResampler:
     def process(self, pcm: bytes, *, last: bool = False) -> np.ndarray:
         stereo = np.frombuffer(pcm, dtype="<i2").reshape(-1, CHANNELS).astype(np.float32)
         mono = stereo.mean(axis=1) / 32768.0
-        return self._stream.resample_chunk(mono, last=last)
+        out: np.ndarray = self._stream.resample_chunk(mono, last=last)
+        return out
 
 
 class SttInput:
@@ -152,7 +142,7 @@ class OutputResampler:
         """Drain the resampler's delay line (call after the last chunk)."""
         if self._stream is None:
             return np.zeros(0, dtype=np.int16)
-        out = self._stream.resample_chunk(np.zeros(0, dtype=np.int16), last=True)
+        out: np.ndarray = self._stream.resample_chunk(np.zeros(0, dtype=np.int16), last=True)
         self._stream = None
         self._rate = None
         return out

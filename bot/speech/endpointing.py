@@ -29,7 +29,7 @@ import numpy as np
 
 from bot.speech.scheduler import CpuScheduler, Work
 from bot.speech.turn_end import TurnEndPolicy, TurnVerdict
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 
 __all__ = ["PauseCheck", "PauseJudge", "TurnModel", "gated"]
 

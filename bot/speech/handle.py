@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from bot.speech.audio import SAMPLE_RATE, AudioChunk, OutputResampler
+from bot.speech.audio import SAMPLE_RATE, OutputResampler
+from campaigns.basics import AudioChunk
 
 if TYPE_CHECKING:
     from collections.abc import Callable

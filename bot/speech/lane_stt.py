@@ -23,7 +23,7 @@ from bot.speech.events import Backchannel, FinalTranscript, PartialTranscript, S
 from bot.speech.name_slot import SlotLook
 from bot.speech.protocols import FirstLook, SttProvider, TwoLookStt
 from bot.speech.scheduler import CpuScheduler, Skipped, Work
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 
 if TYPE_CHECKING:
     from bot.config import SpeechConfig

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 
 __all__ = ["float_initializers"]
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 
-from bot.speech.audio import AudioChunk
+from campaigns.basics import AudioChunk
 
 if TYPE_CHECKING:
     from bot.speech.vocabulary import Vocabulary

@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from bot.speech.onnx_weights import float_initializers
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 
 __all__ = ["SileroKernel", "SileroWeights"]
 
@@ -73,7 +73,8 @@ def _hann_window(basis: np.ndarray, name: str) -> np.ndarray:
     error = float(np.abs(dft - basis).max())
     if error > _BASIS_TOLERANCE:
         raise GlyphoxaError(f"{name} is not Silero VAD v6: its STFT is not a windowed DFT")
-    return window.astype(_F32)
+    weights: np.ndarray = window.astype(_F32)
+    return weights
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,8 +17,8 @@ from pydantic import SecretStr
 
 from bot.speech.audio import STT_SAMPLE_RATE, float_to_pcm16
 from bot.speech.vocabulary import Vocabulary
-from campaigns.errors import GlyphoxaError
-from npcs.openai_client import openai_client
+from campaigns.basics import GlyphoxaError
+from npcs.inference.openai_client import openai_client
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -54,7 +54,7 @@ class OpenAiStt:
         timeout_s: float = 15.0,
         client: AsyncOpenAI | None = None,
     ) -> None:
-        """``client``: a pooled, retrying one (``npcs.inference_http``) instead of our own."""
+        """``client``: a pooled, retrying one (``npcs.inference.pools``) instead of our own."""
         self._client = client or openai_client(api_key, base_url, timeout_s=timeout_s)
         self.model = model
         self.stream = stream

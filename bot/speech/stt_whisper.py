@@ -34,7 +34,7 @@ import numpy as np
 from bot.speech.inference import FINAL, PARTIAL, InferenceWorker
 from bot.speech.protocols import FirstLook
 from bot.speech.vocabulary import Vocabulary
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 
 __all__ = ["FasterWhisperStt", "resolve_whisper_model"]
 
@@ -195,7 +195,7 @@ class FasterWhisperStt:
     @classmethod
     async def load(cls, model: str | Path | None = None, **kwargs: object) -> FasterWhisperStt:
         """Load in a worker thread (a second or so) so the event loop keeps running."""
-        return await asyncio.to_thread(cls, model, **kwargs)  # type: ignore[arg-type]
+        return await asyncio.to_thread(cls, model, **kwargs)
 
     async def transcribe(
         self, audio: np.ndarray, *, partial: bool = False, vocabulary: Vocabulary | None = None

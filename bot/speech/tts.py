@@ -6,35 +6,30 @@
 refused, never replaced; a voice that breaks while the table runs (a speech server down) is
 spoken by espeak-ng so the NPC still answers, and that is loud: an error in the log and
 ``on_fallback`` (the table tells the DM).
-``speak_stream`` is the sentence pipeline: LLM text deltas are cut into sentences by one task
-while another synthesizes them in order into a mixer handle, so the first sentence plays while
-the LLM is still writing the rest.
+``speak_text`` speaks finished sentences into a mixer handle (``glyphoxa speech say``); the
+table pipelines an engine's sentences itself (``bot.session.turns``).
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from typing import TYPE_CHECKING
 
-from bot.config import ProviderConfig
-from bot.speech.audio import AudioChunk
+from bot.config_providers import TtsProvider as TtsSection
 from bot.speech.handle import SpeechHandle, SpeechResult
 from bot.speech.protocols import TtsProvider
-from bot.speech.trace import TurnTimer
 from bot.speech.tts_espeak import EspeakTts
 from bot.speech.tts_openai import OpenAiTts
 from bot.speech.tts_piper import PiperTts
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import AudioChunk, GlyphoxaError
 from npcs.schema import VoiceSettings
-from npcs.sentences import SentenceSplitter
 from npcs.voices import VoiceInventory
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
-__all__ = ["FallbackListener", "VoiceRouter", "speak_stream", "speak_text"]
+__all__ = ["FallbackListener", "VoiceRouter", "speak_text"]
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +70,7 @@ class VoiceRouter:
 
     @classmethod
     def from_config(
-        cls, tts: ProviderConfig | None = None, *, client: AsyncOpenAI | None = None
+        cls, tts: TtsSection | None = None, *, client: AsyncOpenAI | None = None
     ) -> VoiceRouter:
         """Piper and espeak always; OpenAI when ``providers.tts`` names it (for its URL/key;
         ``client`` is a pooled one for it). ``options.all_voices: true`` sends Piper voices
@@ -128,14 +123,11 @@ async def _synthesize_into(
     tts: TtsProvider,
     voice: VoiceSettings,
     sentence: str,
-    timer: TurnTimer | None,
 ) -> None:
     first = True
     async for chunk in tts.synthesize(sentence, voice):
         if handle.done():
             return  # barge-in or mute: stop synthesizing for nobody
-        if timer is not None:
-            timer.mark("first_tts_audio")
         handle.feed(chunk, text=sentence if first else None)
         first = False
 
@@ -145,64 +137,13 @@ async def speak_text(
     tts: TtsProvider,
     voice: VoiceSettings,
     sentences: Iterable[str],
-    *,
-    timer: TurnTimer | None = None,
 ) -> SpeechResult:
     """Synthesize finished sentences into ``handle``, finish it and wait until played or cut."""
     try:
         for sentence in sentences:
             if handle.done():
                 break
-            await _synthesize_into(handle, tts, voice, sentence, timer)
-    finally:
-        handle.finish()
-    return await handle.wait()
-
-
-async def speak_stream(
-    handle: SpeechHandle,
-    tts: TtsProvider,
-    voice: VoiceSettings,
-    deltas: AsyncIterable[str],
-    *,
-    timer: TurnTimer | None = None,
-    first_clause_words: int | None = 4,
-) -> SpeechResult:
-    """Speak streaming LLM text: sentence N is synthesized while sentence N+1 is written.
-
-    The first piece may be just a clause (see ``SentenceSplitter``) so audio starts sooner.
-    Cancelling this coroutine cancels both stages and the handle (barge-in).
-    """
-    sentences: asyncio.Queue[str | None] = asyncio.Queue()
-
-    async def split() -> None:
-        splitter = SentenceSplitter(first_clause_words=first_clause_words)
-        try:
-            async for delta in deltas:
-                for sentence in splitter.push(delta):
-                    if timer is not None:
-                        timer.mark("first_sentence")
-                    sentences.put_nowait(sentence)
-            if (rest := splitter.flush()) is not None:
-                if timer is not None:
-                    timer.mark("first_sentence")
-                sentences.put_nowait(rest)
-        finally:
-            sentences.put_nowait(None)
-
-    async def synthesize() -> None:
-        while (sentence := await sentences.get()) is not None:
-            if handle.done():
-                break
-            await _synthesize_into(handle, tts, voice, sentence, timer)
-
-    try:
-        async with asyncio.TaskGroup() as group:
-            group.create_task(split(), name=f"speak:{handle.npc}:split")
-            group.create_task(synthesize(), name=f"speak:{handle.npc}:tts")
-    except BaseException:
-        handle.cancel()
-        raise
+            await _synthesize_into(handle, tts, voice, sentence)
     finally:
         handle.finish()
     return await handle.wait()

@@ -13,8 +13,7 @@ import shutil
 import struct
 from collections.abc import AsyncIterator
 
-from bot.speech.audio import AudioChunk
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import AudioChunk, GlyphoxaError
 from npcs.schema import VoiceSettings
 
 __all__ = ["EspeakTts"]

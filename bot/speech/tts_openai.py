@@ -12,10 +12,9 @@ from typing import TYPE_CHECKING
 
 from pydantic import SecretStr
 
-from bot.speech.audio import AudioChunk
 from bot.speech.tts_piper import pitch_factor
-from campaigns.errors import GlyphoxaError
-from npcs.openai_client import openai_client
+from campaigns.basics import AudioChunk, GlyphoxaError
+from npcs.inference.openai_client import openai_client
 from npcs.schema import VoiceSettings
 
 if TYPE_CHECKING:
@@ -42,7 +41,7 @@ class OpenAiTts:
         timeout_s: float = 15.0,
         client: AsyncOpenAI | None = None,
     ) -> None:
-        """``client``: a pooled, retrying one (``npcs.inference_http``) instead of our own."""
+        """``client``: a pooled, retrying one (``npcs.inference.pools``) instead of our own."""
         self._client = client or openai_client(api_key, base_url, timeout_s=timeout_s)
         self.model = model
         self.default_voice = default_voice

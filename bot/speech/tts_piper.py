@@ -12,9 +12,8 @@ import threading
 from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 
-from bot.speech.audio import AudioChunk
 from bot.speech.threaded import iterate_in_thread
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import AudioChunk, GlyphoxaError
 from npcs.schema import VoiceSettings
 from npcs.voices import resolve_piper_model
 
@@ -109,11 +108,11 @@ class PiperTts:
 
         voice = self.voice_for(settings)
         factor = pitch_factor(settings.pitch_shift)
-        base_scale = voice.config.length_scale  # type: ignore[attr-defined]
+        base_scale = voice.config.length_scale
         config = SynthesisConfig(length_scale=base_scale * factor / settings.speed)
         if self.variation != 1.0:
-            config.noise_scale = voice.config.noise_scale * self.variation  # type: ignore[attr-defined]
-            config.noise_w_scale = voice.config.noise_w_scale * self.variation  # type: ignore[attr-defined]
-        for chunk in voice.synthesize(text, syn_config=config):  # type: ignore[attr-defined]
+            config.noise_scale = voice.config.noise_scale * self.variation
+            config.noise_w_scale = voice.config.noise_w_scale * self.variation
+        for chunk in voice.synthesize(text, syn_config=config):
             rate = round(chunk.sample_rate * factor)
             yield AudioChunk(chunk.audio_int16_bytes, rate)

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from bot.config import TurnConfig
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 
 __all__ = ["SmartTurnModel", "load_turn_model", "smart_turn_dir"]
 

@@ -20,7 +20,7 @@ import numpy as np
 from bot.config import VadConfig
 from bot.speech.protocols import VadModel
 from bot.speech.silero_kernel import SileroKernel, SileroWeights
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 
 __all__ = ["SileroVad", "WebRtcVad", "create_vad", "silero_model_path"]
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import discord.opus
 
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 
 __all__ = [
     "FRAME_BYTES",
@@ -80,7 +80,7 @@ class _PcmDecoder:
     """
 
     def __init__(self, owner: discord.opus.Decoder | None = None) -> None:
-        self._owner = owner or discord.opus.Decoder()  # owns (and on GC frees) the libopus state
+        self._owner = owner or discord.opus.Decoder()  # type: ignore[no-untyped-call]  # owns (and on GC frees) the libopus state
         self._state = self._owner._state
         self._lib = discord.opus._lib
         self._channels = self._owner.CHANNELS

@@ -138,7 +138,7 @@ def parse_ssrc(value: object) -> int:
     Raises:
         ValueError: anything else (the caller ignores the malformed message).
     """
-    number = int(value)  # type: ignore[call-overload]
+    number: int = int(value)  # type: ignore[call-overload]
     if not 0 <= number <= 0xFFFFFFFF:
         raise ValueError(f"SSRC out of range: {value!r}")
     return number
@@ -150,7 +150,7 @@ def parse_user_id(value: object) -> int:
     Raises:
         ValueError: not a positive 64-bit integer.
     """
-    number = int(value)  # type: ignore[call-overload]
+    number: int = int(value)  # type: ignore[call-overload]
     if not 0 < number < 1 << 64:
         raise ValueError(f"user id out of range: {value!r}")
     return number

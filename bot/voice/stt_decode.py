@@ -34,4 +34,4 @@ class SttSpeakerDecoder(SpeakerDecoder):
     frame_bytes = STT_FRAME_BYTES
 
     def _new_pcm_decoder(self) -> _PcmDecoder:
-        return _PcmDecoder(_Mono16kOpus())
+        return _PcmDecoder(_Mono16kOpus())  # type: ignore[no-untyped-call]

@@ -21,7 +21,7 @@ from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 from campaigns.memory.backup_format import FORMAT, VERSION, ChunkRow, Tables, load_backup
 from campaigns.memory.database import write_transaction
 from campaigns.memory.graph import search_names

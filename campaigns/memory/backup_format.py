@@ -14,8 +14,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from campaigns.basics import GlyphoxaError
 from campaigns.content import ENTITY_TYPES
-from campaigns.errors import GlyphoxaError
 
 __all__ = ["FORMAT", "VERSION", "Backup", "ChunkRow", "Tables", "load_backup"]
 

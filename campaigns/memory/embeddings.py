@@ -7,9 +7,10 @@ the background and ``search_facts`` becomes hybrid.
 from __future__ import annotations
 
 import logging
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from openai import AsyncOpenAI
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
 
 __all__ = ["Embedder", "OpenAIEmbeddings"]
 
@@ -30,18 +31,16 @@ class OpenAIEmbeddings:
 
     def __init__(
         self,
-        client: AsyncOpenAI | None = None,
+        client: AsyncOpenAI,
         *,
         model: str = "text-embedding-3-small",
-        base_url: str | None = None,
-        api_key: str | None = None,
-        timeout_s: float = 10.0,
+        owns_client: bool = False,
     ) -> None:
+        """``client`` comes from ``npcs.inference.openai_client`` (built by whoever opens the
+        store); ``owns_client``: ``aclose`` closes it."""
         self.model = model
-        self._owns_client = client is None
-        self._client = client or AsyncOpenAI(
-            base_url=base_url, api_key=api_key or "not-needed", timeout=timeout_s, max_retries=1
-        )
+        self._owns_client = owns_client
+        self._client = client
 
     def __repr__(self) -> str:  # never show the key
         return f"OpenAIEmbeddings(model={self.model!r}, base_url={str(self._client.base_url)!r})"

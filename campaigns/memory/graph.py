@@ -15,8 +15,8 @@ from typing import Any
 from sqlalchemy import Column, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from campaigns.basics import GlyphoxaError
 from campaigns.content import ENTITY_TYPES, EntitiesFile
-from campaigns.errors import GlyphoxaError
 from campaigns.memory.models import Entity, ProposedFact, Relation, table_of
 
 __all__ = ["NameIndex", "entity_summary", "find_entities", "search_names", "seed"]

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import func, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 from campaigns.memory import transcripts
 from campaigns.memory.models import (
     Chunk,

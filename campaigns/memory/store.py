@@ -18,8 +18,8 @@ from sqlalchemy import func, insert, select, text, update
 from sqlalchemy.exc import DBAPIError, IntegrityError, InterfaceError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from campaigns.basics import GlyphoxaError
 from campaigns.content import EntitiesFile
-from campaigns.errors import GlyphoxaError
 from campaigns.memory import backup, graph, records, transcripts
 from campaigns.memory.database import create_engine, migrate, write_transaction
 from campaigns.memory.embedding_jobs import EmbeddingJobs

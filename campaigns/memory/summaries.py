@@ -10,9 +10,10 @@ import logging
 import re
 from collections import Counter
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from openai import AsyncOpenAI
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
 
 __all__ = ["ExtractiveSummarizer", "LlmSummarizer", "Summarizer", "TranscriptLine"]
 
@@ -93,16 +94,6 @@ class LlmSummarizer:
         self.model = model
         self.max_transcript_chars = max_transcript_chars
         self.max_tokens = max_tokens
-
-    @classmethod
-    def create(
-        cls, *, model: str, base_url: str | None = None, api_key: str | None = None
-    ) -> LlmSummarizer:
-        """A summarizer owning its client (closed by ``aclose``, e.g. by ``MemoryStore.close``)."""
-        client = AsyncOpenAI(
-            base_url=base_url, api_key=api_key or "not-needed", timeout=60.0, max_retries=1
-        )
-        return cls(client, model, owns_client=True)
 
     def __repr__(self) -> str:
         return f"LlmSummarizer(model={self.model!r})"

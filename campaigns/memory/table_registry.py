@@ -29,7 +29,7 @@ from sqlalchemy import Integer, delete, insert, literal_column, select, text, up
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 from campaigns.memory.database import create_engine, migrate, write_transaction
 from campaigns.memory.models import OpenTable, table_of
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 from npcs.context import SceneLine
 from npcs.engines.cascaded import CascadedEngine
 from npcs.engines.events import (
-    AudioChunk,
     Caption,
     Engine,
     EngineEvent,
@@ -17,17 +16,14 @@ from npcs.engines.events import (
     TurnDone,
     TurnRequest,
 )
-from npcs.engines.factory import EngineSet, build_engines, make_openai_client
 from npcs.engines.realtime import RealtimeEngine
 from npcs.engines.sentence_cascade import SentenceCascadeEngine
 
 __all__ = [
-    "AudioChunk",
     "Caption",
     "CascadedEngine",
     "Engine",
     "EngineEvent",
-    "EngineSet",
     "Filler",
     "FirstToken",
     "RealtimeEngine",
@@ -37,6 +33,4 @@ __all__ = [
     "ToolsUsed",
     "TurnDone",
     "TurnRequest",
-    "build_engines",
-    "make_openai_client",
 ]

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import openai
 
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError, Tier
 from npcs.context import MAX_SCENE_CHARS, build_messages
 from npcs.engines.chat_wire import (
     assistant_tool_message,
@@ -51,10 +51,9 @@ from npcs.engines.guard import (
     fresh_sentences,
     speaker_stops,
 )
-from npcs.llm_health import LlmHealth, LlmUnavailable
+from npcs.inference.health import LlmHealth, LlmUnavailable
 from npcs.sentences import SentenceSplitter, split_sentences
 from tools.host.types import ToolCall
-from tools.tiers import Tier
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI

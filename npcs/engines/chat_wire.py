@@ -13,12 +13,11 @@ from typing import TYPE_CHECKING, Any
 
 import openai
 
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError, Tier
 from npcs.context import MAX_SCENE_CHARS, build_messages
 from npcs.engines.events import TurnRequest
 from tools.host.types import ToolCall, ToolResult, TurnToolReport
 from tools.selection import selection_for
-from tools.tiers import Tier
 
 if TYPE_CHECKING:
     from tools.host import ToolHost

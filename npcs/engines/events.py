@@ -7,15 +7,14 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+from campaigns.basics import AudioChunk, Tier
 from npcs.context import SceneLine
 from npcs.schema import NpcDefinition
-from tools.tiers import Tier
 
 if TYPE_CHECKING:
     from tools.host import TurnToolReport
 
 __all__ = [
-    "AudioChunk",
     "Caption",
     "Engine",
     "EngineEvent",
@@ -67,14 +66,6 @@ class Filler:
     """A short in-voice line covering slow tools ("Let me check my notes...")."""
 
     text: str
-
-
-@dataclass(frozen=True, slots=True)
-class AudioChunk:
-    """Speech audio produced by a speech-to-speech engine: mono s16le."""
-
-    pcm: bytes
-    sample_rate: int
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,7 +7,7 @@ re-declared when the tier changes. Function calls run through the host and go ba
 ``response.cancel`` and ``conversation.item.truncate`` with the audio actually played, so the
 model's memory matches what the players heard. A turn whose tier exposes tools slower than
 ``max_realtime_tier`` is answered entirely by the fallback (cascaded) engine instead of
-switching engines mid-utterance (DESIGN.md section 4). The protocol's payloads are built in
+switching engines mid-utterance (docs/tools.md). The protocol's payloads are built in
 ``realtime_wire``.
 """
 
@@ -20,18 +20,17 @@ import logging
 import time
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import openai
 from websockets.exceptions import ConnectionClosed
 
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import AudioChunk, GlyphoxaError, Tier
 from npcs.context import build_system_prompt, render_scene
 from npcs.engines import realtime_wire as wire
 from npcs.engines.cascaded import DEFAULT_FILLERS, offered_tools
 from npcs.engines.chat_wire import await_confirmation
 from npcs.engines.events import (
-    AudioChunk,
     Caption,
     Engine,
     EngineEvent,
@@ -43,21 +42,45 @@ from npcs.engines.events import (
     TurnRequest,
 )
 from npcs.engines.realtime_wire import BYTES_PER_MS, REALTIME_SAMPLE_RATE
-from npcs.openai_client import openai_client
+from npcs.inference.openai_client import openai_client
 from npcs.sentences import SentenceSplitter
 from tools.host.types import ToolCall
-from tools.tiers import Tier
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
+    from pydantic import SecretStr
 
     from tools.host import ToolHost
 
-__all__ = ["DEFAULT_REALTIME_MODEL", "REALTIME_SAMPLE_RATE", "RealtimeEngine"]
+__all__ = ["DEFAULT_REALTIME_MODEL", "REALTIME_SAMPLE_RATE", "RealtimeEngine", "RealtimeSettings"]
 
 log = logging.getLogger(__name__)
 
 DEFAULT_REALTIME_MODEL = "gpt-realtime"
+
+
+class _RealtimeOptions(Protocol):
+    @property
+    def voice(self) -> str: ...
+
+    @property
+    def max_realtime_tier(self) -> Tier: ...
+
+
+class RealtimeSettings(Protocol):
+    """What the engine reads of ``providers.realtime`` (``bot.config_providers``)."""
+
+    @property
+    def model(self) -> str | None: ...
+
+    @property
+    def base_url(self) -> str | None: ...
+
+    @property
+    def api_key(self) -> SecretStr | None: ...
+
+    @property
+    def options(self) -> _RealtimeOptions: ...
 
 
 @dataclass
@@ -115,27 +138,27 @@ class RealtimeEngine:
 
     @classmethod
     def from_config(
-        cls, provider: Any, *, host: ToolHost | None = None, fallback: Engine | None = None
+        cls,
+        provider: RealtimeSettings,
+        *,
+        host: ToolHost | None = None,
+        fallback: Engine | None = None,
     ) -> RealtimeEngine:
         """From the ``providers.realtime`` section (``model``, ``base_url``, ``api_key``;
         ``options.voice``, ``options.max_realtime_tier``)."""
-        key = getattr(provider, "api_key", None)
-        base_url = getattr(provider, "base_url", None)
+        key = provider.api_key
+        base_url = provider.base_url
         if key is None and base_url is None:
             raise GlyphoxaError("providers.realtime needs an api_key (write ${OPENAI_API_KEY})")
         client = openai_client(key, base_url)
-        options = dict(getattr(provider, "options", {}) or {})
-        try:
-            max_tier = Tier.parse(str(options.get("max_realtime_tier", "standard")))
-        except ValueError as error:
-            raise GlyphoxaError(f"providers.realtime.options.max_realtime_tier: {error}") from None
+        options = provider.options
         return cls(
             client,
             model=provider.model or DEFAULT_REALTIME_MODEL,
             host=host,
             fallback=fallback,
-            max_realtime_tier=max_tier,
-            voice=str(options.get("voice", "alloy")),
+            max_realtime_tier=options.max_realtime_tier,
+            voice=options.voice,
         )
 
     async def aclose(self) -> None:
@@ -353,7 +376,8 @@ class RealtimeEngine:
     @staticmethod
     def _filler_line(npc: Any) -> str:
         lines = list(npc.filler_lines) or list(DEFAULT_FILLERS)
-        return lines[0]
+        first: str = lines[0]
+        return first
 
     async def _run_tools(
         self, session: _Session, request: TurnRequest, calls: list[ToolCall]

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import openai
 
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 from npcs.engines.cascaded import CascadedEngine, request_messages, speaker_names, stream_error
 from npcs.engines.events import EngineEvent, FirstToken, Sentence, TurnDone, TurnRequest
 from npcs.engines.guard import ContentGuard, parrots

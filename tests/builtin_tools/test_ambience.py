@@ -54,7 +54,8 @@ async def test_errors_are_clear(campaign_dir: Path) -> None:
 
 
 async def test_over_stdio(campaign_dir: Path) -> None:
-    async with stdio_session("tools.ambience", "--campaign", str(campaign_dir)) as session:
+    server = ("tools.builtin", "ambience", "--campaign", str(campaign_dir))
+    async with stdio_session(*server) as session:
         listing = {t.name: t for t in (await session.list_tools()).tools}
         assert listing["list_moods"].meta["io.glyphoxa/latency"]["max_duration_ms"] <= 500
         moods = await session.call_tool("list_moods", {})

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tools.builtin.bench import run_bench
+from bot.bench.builtin_tools import run_bench
 
 
 async def test_quick_bench_reports_every_figure() -> None:

@@ -188,7 +188,7 @@ async def test_tools_in_process(campaign_dir: Path) -> None:
 
 
 async def test_tools_over_stdio(campaign_dir: Path) -> None:
-    async with stdio_session("tools.dice", "--campaign", str(campaign_dir)) as session:
+    async with stdio_session("tools.builtin", "dice", "--campaign", str(campaign_dir)) as session:
         listing = {t.name: t for t in (await session.list_tools()).tools}
         assert set(listing) == {"roll", "roll_table"}
         meta = listing["roll"].meta["io.glyphoxa/latency"]

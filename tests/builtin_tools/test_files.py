@@ -129,7 +129,7 @@ async def test_bad_arguments(tools: dict) -> None:
 
 
 async def test_tools_over_stdio(sandbox: Path) -> None:
-    async with stdio_session("tools.files", "--sandbox", str(sandbox)) as session:
+    async with stdio_session("tools.builtin", "files", "--sandbox", str(sandbox)) as session:
         listing = {t.name: t for t in (await session.list_tools()).tools}
         assert listing["write_file"].meta["io.glyphoxa/latency"]["read_only"] is False
         assert listing["read_file"].meta["io.glyphoxa/latency"]["read_only"] is True

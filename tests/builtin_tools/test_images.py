@@ -75,7 +75,7 @@ async def test_over_stdio(images_api: FakeOpenAIImages, tmp_path: Path) -> None:
         "--set",
         f"image_output_dir={tmp_path}",
     ]
-    async with stdio_session("tools.images", *args) as session:
+    async with stdio_session("tools.builtin", "images", *args) as session:
         listing = (await session.list_tools()).tools
         meta = listing[0].meta["io.glyphoxa/latency"]
         assert meta["estimated_duration_ms"] > 1500 and meta["idempotent"] is False

@@ -110,7 +110,7 @@ async def test_without_store_the_error_is_clear() -> None:
 
 async def test_memory_and_session_over_stdio(seeded: SeededStore) -> None:
     url = f"memory_url={seeded.url}"
-    async with stdio_session("tools.memory", "--set", url) as session:
+    async with stdio_session("tools.builtin", "memory", "--set", url) as session:
         listing = {t.name: t for t in (await session.list_tools()).tools}
         assert listing["query_entities"].meta["io.glyphoxa/latency"]["estimated_duration_ms"] <= 50
         assert listing["search_facts"].meta["io.glyphoxa/latency"]["estimated_duration_ms"] > 500
@@ -120,7 +120,7 @@ async def test_memory_and_session_over_stdio(seeded: SeededStore) -> None:
         assert "Mirelle" in result_text(said)
         bad = await session.call_tool("get_summary", {"entity_id": "nobody"})
         assert bad.is_error and "no entity" in result_text(bad)
-    async with stdio_session("tools.session", "--set", url) as session:
+    async with stdio_session("tools.builtin", "session", "--set", url) as session:
         listed = await session.call_tool("list_sessions", {})
         assert "Session one" in result_text(listed)
         history = await session.call_tool("search_history", {"query": "caravan"})

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError, Tier
 from tools.builtin import (
     BUILTIN_TOOL_NAMES,
     SERVER_NAMES,
@@ -22,7 +22,6 @@ from tools.config import BuiltinToolsConfig, McpConfig
 from tools.host import ToolHost
 from tools.host.latency import tier_for
 from tools.spec import LATENCY_META_KEY, ToolContext
-from tools.tiers import Tier
 
 from .conftest import result_text, stdio_session
 

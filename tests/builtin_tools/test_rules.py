@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 from tools.builtin import create_server
 from tools.builtin.rules import build_index, import_srd, open_index
 from tools.builtin.rules_index import RulesIndex
@@ -142,7 +142,7 @@ async def test_tools_in_process(tmp_path: Path) -> None:
 async def test_tools_over_stdio(tmp_path: Path) -> None:
     db = tmp_path / "r.db"
     import_srd(SRD_PATH, db)
-    async with stdio_session("tools.rules", "--set", f"rules_db={db}") as session:
+    async with stdio_session("tools.builtin", "rules", "--set", f"rules_db={db}") as session:
         listing = {t.name: t for t in (await session.list_tools()).tools}
         meta = listing["search_rules"].meta["io.glyphoxa/latency"]
         assert meta["idempotent"] is True and meta["read_only"] is True

@@ -18,11 +18,11 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from bot.cli import main
+from campaigns.basics import Tier
 from tools.builtin import create_server
 from tools.config import McpConfig, McpServerConfig
 from tools.host import ToolHost
 from tools.spec import ToolContext
-from tools.tiers import Tier
 
 REPO = Path(__file__).resolve().parents[2]
 TOKEN = "remote-dice-token-value"

@@ -132,7 +132,7 @@ def test_html_to_text_keeps_structure() -> None:
 
 async def test_over_stdio(website: WebSite) -> None:
     args = ["--set", f"web_search_url={website.url}", "--set", "fetch_allow_hosts=127.0.0.1"]
-    async with stdio_session("tools.web", *args) as session:
+    async with stdio_session("tools.builtin", "web", *args) as session:
         listing = {t.name: t for t in (await session.list_tools()).tools}
         for name in ("web_search", "fetch_page"):
             meta = listing[name].meta["io.glyphoxa/latency"]

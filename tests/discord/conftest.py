@@ -12,8 +12,8 @@ import discord
 import discord.opus
 import pytest
 
+from bot.bench.doubles.voice_loopback import LocalDaveGroup, LoopbackSpeaker
 from bot.voice.dave import DaveReceiver
-from bot.voice.loopback import LocalDaveGroup, LoopbackSpeaker
 from bot.voice.opus_decode import SpeakerDecoder, ensure_opus_loaded
 from bot.voice.receiver import VoiceFrame, VoiceReceiver
 from bot.voice.transport_crypto import XChaCha20Cipher

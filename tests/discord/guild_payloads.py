@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from bot.local_discord.world import EVERYONE_PERMISSIONS
+from bot.bench.doubles.local_discord.world import EVERYONE_PERMISSIONS
 
 from .discord_api import APP_ID, user
 

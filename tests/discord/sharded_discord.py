@@ -5,8 +5,8 @@ The main gateway accepts any number of connections. Each IDENTIFY names its shar
 (``(guild_id >> 22) % count``) and a GUILD_CREATE follows for each. Events of a guild go to
 every live connection of its shard, as Discord does when two sessions identify as the same
 shard. A voice state request (op 4) is answered on the connection that sent it; each guild has
-its own voice server (``bot.local_discord``'s TLS voice gateway, UDP relay and DAVE group),
-which also serves a bot that comes back after its process was killed.
+its own voice server (``bot.bench.doubles.local_discord``'s TLS voice gateway, UDP relay and DAVE
+group), which also serves a bot that comes back after its process was killed.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
-from bot.local_discord.tls import self_signed_tls
-from bot.local_discord.voice_server import LocalVoiceServer, RemotePlayer
+from bot.bench.doubles.local_discord.tls import self_signed_tls
+from bot.bench.doubles.local_discord.voice_server import LocalVoiceServer, RemotePlayer
 
 
 @dataclass(eq=False)
@@ -40,8 +40,8 @@ class Connection:
 
 
 class GuildVoice:
-    """One guild's voice server (``bot.local_discord``'s) with the member who speaks there; its
-    voice-state answers go to the gateway connection that asked."""
+    """One guild's voice server (``bot.bench.doubles.local_discord``'s) with the member who
+    speaks there; its voice-state answers go to the gateway connection that asked."""
 
     def __init__(self, gateway: ShardedDiscord, guild: dict[str, Any], tls_dir: Path) -> None:
         self.gateway = gateway

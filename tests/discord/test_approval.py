@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 
 from bot.discord_bot.approval import DiscordApprover
+from campaigns.basics import Tier
 from campaigns.content import CampaignApproval
 from campaigns.memory import MemoryStore
 from tools.host import Invocation, ToolHost
 from tools.host.persistence import store_invocation_logger
 from tools.spec import BuiltinServer, LatencyMeta, ToolDef
-from tools.tiers import Tier
 
 from .discord_api import APP_ID, user
 from .discord_api import message as api_message

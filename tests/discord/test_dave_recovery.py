@@ -16,7 +16,7 @@ import davey
 import discord
 from discord.gateway import DiscordVoiceWebSocket
 
-from bot.voice.loopback import LocalDaveGroup, LoopbackSpeaker
+from bot.bench.doubles.voice_loopback import LocalDaveGroup, LoopbackSpeaker
 from bot.voice.receive_counters import DropReason
 from bot.voice.transport_crypto import make_cipher
 

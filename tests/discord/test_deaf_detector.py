@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import davey
 
+from bot.bench.doubles.voice_loopback import LocalDaveGroup
 from bot.voice.deaf import DeafCause, DeafDetector
-from bot.voice.loopback import LocalDaveGroup
 
 from .conftest import CHANNEL, SPEAKER_USER, Rig, tone
 

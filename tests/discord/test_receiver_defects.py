@@ -16,7 +16,7 @@ import discord
 import discord.opus
 import pytest
 
-from bot.voice.loopback import LoopbackSpeaker
+from bot.bench.doubles.voice_loopback import LoopbackSpeaker
 from bot.voice.receive_counters import DropReason
 from bot.voice.transport_crypto import make_cipher
 

@@ -20,9 +20,9 @@ import pytest
 import yarl
 from discord.gateway import DiscordWebSocket
 
+from bot.bench.doubles.local_discord import LocalDiscord
 from bot.config import GlyphoxaConfig
 from bot.discord_bot import GlyphoxaBot, TableParts
-from bot.local_discord import LocalDiscord
 from bot.metrics import Metrics
 from bot.voice.dave import DaveReceiver
 from bot.voice.receiver import VoiceReceiver

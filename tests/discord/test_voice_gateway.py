@@ -12,8 +12,8 @@ from typing import Any
 import discord
 from discord.voice_state import ConnectionFlowState
 
+from bot.bench.doubles.voice_loopback import LoopbackSpeaker
 from bot.voice.dave import DaveReceiver
-from bot.voice.loopback import LoopbackSpeaker
 from bot.voice.playback import MixerSource, PlaybackKeeper
 from bot.voice.receiver import VoiceFrame, VoiceReceiver
 from bot.voice.transport_crypto import make_cipher

@@ -1,8 +1,8 @@
 """Every way a voice connection ends or moves, against the local Discord (real protocols).
 
-The bot is a real ``discord.Client`` with a real :class:`TableRuntime` and TableSession; the
-local Discord (``bot.local_discord``) plays the main gateway, the REST API and the voice server
-with a real DAVE group of players. After each disruption the table either hears the players
+The bot is a real ``discord.Client`` with a real :class:`TableRuntime` and TableSession; the local
+Discord (``bot.bench.doubles.local_discord``) plays the main gateway, the REST API and the voice
+server with a real DAVE group of players. After each disruption the table either hears the players
 again within seconds, or it stops cleanly and tells the DM in the session's text channel.
 """
 
@@ -21,11 +21,11 @@ import pytest
 import yarl
 from discord.gateway import DiscordWebSocket
 
+from bot.bench.doubles.local_discord import LocalDiscord
+from bot.bench.doubles.voice_loopback import LoopbackSpeaker
 from bot.config import GlyphoxaConfig
 from bot.discord_bot import TableParts, TableRuntime
-from bot.local_discord import LocalDiscord
 from bot.metrics import Metrics
-from bot.voice.loopback import LoopbackSpeaker
 from bot.voice.transport_crypto import make_cipher
 
 from .conftest import tone

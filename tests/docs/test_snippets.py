@@ -23,7 +23,7 @@ from bot.cli import build_parser
 from bot.commands.check import run_check
 from bot.config_loader import check_config
 from bot.rehearsal.scene import load_scene
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 
 from .snippets import KINDS, Command, Snippet, doc_files, find_commands, find_snippets
 

@@ -11,9 +11,9 @@ import re
 import sys
 from pathlib import Path
 
+from campaigns.basics import Tier
 from tools.config import McpConfig, McpServerConfig
 from tools.host import ToolHost
-from tools.tiers import Tier
 
 from .snippets import ROOT
 

@@ -141,9 +141,9 @@ def test_vocabulary_spelled_out_for_the_parser_matches_the_models() -> None:
     from bot.commands.schema import SCHEMA_KINDS
     from bot.schemas import SCHEMA_MODELS
     from campaigns import content
+    from campaigns.basics import Tier
     from npcs.schema import EngineKind
     from tools.builtin.rules import DEFAULT_RULES_DB
-    from tools.tiers import Tier
 
     assert ENTITY_TYPES == content.ENTITY_TYPES
     assert ENGINE_NAMES == tuple(kind.value for kind in EngineKind)

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from bot.cli import main
-from npcs.llm_server import llama_cpp_available
+from npcs.inference.server import llama_cpp_available
 
 from .foundation_support import EXAMPLE
 

@@ -10,14 +10,13 @@ import pytest
 from bot.cli import main
 from bot.commands.check import run_check
 from bot.scaffold import scaffold_npc
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError, Tier
 from campaigns.yamlio import ContentError
 from npcs.campaign import load_campaign, scan_campaign
-from npcs.campaign_checks import tool_issues
+from npcs.campaign.checks import tool_issues
 from npcs.schema import EngineKind
 from tools.catalog import ToolCatalog
 from tools.config import McpServerConfig
-from tools.tiers import Tier
 
 from .foundation_support import CONFIG, EXAMPLE
 

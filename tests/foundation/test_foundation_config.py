@@ -15,7 +15,7 @@ from bot.config_loader import (
     require_discord_token,
     resolve_config_path,
 )
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 from campaigns.yamlio import ContentError
 
 from .foundation_support import CONFIG, REPO
@@ -179,3 +179,48 @@ def test_a_config_where_nobody_is_dm_is_refused_at_its_line(tmp_path: Path) -> N
     ) in str(raised.value)
     config = load_config(_write(tmp_path, "discord:\n  dm_role: DM\n  dm_admins: false\n"))
     assert (config.discord.dm_role, config.discord.dm_admins) == ("DM", False)
+
+
+def test_a_misspelt_provider_option_is_refused_at_its_line(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path,
+        "providers:\n"
+        "  llm:\n"
+        "    name: local\n"
+        "    options:\n"
+        "      n_ctxx: 4096\n"
+        "  stt:\n"
+        "    name: faster-whisper\n"
+        "    options: {cpu_threads: lots}\n",
+    )
+    with pytest.raises(ContentError) as raised:
+        load_config(path, environ={})
+    text = str(raised.value)
+    assert f"{path}:5:7: providers.llm.options: unknown key 'n_ctxx'; did you mean 'n_ctx'?" in text
+    assert f"{path}:8:28: providers.stt.options.cpu_threads:" in text
+
+
+def test_an_option_its_provider_would_ignore_is_refused(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path, "providers:\n  stt:\n    name: openai\n    options:\n      beam_size: 5\n"
+    )
+    with pytest.raises(ContentError, match="beam_size is for faster-whisper"):
+        load_config(path, environ={})
+    path = _write(tmp_path, "providers:\n  llm:\n    name: openai\n    options: {n_ctx: 4096}\n")
+    with pytest.raises(ContentError, match="n_ctx is for the bundled server"):
+        load_config(path, environ={})
+
+
+def test_provider_options_are_typed_with_their_defaults(tmp_path: Path) -> None:
+    config = load_config(
+        _write(tmp_path, "providers:\n  llm:\n    name: local\n    options: {n_ctx: '4096'}\n"),
+        environ={},
+    )
+    options = config.providers.llm.options
+    assert (options.n_ctx, options.n_threads, options.speculate, options.prefill) == (
+        4096,
+        1,
+        True,
+        None,
+    )
+    assert config.providers.stt.options.window_s == 10.0

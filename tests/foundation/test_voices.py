@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from bot.assembly.table import open_table
 from bot.cli import main
 from bot.config import GlyphoxaConfig
 from bot.metrics import Metrics
-from bot.session.build import open_table
 from bot.session.session import TableSession
 from bot.speech import OpenAiStt, PiperTts, VoiceRouter
 from campaigns.memory import MemoryStore

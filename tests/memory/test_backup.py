@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from campaigns.basics import GlyphoxaError
 from campaigns.content import EntitiesFile
-from campaigns.errors import GlyphoxaError
 from campaigns.memory import MemoryStore
 
 

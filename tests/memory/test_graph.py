@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from campaigns.basics import GlyphoxaError
 from campaigns.content import EntitiesFile, EntitySeed, RelationSeed
-from campaigns.errors import GlyphoxaError
 from campaigns.memory import MemoryStore
 
 

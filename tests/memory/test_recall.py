@@ -11,6 +11,7 @@ import pytest
 from openai import AsyncOpenAI
 
 from campaigns.memory import LlmSummarizer, MemoryStore, OpenAIEmbeddings
+from npcs.inference.openai_client import openai_client
 
 if TYPE_CHECKING:
     from tests.memory.conftest import OpenAIStub
@@ -36,7 +37,8 @@ async def _session(store: MemoryStore) -> str:
 
 @pytest.fixture
 def embeddings(openai_stub: OpenAIStub) -> OpenAIEmbeddings:
-    return OpenAIEmbeddings(base_url=openai_stub.base_url, api_key="test-key", model="concepts")
+    client = openai_client("test-key", openai_stub.base_url, timeout_s=10.0, max_retries=1)
+    return OpenAIEmbeddings(client, model="concepts", owns_client=True)
 
 
 async def test_hybrid_search_finds_synonyms_full_text_misses(
@@ -118,9 +120,9 @@ async def test_llm_failure_falls_back_to_extractive_summary(
 async def test_open_memory_wires_config_providers_and_seeds_entities(
     tmp_path, openai_stub: OpenAIStub
 ) -> None:
+    from bot.assembly.memory import open_memory
     from bot.config import GlyphoxaConfig
-    from bot.memory_access import open_memory
-    from tools.tiers import Tier
+    from campaigns.basics import Tier
 
     config = GlyphoxaConfig.model_validate(
         {

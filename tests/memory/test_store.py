@@ -9,7 +9,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import text
 
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 from campaigns.memory import MemoryStore
 from campaigns.memory.database import create_engine
 from campaigns.memory.models import Base

@@ -104,7 +104,7 @@ def sage() -> NpcDefinition:
 @pytest.fixture(scope="session")
 async def local_llm() -> AsyncIterator[Any]:
     """One real llama.cpp server with SmolLM2 for the whole test session."""
-    from npcs.llm_server import LocalLlmServer, llama_cpp_available
+    from npcs.inference.server import LocalLlmServer, llama_cpp_available
 
     if not llama_cpp_available():
         pytest.skip("llama-cpp-python[server] is not installed (pip install llama-cpp-python)")

@@ -1,5 +1,5 @@
 """Address detection and tier selection against the labelled table talk of
-npcs/address_corpus.yaml: accuracy floors on the tuning and the held-out part."""
+bot/bench/address_corpus.yaml: accuracy floors on the tuning and the held-out part."""
 
 from __future__ import annotations
 
@@ -9,17 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from campaigns.errors import GlyphoxaError
-from npcs.address_bench import ADDRESS_FLOOR, FALSE_ADDRESS_CEILING, TIER_FLOOR, run_bench
-from npcs.address_corpus import (
+from bot.bench.address import ADDRESS_FLOOR, FALSE_ADDRESS_CEILING, TIER_FLOOR, run_bench
+from bot.bench.address_corpus import (
     SPLITS,
     AddressScore,
     LineResult,
     load_address_corpus,
     score_address,
 )
+from campaigns.basics import GlyphoxaError, Tier
 from npcs.addressing import AddressDetector
-from tools.tiers import Tier
 
 CORPUS = load_address_corpus()
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from npcs.address_corpus import load_address_corpus
+from bot.bench.address_corpus import load_address_corpus
 from npcs.addressing import AddressDetector
 from npcs.campaign import load_campaign
 from npcs.name_words import everyday_words

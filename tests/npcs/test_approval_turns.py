@@ -8,11 +8,11 @@ import contextlib
 
 from openai import AsyncOpenAI
 
+from campaigns.basics import Tier
 from campaigns.content import CampaignApproval, ToolApproval
 from npcs.engines import CascadedEngine, Filler, ToolsUsed, TurnRequest
 from tools.host import ToolHost
 from tools.host.approval import ApprovalDecision, ApprovalRequest
-from tools.tiers import Tier
 
 from .npcs_fake_openai import FakeOpenAI, Step
 

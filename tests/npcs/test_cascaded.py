@@ -8,6 +8,7 @@ import contextlib
 import pytest
 from openai import AsyncOpenAI
 
+from campaigns.basics import Tier
 from npcs.engines import (
     CascadedEngine,
     Filler,
@@ -17,7 +18,6 @@ from npcs.engines import (
     TurnDone,
     TurnRequest,
 )
-from tools.tiers import Tier
 
 from .npcs_fake_openai import FakeOpenAI, Step
 
@@ -216,7 +216,7 @@ async def test_sentence_cascade_opener_then_strong_continuation(host, sage, tool
 
 
 async def test_llm_http_error_is_a_clear_glyphoxa_error(sage) -> None:
-    from campaigns.errors import GlyphoxaError
+    from campaigns.basics import GlyphoxaError
 
     async with FakeOpenAI([Step(status=503)]) as server:
         request = TurnRequest(sage, "Alice", "Hello?", Tier.FAST)
@@ -225,7 +225,7 @@ async def test_llm_http_error_is_a_clear_glyphoxa_error(sage) -> None:
 
 
 async def test_connection_lost_mid_stream_is_a_clear_glyphoxa_error(sage) -> None:
-    from campaigns.errors import GlyphoxaError
+    from campaigns.basics import GlyphoxaError
 
     script = [Step(content="One two three four five six. Seven.", abort_after=3)]
     async with FakeOpenAI(script) as server:

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from npcs.chatml_tools import (
+from npcs.inference.chatml_tools import (
     Call,
     Text,
     ToolCallStream,

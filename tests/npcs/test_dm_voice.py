@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from campaigns.basics import Tier
 from npcs.addressing import AddressDetector
 from npcs.campaign import load_campaign
 from npcs.dm_voice import DmCommandParser
-from tools.tiers import Tier
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "campaigns" / "example"
 PARSER = DmCommandParser(AddressDetector(load_campaign(EXAMPLE).npcs).mentions)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from npcs.llm_bench import run_bench
+from bot.bench.llm import run_bench
 
 pytestmark = pytest.mark.llm
 
@@ -30,7 +30,7 @@ async def test_the_server_spins_briefly_at_barriers_and_sleeps_when_idle(local_l
 
 
 async def test_quick_llm_bench_reports_decode_first_token_and_idle_cpu() -> None:
-    from npcs.llm_server import llama_cpp_available
+    from npcs.inference.server import llama_cpp_available
 
     if not llama_cpp_available():
         pytest.skip("llama-cpp-python[server] is not installed")

@@ -9,8 +9,8 @@ import pytest
 
 llama_cpp = pytest.importorskip("llama_cpp")
 
-from npcs.llm_prefix_cache import PrefixCache  # noqa: E402
-from npcs.llm_server import find_smollm2_gguf  # noqa: E402
+from npcs.inference.prefix_cache import PrefixCache  # noqa: E402
+from npcs.inference.server import find_smollm2_gguf  # noqa: E402
 
 # In a child process: a llama.cpp build this CPU cannot run fails these tests, not the run.
 pytestmark = [pytest.mark.llm, pytest.mark.isolated]

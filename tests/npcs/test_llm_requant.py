@@ -12,8 +12,8 @@ import pytest
 
 llama_cpp = pytest.importorskip("llama_cpp")
 
-from npcs.llm_model import bundled_smollm2_gguf, find_smollm2_gguf, smollm2_copy_path  # noqa: E402
-from npcs.llm_requant import requantize  # noqa: E402
+from npcs.inference.model import bundled_smollm2_gguf, find_smollm2_gguf, smollm2_copy_path  # noqa: E402
+from npcs.inference.requant import requantize  # noqa: E402
 
 # In a child process: a llama.cpp build this CPU cannot run fails these tests, not the run.
 pytestmark = [pytest.mark.llm, pytest.mark.isolated]

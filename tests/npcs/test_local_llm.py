@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from openai import AsyncOpenAI
 
-from npcs.chatml_tools import render_prompt
+from campaigns.basics import Tier
 from npcs.engines import CascadedEngine, FirstToken, Sentence, TurnDone, TurnRequest
+from npcs.inference.chatml_tools import render_prompt
 from npcs.schema import NpcDefinition
-from tools.tiers import Tier
 
 pytestmark = pytest.mark.llm
 
@@ -271,7 +271,7 @@ def _nice_of_every_thread(pid: int) -> set[int]:
 async def test_the_server_runs_below_the_bot_on_every_thread() -> None:
     """``nice``: the server's process, and every thread it starts (the request that generates
     too), runs that many steps below us, so Piper and Whisper win the cores beside it."""
-    from npcs.llm_server import LocalLlmServer
+    from npcs.inference.server import LocalLlmServer
 
     ours = os.getpriority(os.PRIO_PROCESS, 0)
     async with LocalLlmServer(n_ctx=512, n_threads=1, nice=5) as server:

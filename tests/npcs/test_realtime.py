@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from openai import AsyncOpenAI
 
+from campaigns.basics import AudioChunk, Tier
 from npcs.context import SceneLine
-from npcs.engines import AudioChunk, CascadedEngine, FirstToken, ToolsUsed, TurnDone, TurnRequest
+from npcs.engines import CascadedEngine, FirstToken, ToolsUsed, TurnDone, TurnRequest
 from npcs.engines.realtime import RealtimeEngine
 from npcs.schema import NpcDefinition
-from tools.tiers import Tier
 
 from .npcs_fake_openai import FakeOpenAI, Step
 from .npcs_fake_realtime import FakeRealtime, Reply
@@ -179,15 +179,17 @@ async def test_audio_input_is_appended_and_committed(host) -> None:
 
 
 async def test_from_config_uses_provider_settings(host) -> None:
-    from bot.config import ProviderConfig
+    from bot.config_providers import RealtimeProvider
 
     async with FakeRealtime(lambda _: Reply(transcript="Yes.", audio_chunks=1)) as server:
-        provider = ProviderConfig(
-            name="openai",
-            model="gpt-realtime-mini",
-            base_url=server.base_url,
-            api_key="secret-key",
-            options={"voice": "verse", "max_realtime_tier": "fast"},
+        provider = RealtimeProvider.model_validate(
+            dict(
+                name="openai",
+                model="gpt-realtime-mini",
+                base_url=server.base_url,
+                api_key="secret-key",
+                options={"voice": "verse", "max_realtime_tier": "fast"},
+            )
         )
         engine = RealtimeEngine.from_config(provider, host=host)
         npc = NpcDefinition(name="Guard", personality="A guard.", tools=["roll_die"])
@@ -212,7 +214,7 @@ async def test_from_config_uses_provider_settings(host) -> None:
 async def test_lost_connection_is_a_clear_error_and_the_next_turn_reconnects(
     host, refuse: int, first: list[Reply], error: str
 ) -> None:
-    from campaigns.errors import GlyphoxaError
+    from campaigns.basics import GlyphoxaError
 
     replies = iter([*first, Reply(transcript="Back again.", audio_chunks=1)])
     async with FakeRealtime(lambda _: next(replies), refuse=refuse) as server:

@@ -1,4 +1,4 @@
-"""The tier selector against the corpus written from the tier map (npcs/tier_corpus.yaml)."""
+"""The tier selector against the corpus written from the tier map (bot/bench/tier_corpus.yaml)."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ from collections import Counter
 
 import pytest
 
+from bot.bench.tier_corpus import load_corpus, score
 from bot.config import TiersConfig
-from npcs.tier_corpus import load_corpus, score
+from campaigns.basics import Tier
 from npcs.tier_phrases import DEFAULT_DEEP_PHRASES, DEFAULT_STANDARD_PHRASES
-from tools.tiers import Tier
 
 CORPUS = load_corpus()
 

@@ -1,14 +1,13 @@
-"""Tier selection as DESIGN.md section 4: precedence, phrases with inflections, overrides."""
+"""Tier selection as the tier map says: precedence, phrases with inflections, overrides."""
 
 from __future__ import annotations
 
 import pytest
 
 from bot.config import TiersConfig
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError, Tier
 from npcs.schema import NpcDefinition
 from npcs.tier_selector import TierSelector, compile_phrases, parse_duration
-from tools.tiers import Tier
 
 SAGE = NpcDefinition(name="Greymantle", personality="x", budget_tier="deep")
 BARKEEP = NpcDefinition(name="Bartok", personality="x", budget_tier="fast")

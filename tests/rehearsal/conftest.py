@@ -14,9 +14,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from table_script import EnergyVad, ScriptedEngine, TableDriver, ToneStt, ToneTts
 
+from bot.bench.doubles.instant_llm import InstantLlm
 from bot.config import GlyphoxaConfig
 from bot.metrics import Metrics
-from bot.rehearsal.instant_llm import InstantLlm
 from bot.session.session import TableSession
 from campaigns.memory import MemoryStore
 from npcs.campaign import Campaign, load_campaign

@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from bot.rehearsal.instant_llm import InstantLlm
+from bot.bench.doubles.instant_llm import InstantLlm
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "campaigns" / "example"
 

@@ -16,7 +16,8 @@ import numpy as np
 
 from bot.session.events import SessionEvent
 from bot.session.session import TableSession
-from bot.speech import FRAME_SAMPLES, SAMPLE_RATE, SILENCE_FRAME, STT_SAMPLE_RATE, AudioChunk
+from bot.speech import FRAME_SAMPLES, SAMPLE_RATE, SILENCE_FRAME, STT_SAMPLE_RATE
+from campaigns.basics import AudioChunk
 from npcs.engines import FirstToken, Sentence, ToolsUsed, TurnDone, TurnRequest
 from npcs.schema import VoiceSettings
 from tests.speech.speech_helpers import EnergyVad

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from bot.bench import e2e as bench
+from bot.bench.e2e_scenes import FAST_LINES
 from bot.config_loader import load_config
-from bot.rehearsal import bench
-from bot.rehearsal.bench_scenes import FAST_LINES
-from campaigns.bench_result import percentile
+from campaigns.basics import percentile
 
 pytestmark = pytest.mark.slow
 

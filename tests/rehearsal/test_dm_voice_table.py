@@ -12,9 +12,9 @@ from table_script import TableDriver
 
 from bot.config import GlyphoxaConfig
 from bot.session.events import DmAction, NpcSpoke, Routed
+from campaigns.basics import Tier
 from campaigns.memory import MemoryStore
 from npcs.campaign import Campaign
-from tools.tiers import Tier
 
 
 def spoken(table: Table) -> list[NpcSpoke]:

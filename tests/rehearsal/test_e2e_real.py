@@ -19,7 +19,7 @@ from bot.rehearsal.runner import rehearse
 from bot.rehearsal.scene import Scene
 from bot.speech import FasterWhisperStt
 from npcs.campaign import load_campaign
-from npcs.llm_server import llama_cpp_available
+from npcs.inference.server import llama_cpp_available
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "campaigns" / "example"
 

@@ -19,13 +19,13 @@ from bot.config import GlyphoxaConfig
 from bot.metrics import Metrics
 from bot.session.events import NpcSpoke, TableAlert
 from bot.session.session import TableSession
+from campaigns.basics import Tier
 from campaigns.memory import MemoryStore
 from npcs.campaign import Campaign
 from npcs.engines import CascadedEngine, FirstToken, TurnDone, TurnRequest
-from npcs.llm_health import LlmUnavailable
-from npcs.llm_server import LocalLlmServer, llama_cpp_available
+from npcs.inference.health import LlmUnavailable
+from npcs.inference.server import LocalLlmServer, llama_cpp_available
 from npcs.schema import NpcDefinition
-from tools.tiers import Tier
 
 pytestmark = [
     pytest.mark.llm,

@@ -12,8 +12,8 @@ import pytest
 import yaml
 from scripted_config import scripted_config
 
+from bot.bench.doubles.instant_llm import InstantLlm
 from bot.cli import main
-from bot.rehearsal.instant_llm import InstantLlm
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "campaigns" / "example"
 

@@ -17,8 +17,8 @@ import soxr
 import yaml
 from scripted_config import scripted_config
 
+from bot.bench.doubles.instant_llm import ANSWERS, InstantLlm
 from bot.cli import main
-from bot.rehearsal.instant_llm import ANSWERS, InstantLlm
 from bot.speech import FasterWhisperStt
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "campaigns" / "example"

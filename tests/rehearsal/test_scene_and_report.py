@@ -16,8 +16,7 @@ from bot.rehearsal.scene import PlayerLine, load_scene, player_voice
 from bot.rehearsal.steering import dm_notes, tier_checks
 from bot.session.trace import ToolUse, TurnTrace
 from bot.voice.receive_counters import DropReason, ReceiveCounters
-from campaigns.errors import GlyphoxaError
-from tools.tiers import Tier
+from campaigns.basics import GlyphoxaError, Tier
 
 
 def _write(tmp_path: Path, text: str) -> Path:

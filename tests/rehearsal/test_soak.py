@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from bot.rehearsal.soak import run_soak
-from bot.rehearsal.soak_report import DEAF_GOAL_S
+from bot.bench.soak.report import DEAF_GOAL_S
+from bot.bench.soak.run import run_soak
 
 pytestmark = pytest.mark.slow
 

@@ -17,10 +17,9 @@ from bot.session.events import BargedIn, NpcSpoke, PlayerSpoke, Routed
 from bot.session.session import TableSession
 from bot.speech import SILENCE_FRAME
 from bot.speech.scheduler import Skipped, Work
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError, Tier
 from npcs.campaign import load_campaign
 from tools.host import ToolResult
-from tools.tiers import Tier
 
 
 def spoken(table: Table) -> list[NpcSpoke]:

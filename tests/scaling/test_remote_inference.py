@@ -17,14 +17,13 @@ import numpy as np
 import pytest
 from aiohttp import web
 
-from bot.config import ProviderConfig
-from bot.rehearsal.instant_audio import InstantAudio
+from bot.bench.doubles.instant_audio import InstantAudio
+from bot.config_providers import LlmOptions, LlmProvider, SttOptions, TtsOptions
 from bot.speech import OpenAiStt, OpenAiTts
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError, Tier
 from npcs.engines import CascadedEngine, Sentence, TurnDone, TurnRequest
-from npcs.inference_http import InferencePool, RemoteOptions, remote_options
+from npcs.inference.pools import InferencePool, RemoteOptions, remote_options
 from npcs.schema import NpcDefinition, VoiceSettings
-from tools.tiers import Tier
 
 from ..npcs.npcs_fake_openai import FakeOpenAI, Step
 
@@ -184,10 +183,10 @@ async def test_llm_stream_is_retried_on_503_before_it_starts() -> None:
     npc = NpcDefinition.model_validate({"name": "Bartok", "personality": "A gruff dwarf."})
     script = [Step(status=503), Step(status=429), Step(content="Dark ale tonight. Two coppers.")]
     async with FakeOpenAI(script) as server, _pool() as pool:
-        provider = ProviderConfig(name="openai", base_url=server.base_url, model="scripted")
-        client = pool.for_provider(
-            "llm", provider.model_copy(update={"options": {"backoff_s": 0.05}})
+        provider = LlmProvider(
+            name="openai", base_url=server.base_url, model="scripted", options={"backoff_s": 0.05}
         )
+        client = pool.for_provider("llm", provider)
         engine = CascadedEngine(client, model="scripted")
         request = TurnRequest(npc, "Aria", "Bartok, what's on tap?", Tier.FAST)
         async with contextlib.aclosing(engine.respond(request)) as events:
@@ -201,14 +200,13 @@ async def test_llm_stream_is_retried_on_503_before_it_starts() -> None:
     assert _outcome(pool, "llm", "retried") == 2
 
 
-def test_options_are_read_from_the_provider_section_with_clear_errors() -> None:
-    options = remote_options("llm", {"per_table": 8, "timeout_s": "12.5", "model_path": "x"})
-    assert options.per_table == 8 and options.timeout_s == 12.5
-    assert remote_options("stt", {}).timeout_s == 15.0
-    with pytest.raises(GlyphoxaError, match=r"providers\.tts\.options\.retries must be a number"):
-        remote_options("tts", {"retries": "lots"})
-    with pytest.raises(GlyphoxaError, match="per_table is too small"):
-        remote_options("tts", {"per_table": 0})
+def test_options_are_read_from_the_provider_section_over_the_service_defaults() -> None:
+    options = remote_options(
+        "llm", LlmOptions.model_validate({"per_table": 8, "timeout_s": "12.5"})
+    )
+    assert options.per_table == 8 and options.timeout_s == 12.5 and options.retries == 2
+    assert remote_options("stt", SttOptions()).timeout_s == 15.0
+    assert remote_options("tts", TtsOptions(retries=0)).retries == 0
 
 
 async def test_a_client_that_goes_away_mid_upload_leaves_no_traceback(

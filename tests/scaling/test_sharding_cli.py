@@ -10,7 +10,7 @@ from bot.cli import main
 from bot.config import GlyphoxaConfig
 from bot.discord_bot import GlyphoxaBot
 from bot.discord_bot.sharding import ShardedGlyphoxaBot, make_bot, parse_shard_ids
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 
 
 def test_shard_lists_and_ranges() -> None:

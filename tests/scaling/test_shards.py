@@ -34,8 +34,8 @@ import pytest
 import soxr
 from prometheus_client.parser import text_string_to_metric_families
 
-from bot.rehearsal.instant_audio import InstantAudio
-from bot.rehearsal.instant_llm import ANSWERS, InstantLlm
+from bot.bench.doubles.instant_audio import InstantAudio
+from bot.bench.doubles.instant_llm import ANSWERS, InstantLlm
 from bot.speech import EspeakTts
 from bot.voice.dave import DaveReceiver
 from bot.voice.receiver import VoiceReceiver

@@ -19,10 +19,10 @@ from bot.metrics import Metrics
 from bot.session import snapshot
 from bot.session.session import TableSession
 from bot.speech import EspeakTts
+from campaigns.basics import Tier
 from campaigns.memory import MemoryStore
 from npcs.campaign import load_campaign
 from npcs.context import SceneLine
-from tools.tiers import Tier
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "campaigns" / "example"
 

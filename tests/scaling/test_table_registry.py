@@ -154,7 +154,7 @@ async def test_a_registry_on_sqlite_is_single_process(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("bad", ["not a url", "mysql+aiomysql://x@localhost/db"])
 async def test_bad_database_urls_are_clear_errors(bad: str) -> None:
-    from campaigns.errors import GlyphoxaError
+    from campaigns.basics import GlyphoxaError
 
     with pytest.raises(GlyphoxaError):
         await TableRegistry.open(bad)

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from bot.bench.doubles.instant_audio import InstantAudio
+from bot.bench.doubles.instant_llm import InstantLlm
+from bot.bench.tables.run import Step, _results
+from bot.bench.tables.sim_table import SimTable
+from bot.bench.tables.sim_world import EXAMPLE, bench_config, player_line
 from bot.discord_bot.tables import configured_tables
-from bot.rehearsal.instant_audio import InstantAudio
-from bot.rehearsal.instant_llm import InstantLlm
-from bot.rehearsal.sim_table import SimTable
-from bot.rehearsal.sim_world import EXAMPLE, bench_config, player_line
-from bot.rehearsal.tables_bench import Step, _results
 
 
 @pytest.mark.slow

@@ -3,11 +3,15 @@ loader (yamldoc <- yamlsafe <- yamlparse <- yamlvalidate <- yamlio) and the camp
 (campaign_model <- campaign_checks, campaign_watch <- campaign) used to form circles, which
 hid which layer guarded what; so did llm_probe and llm_server (llm_model now holds what both
 need); so did the Discord bot and its table cog (the cog now sees the bot as ``TableHost``).
-Every import counts, including ``TYPE_CHECKING`` ones."""
+Every import counts, including ``TYPE_CHECKING`` ones. The package-level contracts (layers,
+Discord only in ``bot``, the product never reaching the harness room ``bot.bench``, the rooms
+inside ``bot`` and ``npcs``) are written in pyproject.toml for ``lint-imports``, run here too."""
 
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -100,3 +104,43 @@ def test_imports_go_one_way_bot_npcs_tools_campaigns() -> None:
 
 def test_the_checker_finds_a_circle() -> None:
     assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+HARNESS = "bot.bench"
+"""The harness room: benchmarks and the doubles they drive (a local Discord, instant servers)."""
+HARNESS_DOORS = {"bot.commands.bench"}
+"""``glyphoxa bench``: the one product module that loads the harness, and only when run."""
+
+
+def _in(module: str, package: str) -> bool:
+    return module == package or module.startswith(f"{package}.")
+
+
+def test_the_product_never_imports_the_harness() -> None:
+    """No module outside the harness imports it, so nothing that ``glyphoxa run``, the table
+    runtime, ``npcs``, ``tools`` or ``campaigns`` loads can reach it (imports inside functions
+    count too)."""
+    reaching = sorted(
+        f"{module} -> {target}"
+        for module, targets in _graph(PACKAGES).items()
+        if not _in(module, HARNESS) and module not in HARNESS_DOORS
+        for target in targets
+        if _in(target, HARNESS)
+    )
+    assert reaching == []
+
+
+def test_the_harness_check_sees_a_product_import() -> None:
+    graph = _graph(PACKAGES)
+    assert any(_in(t, HARNESS) for t in graph["bot.commands.bench"])
+
+
+def test_the_import_contracts_hold() -> None:
+    """The contracts in pyproject.toml (``[tool.importlinter]``): the layers, Discord only in
+    ``bot``, the harness reached only through ``glyphoxa bench``, and the rooms inside ``bot``
+    and ``npcs``. ``lint-imports`` prints which import breaks which contract."""
+    lint = Path(sys.executable).with_name("lint-imports")
+    run = subprocess.run(
+        [str(lint), "--no-cache"], cwd=REPO, capture_output=True, text=True, check=False
+    )
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]

@@ -61,7 +61,7 @@ def test_file_rotates_and_keeps_backup_count(tmp_path: Path) -> None:
 
 def test_an_unwritable_log_file_is_a_clear_error(tmp_path: Path) -> None:
     from bot.logging_setup import configure_logging
-    from campaigns.errors import GlyphoxaError
+    from campaigns.basics import GlyphoxaError
 
     (tmp_path / "file").write_text("x")
     with pytest.raises(GlyphoxaError, match=r"logging\.file: cannot write the log file"):

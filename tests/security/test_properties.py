@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from bot.config_loader import check_config
 from bot.discord_bot.messages import MESSAGE_LIMIT, fit_message
 from bot.voice.rtp import RtpParseError, build_header, parse_header, strip_padding_and_extension
+from campaigns.basics import Tier
 from campaigns.yamlio import ContentError, load_model, parse_yaml
 from npcs.schema import NpcDefinition
 from tools.builtin import create_server
@@ -24,7 +25,6 @@ from tools.builtin.dice_engine import MAX_DICE_PER_TERM, roll_expression
 from tools.builtin.html_text import html_to_text
 from tools.host import ToolHost
 from tools.spec import ToolContext, ToolError
-from tools.tiers import Tier
 
 from .security_support import EXAMPLE, run_check, write_campaign
 

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from campaigns.basics import Tier
 from tools.builtin import create_server
 from tools.builtin.files import Sandbox
 from tools.host import ToolHost
 from tools.spec import ToolContext, ToolError
-from tools.tiers import Tier
 
 SECRET = "the dragon's true name"
 

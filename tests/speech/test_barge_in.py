@@ -12,7 +12,6 @@ import soxr
 
 from bot.speech import (
     SILENCE_FRAME,
-    AudioChunk,
     BargeIn,
     BargeInController,
     FasterWhisperStt,
@@ -26,6 +25,7 @@ from bot.speech import (
     SpeechStarted,
     WavSink,
 )
+from campaigns.basics import AudioChunk
 
 from .speech_helpers import heard_as, pcm_to_frames, piper_pcm
 

@@ -10,16 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bot.speech import (
-    FRAME_BYTES,
-    SILENCE_FRAME,
-    AudioChunk,
-    HandleState,
-    Mixer,
-    WavSink,
-    decode_audio_file,
-)
-from campaigns.errors import GlyphoxaError
+from bot.speech import FRAME_BYTES, SILENCE_FRAME, HandleState, Mixer, WavSink, decode_audio_file
+from campaigns.basics import AudioChunk, GlyphoxaError
 
 
 def tone(seconds: float, rate: int = 24_000, freq: float = 440.0, level: float = 0.3) -> AudioChunk:

@@ -16,7 +16,7 @@ from bot.speech import (
     Vocabulary,
     VoiceRouter,
 )
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 from npcs.schema import VoiceSettings
 
 from .local_openai_audio import LocalOpenAiAudio

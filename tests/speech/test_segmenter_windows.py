@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import soxr
 
+from bot.bench.e2e_scenes import FAST_LINES, TABLE_TALK
 from bot.config import TurnConfig, VadConfig
-from bot.rehearsal.bench_scenes import FAST_LINES, TABLE_TALK
 from bot.speech import PiperTts
 from bot.speech.segmenter import SegmentEnd, Segmenter, SegmentPause
 from bot.speech.vad import SileroVad

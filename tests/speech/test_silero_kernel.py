@@ -14,7 +14,7 @@ from bot.speech.onnx_weights import float_initializers
 from bot.speech.silero_kernel import SileroWeights
 from bot.speech.turn_model import smart_turn_dir
 from bot.speech.vad import SileroVad, create_vad, silero_model_path
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 from npcs.schema import VoiceSettings
 
 from .speech_helpers import piper_pcm

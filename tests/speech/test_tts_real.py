@@ -2,26 +2,17 @@
 
 from __future__ import annotations
 
-import asyncio
-import wave
-from collections.abc import AsyncIterator
-
 import numpy as np
 import pytest
 import soxr
 
 from bot.speech import (
-    AudioChunk,
     EspeakTts,
     FasterWhisperStt,
-    Mixer,
     PiperTts,
-    TurnTimer,
     VoiceRouter,
-    WavSink,
-    speak_stream,
 )
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import AudioChunk, GlyphoxaError
 from npcs.schema import VoiceSettings
 
 from .speech_helpers import heard_as, requires_espeak
@@ -92,53 +83,3 @@ async def test_router_falls_back_to_espeak(piper: PiperTts) -> None:
     plain = VoiceRouter({"piper": piper, "espeak": EspeakTts()}, fallback=None)
     with pytest.raises(GlyphoxaError):
         await synthesize(plain, "Hello.", VoiceSettings(voice="/nonexistent/voice.onnx"))
-
-
-async def test_first_sentence_plays_while_the_llm_still_writes(
-    piper: PiperTts, whisper: FasterWhisperStt, tmp_path
-) -> None:  # type: ignore[no-untyped-def]
-    mixer = Mixer()
-    first_audio = asyncio.Event()
-    handle = mixer.speak("Bartok")
-
-    def audio_arrived() -> None:  # loop thread here: feed() runs on it
-        if handle.buffered_samples or handle.playback_started_at:
-            first_audio.set()
-
-    mixer.add_listener(audio_arrived)
-    timer = TurnTimer("t1", "alice", npc="Bartok")
-
-    async def llm() -> AsyncIterator[str]:
-        for token in [
-            "Good",
-            " evening",
-            ", Mr.",
-            " Stone",
-            "! The",
-            " soup",
-            " costs",
-            " two",
-            " coins",
-            ". ",
-        ]:
-            yield token
-        # The next sentence only comes once the first is already audio: pipelining or deadlock.
-        await asyncio.wait_for(first_audio.wait(), 30)
-        for token in ["Ask", " the", " cook", " about", " the", " stew", "."]:
-            yield token
-
-    speaking = asyncio.create_task(speak_stream(handle, piper, VoiceSettings(), llm(), timer=timer))
-    with WavSink(mixer, tmp_path / "npc.wav") as sink:
-        await asyncio.wait_for(first_audio.wait(), 30)
-        await asyncio.wait_for(sink.drain(), 60)
-        result = await asyncio.wait_for(speaking, 10)
-    assert result.played_text == (
-        "Good evening, Mr. Stone! The soup costs two coins. Ask the cook about the stew."
-    )
-    trace = timer.freeze()
-    assert trace.first_sentence is not None and trace.first_tts_audio is not None
-    assert trace.first_sentence <= trace.first_tts_audio
-    with wave.open(str(tmp_path / "npc.wav")) as wav:
-        stereo = np.frombuffer(wav.readframes(wav.getnframes()), "<i2").reshape(-1, 2)
-    mono = soxr.resample(stereo[:, 0].astype(np.float32) / 32768, 48_000, 16_000)
-    assert heard_as(result.full_text, whisper.transcribe_sync(mono.astype(np.float32)), 0.2)

@@ -23,7 +23,7 @@ from bot.speech import FasterWhisperStt, FinalTranscript, PiperTts, SpeakerLane,
 from bot.speech.endpointing import TurnModel
 from bot.speech.events import SpeechEnded, SpeechStarted, TurnCheck
 from bot.speech.turn_model import SmartTurnModel, load_turn_model
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 
 from .speech_helpers import (
     LaneWatch,

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from campaigns.basics import Tier
 from tools.host import ToolCall, ToolHost, safe_name
 from tools.host.calibration import DEMOTE_ERROR_RATE, MIN_SAMPLES
 from tools.host.types import Invocation
 from tools.spec import BuiltinServer
-from tools.tiers import Tier
 
 ALL = ["*"]
 Builtins = Callable[[], list[BuiltinServer]]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from campaigns.bench_result import percentile
+from campaigns.basics import percentile
 from tools.host.calibration import WINDOW, ToolStats
 
 calls = st.lists(

@@ -9,10 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError, Tier
 from tools.config import McpServerConfig
 from tools.host import ToolHost
-from tools.tiers import Tier
 
 sys.path.insert(0, str(Path(__file__).parent / "servers"))
 from http_server import BearerMcpServer, OAuthMcpServer

@@ -6,9 +6,9 @@ import logging
 
 import pytest
 
+from campaigns.basics import Tier
 from tools.host.latency import clean_input_schema, parse_latency, tier_for
 from tools.spec import LATENCY_META_KEY, LatencyMeta
-from tools.tiers import Tier
 
 
 def test_meta_key_wins_over_legacy_schema():

@@ -3,8 +3,8 @@ server (npm) and our own MCP server for audio."""
 
 from __future__ import annotations
 
+from campaigns.basics import Tier
 from tools.host import ToolHost
-from tools.tiers import Tier
 
 ALL = ["*"]
 

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from campaigns.basics import Tier
 from tools.host import ToolHost
-from tools.tiers import Tier
 
 pytestmark = pytest.mark.slow  # several Python MCP servers start per test
 

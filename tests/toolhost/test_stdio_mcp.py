@@ -9,9 +9,9 @@ from collections.abc import Callable
 
 import pytest
 
+from campaigns.basics import Tier
 from tools.config import McpServerConfig
 from tools.host import ServerState, ToolHost
-from tools.tiers import Tier
 
 ALL = ["*"]
 ConfigFactory = Callable[..., McpServerConfig]

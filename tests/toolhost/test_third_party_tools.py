@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from campaigns.basics import Tier
 from tools.config import McpServerConfig
 from tools.host import ToolHost
 from tools.host.calibration import MIN_SAMPLES
-from tools.tiers import Tier
 
 ALL = ["*"]
 STDIO_SERVER = Path(__file__).parent / "servers" / "stdio_server.py"

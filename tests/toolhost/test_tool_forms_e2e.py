@@ -18,15 +18,15 @@ from typing import Any
 import pytest
 import yaml
 
+from bot.assembly.table import open_table
+from bot.bench.doubles.instant_llm import InstantLlm
 from bot.commands.check import run_check
 from bot.config_loader import load_config
 from bot.metrics import Metrics
-from bot.rehearsal.instant_llm import InstantLlm
-from bot.session.build import open_table
 from bot.speech import OpenAiStt
+from campaigns.basics import Tier
 from npcs.engines.events import TurnRequest
 from tools.catalog import ToolCatalog
-from tools.tiers import Tier
 
 #: The everything server's tools (pinned version), as the LLM sees them.
 EVERYTHING = {

@@ -1,8 +1,8 @@
 """Built-in tool servers: dice, rules, memory, files, session, ambience, images, web.
 
 Each server is a ``BuiltinServer`` (``tools.spec``) whose tools are defined once: the tool host
-calls the handlers in-process, and ``tools.builtin.serve.serve_stdio`` (``python -m tools.<name>``
-or ``glyphoxa serve-tool NAME``) publishes the very same definitions over MCP stdio.
+calls the handlers in-process, and ``tools.builtin.serve.serve_stdio`` (``glyphoxa serve-tool
+NAME``, or ``python -m tools.builtin NAME``) publishes the very same definitions over MCP stdio.
 
 Settings read from ``ToolContext.settings`` (see :func:`settings_from_config`): ``srd_path``,
 ``rules_db``, ``rules_cache`` (False: a rules index built from the SRD is not saved),
@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 from tools.spec import BuiltinServer, ToolContext
 
 if TYPE_CHECKING:  # only annotations: the CLI reads the names here without loading the models

@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 from tools.builtin._common import define_tool, fast, object_schema
 from tools.spec import BuiltinServer, ToolContext, ToolError
 

@@ -11,7 +11,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 from tools.builtin._common import define_tool, fast, object_schema, standard
 from tools.spec import BuiltinServer, ToolContext, ToolError
 

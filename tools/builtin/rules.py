@@ -13,7 +13,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 from tools.builtin._common import define_tool, object_schema, standard
 from tools.builtin.rules_index import SCHEMA_VERSION, RulesIndex
 from tools.builtin.rules_sources import SUMMARY_PATH, load_srd, load_summary

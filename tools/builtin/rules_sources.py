@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 from tools.builtin.rules_index import RuleDoc
 
 __all__ = ["SRD_FILES", "SUMMARY_PATH", "load_srd", "load_summary"]

@@ -18,7 +18,7 @@ from typing import Any
 
 import uvicorn
 
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 from tools.builtin.serve import build_mcp_server
 from tools.spec import BuiltinServer
 

@@ -14,12 +14,12 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 from tools.builtin import SERVER_NAMES, create_server
 from tools.builtin.serve import serve_stdio
 from tools.spec import ToolContext
 
-__all__ = ["build_context", "main", "run_named"]
+__all__ = ["build_context", "main"]
 
 log = logging.getLogger(__name__)
 
@@ -37,13 +37,12 @@ _ENV_SETTINGS = {
 }
 
 
-def _parser(name: str | None) -> argparse.ArgumentParser:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog=f"python -m tools.{name}" if name else "python -m tools.builtin",
+        prog="python -m tools.builtin",
         description="Serve a Glyphoxa built-in tool server over MCP stdio.",
     )
-    if name is None:
-        parser.add_argument("server", choices=SERVER_NAMES)
+    parser.add_argument("server", choices=SERVER_NAMES)
     parser.add_argument("--campaign", help="campaign folder (env GLYPHOXA_CAMPAIGN_DIR)")
     parser.add_argument("--sandbox", help="file sandbox folder (env GLYPHOXA_SANDBOX_DIR)")
     parser.add_argument(
@@ -79,10 +78,11 @@ def build_context(campaign: str | None, sandbox: str | None, pairs: Sequence[str
     )
 
 
-def run_named(name: str | None, argv: Sequence[str] | None = None) -> int:
-    """Entry point shared by ``python -m tools.builtin`` and the ``tools.<name>`` shims."""
-    args = _parser(name).parse_args(argv)
-    server_name = name or args.server
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m tools.builtin NAME``: serve one built-in over stdio (``glyphoxa serve-tool``
+    is the same for users)."""
+    args = _parser().parse_args(argv)
+    server_name = args.server
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     try:
         ctx = build_context(args.campaign, args.sandbox, args.set)
@@ -93,7 +93,3 @@ def run_named(name: str | None, argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     return 0
-
-
-def main() -> int:
-    return run_named(None)

@@ -13,8 +13,8 @@ import random
 from pathlib import Path
 from typing import Any
 
+from campaigns.basics import GlyphoxaError
 from campaigns.content import RandomTable
-from campaigns.errors import GlyphoxaError
 from campaigns.yamlio import load_model
 from tools.builtin.dice_engine import roll_expression
 from tools.spec import ToolError

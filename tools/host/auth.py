@@ -16,7 +16,7 @@ from collections.abc import AsyncGenerator
 
 import httpx2
 
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 from tools.config import BearerAuth, McpServerConfig, OAuthClientCredentials
 from tools.host.oauth_discovery import TokenEndpoint, discover_token_endpoint
 

@@ -18,8 +18,9 @@ import tempfile
 from collections import deque
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 
 __all__ = [
     "DEMOTE_ERROR_RATE",
@@ -176,7 +177,7 @@ class Calibration:
         if self.path is None or self.read_only:
             return
         path = self.path
-        data: dict = {"version": _FILE_VERSION, "environments": {}}
+        data: dict[str, Any] = {"version": _FILE_VERSION, "environments": {}}
         if path.exists():
             try:
                 existing = json.loads(path.read_text(encoding="utf-8"))

@@ -30,7 +30,7 @@ from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost, 
 from mcp.shared.exceptions import MCPError
 from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
 
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 from tools.config import McpServerConfig
 from tools.host.auth import build_http_client
 from tools.host.stream_watch import StderrPump, WatchedStream
@@ -66,7 +66,8 @@ class RestartPolicy:
     """A connection that stayed up this long resets the restart count."""
 
     def backoff(self, attempt: int) -> float:
-        return min(self.max_backoff_s, self.initial_backoff_s * (2 ** max(0, attempt - 1)))
+        delay: float = min(self.max_backoff_s, self.initial_backoff_s * (2 ** max(0, attempt - 1)))
+        return delay
 
 
 class McpConnection:

@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Collection
 from typing import Any
 
+from campaigns.basics import Tier
 from tools.host.approval import ApprovalDecision, ApprovalGate, ApprovalRequest
 from tools.host.content import ShapedResult
 from tools.host.dispatch import run_entry
@@ -24,7 +25,6 @@ from tools.host.registry import Registry, ToolEntry
 from tools.host.types import Invocation, ResultStatus, ToolResult
 from tools.host.validation import compile_validator
 from tools.selection import selection_for
-from tools.tiers import Tier
 
 __all__ = ["DEFAULT_MAX_RESULT_CHARS", "Executor", "security_log"]
 

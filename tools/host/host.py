@@ -1,4 +1,4 @@
-"""``ToolHost``: the one object NPC engines talk to for tools (contract in contracts.md).
+"""``ToolHost``: the one object NPC engines talk to for tools.
 
 It owns the built-in servers, the MCP servers (``tools.host.servers``), the registry,
 calibration, metrics and the DM approval gate. ``visible_tools`` is what an NPC's LLM may see
@@ -15,7 +15,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import DEFAULT_CEILINGS_MS, GlyphoxaError, Tier
 from tools.config import McpConfig, McpServerConfig
 from tools.host.approval import ApprovalGate
 from tools.host.calibration import Calibration
@@ -27,7 +27,6 @@ from tools.host.registry import NameCollision, Registry, ServerTools, ToolSpecLi
 from tools.host.servers import McpServers
 from tools.host.types import ToolCall, ToolInfo, ToolResult, TurnToolReport
 from tools.spec import BuiltinServer
-from tools.tiers import DEFAULT_CEILINGS_MS, Tier
 
 __all__ = ["ToolHost"]
 

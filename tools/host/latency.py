@@ -1,4 +1,4 @@
-"""Latency metadata of a tool and the tier it belongs to (DESIGN.md section 4).
+"""Latency metadata of a tool and the tier it belongs to (docs/tools.md).
 
 An MCP tool declares its latency in ``_meta["io.glyphoxa/latency"]``; older servers put a
 ``_metadata`` object inside the input schema instead. Both are read; bad values are ignored
@@ -12,8 +12,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from campaigns.basics import DEFAULT_CEILINGS_MS, Tier
 from tools.spec import LATENCY_META_KEY, LatencyMeta
-from tools.tiers import DEFAULT_CEILINGS_MS, Tier
 
 __all__ = ["LEGACY_SCHEMA_KEY", "clean_input_schema", "parse_latency", "tier_for"]
 

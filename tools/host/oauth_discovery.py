@@ -29,7 +29,7 @@ from mcp.client.auth.utils import (
 )
 from mcp.shared.auth import OAuthMetadata, ProtectedResourceMetadata
 
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 
 __all__ = ["TokenEndpoint", "discover_token_endpoint"]
 

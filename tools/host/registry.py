@@ -13,13 +13,13 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from campaigns.basics import Tier
 from tools.host.calibration import Calibration, ToolStats
 from tools.host.latency import clean_input_schema, parse_latency, tier_for
 from tools.host.naming import MAX_NAME_LENGTH, NameCollision, NameLedger, Offer, safe_name
 from tools.host.types import ToolInfo
 from tools.selection import selection_for
 from tools.spec import LatencyMeta, ToolDef, ToolHandler
-from tools.tiers import Tier
 
 __all__ = [
     "MAX_NAME_LENGTH",

@@ -13,7 +13,7 @@ import logging
 from collections.abc import Callable, Collection
 from typing import Any
 
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 from tools.config import McpConfig, McpServerConfig
 from tools.host.connections import McpConnection, RestartPolicy, ServerState
 from tools.host.known_tools import KnownTools

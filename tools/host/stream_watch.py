@@ -38,7 +38,8 @@ class WatchedStream:
 
     async def __aexit__(self, *exc: Any) -> bool | None:
         self._on_close()
-        return await self._inner.__aexit__(*exc)
+        suppress: bool | None = await self._inner.__aexit__(*exc)
+        return suppress
 
     def __aiter__(self) -> Any:
         return self._inner.__aiter__()

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 import mcp.types as mt
 
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 
 __all__ = ["DEFAULT_POLL_MS", "RawRequester", "TaskFailed", "call_as_task"]
 

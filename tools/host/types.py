@@ -6,9 +6,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from campaigns.basics import Tier
 from tools.host.content import Attachment
 from tools.spec import LatencyMeta
-from tools.tiers import Tier
 
 if TYPE_CHECKING:
     from tools.host.calibration import ToolStats

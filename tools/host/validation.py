@@ -52,7 +52,8 @@ def compile_validator(schema: dict[str, Any], *, tool: str = "?") -> ArgumentVal
         if problem is None:
             return None
         where = "/".join(str(p) for p in problem.absolute_path)
-        return problem.message + (f" (at {where})" if where else "")
+        message: str = problem.message
+        return message + (f" (at {where})" if where else "")
 
     fast = _fast_check(schema)
     if fast is None:

@@ -8,15 +8,14 @@ module here without editing this file.
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from bot.commands import register_modules
-from bot.commands._options import add_campaign_option
+from bot.commands._options import Subcommands, add_campaign_option
 
 __all__ = ["register"]
 
 
-def register(sub: Any) -> None:
+def register(sub: Subcommands) -> None:
     parser = sub.add_parser(
         "npc",
         help="NPCs: scaffold one, list them, show what an NPC's LLM sees",

@@ -8,10 +8,10 @@ is never overwritten without --force.
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from bot.commands._options import (
     TIER_NAMES,
+    Subcommands,
     add_campaign_option,
     campaign_folder,
     load_config,
@@ -24,7 +24,7 @@ ENGINE_NAMES = ("cascaded", "realtime", "sentence_cascade")
 """NPC engines (``npcs.schema.EngineKind``; a test keeps them equal)."""
 
 
-def register(group: Any) -> None:
+def register(group: Subcommands) -> None:
     parser = group.add_parser(
         "new",
         help="scaffold a commented NPC file",

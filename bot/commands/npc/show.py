@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from bot.commands._options import (
     TIER_NAMES,
+    Subcommands,
     add_campaign_option,
     add_json_option,
     load_campaign,
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
 __all__ = ["register"]
 
 
-def register(group: Any) -> None:
+def register(group: Subcommands) -> None:
     description = plain(__doc__)
     listing = group.add_parser(
         "list",
@@ -98,12 +99,11 @@ def _list(args: argparse.Namespace) -> int:
 
 
 async def _show(args: argparse.Namespace) -> int:
-    from bot.memory_access import memory_url_for_reading, open_memory
+    from bot.assembly.memory import memory_url_for_reading, open_memory
+    from bot.assembly.table import builtin_servers_for
     from bot.npc_view import build_npc_view
-    from bot.session.build import builtin_servers_for
     from bot.tool_inspection import cli_tool_host
-    from campaigns.errors import GlyphoxaError
-    from tools.tiers import Tier
+    from campaigns.basics import GlyphoxaError, Tier
 
     config = load_config(args)
     campaign = load_campaign(args, config)
