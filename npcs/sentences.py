@@ -110,7 +110,6 @@ class SentenceSplitter:
                 return [first, *self._sentences()]
         return []
 
-
     def _first_phrase(self) -> list[str]:
         assert self._first_phrase_words is not None
         # Only words followed by whitespace are whole; the last, still growing, is not cut.
