@@ -170,7 +170,7 @@ def stt_frames(pcm: bytes, rate: int, *, trim: bool = True) -> list[bytes]:
 
 def _trim_gain() -> float:
     """The trim threshold follows the variant's gain, so the same speech is kept."""
-    return {"quiet": 0.5, "loud": 1.8, "perturbed": 0.6}.get(variant(), 1.0)
+    return {"quiet": 0.5, "loud": 1.8, "perturbed": 0.6, "elsewhere": 0.6}.get(variant(), 1.0)
 
 
 def stt_silence(seconds: float) -> list[bytes]:
