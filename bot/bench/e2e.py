@@ -73,7 +73,9 @@ class _Tally:
         ]
 
 
-async def run_bench(quick: bool) -> list[BenchResult]:
+async def run_bench(quick: bool, peer: str | None = None) -> list[BenchResult]:
+    """Every figure above; ``peer`` (``--peer pipecat``) adds the same FAST lines through that
+    framework, alternated line by line with ours in this run (:mod:`bot.bench.peer`)."""
     from bot.config_loader import load_config
     from bot.rehearsal.runner import rehearse
     from bot.rehearsal.scene import load_scene
@@ -109,6 +111,11 @@ async def run_bench(quick: bool) -> list[BenchResult]:
                                        "x", same, "<= 1.2", ratio <= 1.2))  # fmt: skip
     results += await _fast_set(_with_instant_llm(config), "instant LLM", tally, full_table=False)
     results += _tally_results(tally)
+    if peer is not None:
+        from bot.bench.peer import compare_with_peer
+
+        _progress(f"the same FAST lines through {peer}, alternated with ours")
+        results += await compare_with_peer(peer, quick=quick, say=_progress)
     return results
 
 
