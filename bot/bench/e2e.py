@@ -80,6 +80,12 @@ async def run_bench(quick: bool, peer: str | None = None) -> list[BenchResult]:
     from bot.rehearsal.runner import rehearse
     from bot.rehearsal.scene import load_scene
 
+    comparison = None
+    if peer is not None:  # its virtualenv first: an install problem is said at once
+        from bot.bench.peer import PeerComparison
+
+        comparison = PeerComparison(peer, _progress)
+        await comparison.prepare()
     config = load_config(None)
     scene = load_scene(EXAMPLE_SCENE)
     if quick:
@@ -111,11 +117,9 @@ async def run_bench(quick: bool, peer: str | None = None) -> list[BenchResult]:
                                        "x", same, "<= 1.2", ratio <= 1.2))  # fmt: skip
     results += await _fast_set(_with_instant_llm(config), "instant LLM", tally, full_table=False)
     results += _tally_results(tally)
-    if peer is not None:
-        from bot.bench.peer import compare_with_peer
-
+    if comparison is not None:
         _progress(f"the same FAST lines through {peer}, alternated with ours")
-        results += await compare_with_peer(peer, quick=quick, say=_progress)
+        results += await comparison.rows(quick=quick)
     return results
 
 

@@ -28,7 +28,7 @@ from bot.bench.peer_venv import PeerPackage, PeerUnavailable, ensure_venv
 from campaigns.bench_result import BenchResult
 from campaigns.errors import GlyphoxaError
 
-__all__ = ["PEERS", "WARM_UP_LINE", "check_peer", "compare_with_peer"]
+__all__ = ["PEERS", "WARM_UP_LINE", "PeerComparison", "check_peer", "compare_with_peer"]
 
 Say = Callable[[str], None]
 
@@ -62,15 +62,56 @@ def check_peer(name: str) -> None:
         )
 
 
+class PeerComparison:
+    """One ``--peer`` run: :meth:`prepare` early (the virtualenv, a config the peer cannot
+    match: said at once, not after the rest of the bench), :meth:`rows` at the end."""
+
+    def __init__(self, name: str, say: Say) -> None:
+        check_peer(name)
+        self.package = PEERS[name]
+        self.say = say
+        self.python: Path | None = None
+        self.failure: str | None = None
+
+    async def prepare(self) -> None:
+        """Check the config and make (or find) the peer's virtualenv; a failure is kept."""
+        try:
+            _model_files(*_table_parts())
+            self.python = await ensure_venv(self.package, self.say)
+        except PeerUnavailable as error:
+            self._failed(error)
+
+    async def rows(self, *, quick: bool) -> list[BenchResult]:
+        """The comparison rows; when the peer (or our side) cannot run, one row saying why."""
+        if self.python is None and self.failure is None:
+            await self.prepare()
+        if self.python is not None and self.failure is None:
+            try:
+                return await _compare(self.package, self.python, quick=quick, say=self.say)
+            except (PeerUnavailable, SideFailed) as error:
+                self._failed(error)
+        name = self.package.name
+        title = f"{name} voice-to-voice p50 (FAST lines, alone, alternated)"
+        return [BenchResult(title, float("nan"), "ms", f"{name} could not run: {self.failure}")]
+
+    def _failed(self, error: GlyphoxaError) -> None:
+        self.failure = str(error)
+        self.say(f"{self.package.name}: {error}")
+
+
 async def compare_with_peer(name: str, *, quick: bool, say: Say) -> list[BenchResult]:
-    """The comparison rows; when the peer (or our side) cannot run, one row saying why."""
-    check_peer(name)
-    try:
-        return await _compare(PEERS[name], quick=quick, say=say)
-    except (PeerUnavailable, SideFailed) as error:
-        say(f"{name}: {error}")
-        return [BenchResult(f"{name} voice-to-voice p50 (FAST lines, alone, alternated)",
-                            float("nan"), "ms", f"{name} could not run: {error}")]  # fmt: skip
+    """Prepare and run one comparison (see :class:`PeerComparison`)."""
+    return await PeerComparison(name, say).rows(quick=quick)
+
+
+def _table_parts() -> tuple[Any, Any]:
+    """Our config and the NPC the FAST lines are said to (the example campaign's Bartok)."""
+    from bot.config_loader import load_config
+    from npcs.campaign import load_campaign
+
+    npc = load_campaign(_example_campaign()).find_npc("Bartok")
+    assert npc is not None, "the example campaign has Bartok"
+    return load_config(None), npc
 
 
 def _example_campaign() -> Path:
@@ -79,17 +120,13 @@ def _example_campaign() -> Path:
     return EXAMPLE_SCENE.parent
 
 
-async def _compare(package: PeerPackage, *, quick: bool, say: Say) -> list[BenchResult]:
-    from bot.config_loader import load_config
+async def _compare(
+    package: PeerPackage, python: Path, *, quick: bool, say: Say
+) -> list[BenchResult]:
     from bot.session.build import local_llm_server
-    from npcs.campaign import load_campaign
 
-    config = load_config(None)
-    campaign = load_campaign(_example_campaign())
-    npc = campaign.find_npc("Bartok")
-    assert npc is not None, "the example campaign has Bartok"
-    models = _model_files(config, npc)  # before the install: a config we cannot match is refused
-    python = await ensure_venv(package, say)
+    config, npc = _table_parts()
+    models = _model_files(config, npc)
     with tempfile.TemporaryDirectory(prefix=f"glyphoxa-peer-{package.name}-") as folder:
         requests = await _lines(config, Path(folder), quick, say)
         say("starting the LLM server both sides share")
@@ -104,7 +141,7 @@ async def _compare(package: PeerPackage, *, quick: bool, say: Say) -> list[Bench
                 "--llm-base-url",
                 server.base_url,
                 "--campaign",
-                str(campaign.path),
+                str(_example_campaign()),
             ]
             ours = LineServer(_OURS, argv, cwd=os.getcwd())
             say("starting our side (the table, as glyphoxa rehearse opens it)")
@@ -211,31 +248,39 @@ def _method(
     peer: dict[str, Any],
     settings: dict[str, Any],
 ) -> str:
-    """Every setting of the comparison, for the rows' method text."""
-    vad = peer.get("vad") or {}
-    whisper = settings["whisper"]
-    decode = whisper["decode"]
+    """Every setting of the comparison, for the first row's method text."""
+    vad, turn = peer.get("vad") or {}, peer.get("smart_turn") or {}
+    whisper, llm = settings["whisper"], settings["llm"]
     tools = ", ".join(t["function"]["name"] for t in settings["tools"]) or "none"
-    return (
-        f"{len(measured)} FAST lines to {ours.get('npc')} (after one warm-up line each, not "
-        "counted), the same 16 kHz WAV bytes said at 1x to each side in turn (ours, then "
-        f"{package.name} {peer.get(package.name, package.version)}, line by line), one llama.cpp "
-        f"server shared ({settings['llm']['model']}); voice-to-voice = the frame with the last "
-        "voiced sample pushed -> the first answer audio out (ours: first NPC frame pulled from "
-        "the mixer on its 20 ms clock; peer: first TTS audio written to its output transport). "
-        f"{package.name}: transport in (20 ms frames, real time) -> WhisperSTTService "
-        "(segmented on VAD stops, 0.5 s trailing silence) -> LLMContextAggregatorPair user "
-        f"(SileroVADAnalyzer confidence {vad.get('confidence')} start_secs "
-        f"{vad.get('start_secs')} stop_secs {vad.get('stop_secs')} min_volume "
-        f"{vad.get('min_volume')}; turn strategies: VAD/transcription start, interruptions on, "
-        "TurnAnalyzerUserTurnStopStrategy with LocalSmartTurnAnalyzerV3 (1 thread) waiting "
-        "for the finalized transcript) -> OpenAILLMService (streamed; our system prompt; tools "
-        f"{tools}; temperature {settings['llm']['temperature']}, max_tokens "
-        f"{settings['llm']['max_tokens']}) -> PiperTTSService (sentence aggregation) -> "
-        "transport out (40 ms chunks) -> assistant aggregator; the same files: "
-        + ", ".join(f"{k} {Path(v).name}" for k, v in settings["models"].items())
-        + f"; Whisper {whisper['compute_type']}, {whisper['cpu_threads']} threads, beam "
-        f"{decode['beam_size']}, no timestamps, our names prompt (as ours decodes); Piper and "
-        "Silero on onnxruntime as ours load them (no spinning threads; 1 thread). Indicative "
-        "on a shared machine: compare ratios, not absolute figures"
-    )
+    files = ", ".join(f"{kind} {Path(path).name}" for kind, path in settings["models"].items())
+    version = peer.get(package.name, package.version)
+    parts = [
+        f"{len(measured)} FAST lines to {ours.get('npc')} after one warm-up line each (not "
+        "counted); the same 16 kHz WAV bytes said at 1x to each side in turn, ours then "
+        f"{package.name} {version}, line by line; one llama.cpp server shared "
+        f"({Path(llm['model']).name}, our table's options); voice-to-voice = the 20 ms frame "
+        "holding the last voiced sample pushed -> first answer audio out (ours: first NPC frame "
+        "pulled from the mixer on its 20 ms clock; peer: first TTS audio written to its output "
+        "transport)",
+        f"{package.name}: transport in (20 ms frames at 1x) -> WhisperSTTService (segmented on "
+        f"VAD stops, {peer.get('stt_trailing_silence_s')} s trailing silence) -> "
+        "LLMContextAggregatorPair user aggregator (SileroVADAnalyzer confidence "
+        f"{vad.get('confidence')}, start_secs {vad.get('start_secs')}, stop_secs "
+        f"{vad.get('stop_secs')}, min_volume {vad.get('min_volume')}; default turn strategies: "
+        "VAD or transcription starts a turn, interruptions on; TurnAnalyzerUserTurnStopStrategy "
+        f"with LocalSmartTurnAnalyzerV3 (1 thread, stop_secs {turn.get('stop_secs')}, "
+        f"pre_speech_ms {turn.get('pre_speech_ms')}, max_duration_secs "
+        f"{turn.get('max_duration_secs')}) ends it once the transcript is final; "
+        f"user_turn_stop_timeout {peer.get('user_turn_stop_timeout')} s) -> OpenAILLMService "
+        f"(streamed; our system prompt; tools {tools} run on our tool host; temperature "
+        f"{llm['temperature']}, max_tokens {llm['max_tokens']}) -> PiperTTSService "
+        f"({peer.get('tts_text_aggregation')}) -> transport out "
+        f"({peer.get('audio_out_10ms_chunks')}x10 ms chunks) -> assistant aggregator",
+        f"the same model files: {files} (Silero: our v6 file behind Pipecat's analyzer; "
+        "Pipecat ships another Silero export)",
+        f"run as ours runs them: Whisper {whisper['compute_type']}, {whisper['cpu_threads']} "
+        f"threads, beam {whisper['decode']['beam_size']}, temperature 0, no timestamps, our "
+        "names prompt; Piper's onnxruntime without spinning threads; Silero on 1 thread",
+        "indicative on a shared machine: read the ratios, not the absolute figures",
+    ]
+    return "; ".join(parts)

@@ -68,8 +68,9 @@ Turn (the turn model, not the silence, decides; its STT timeouts assume 0.2)."""
 
 def build(
     settings: dict[str, Any], observer: LineObserver, tools: ToolBridge
-) -> tuple[BenchTransport, Pipeline]:
-    """Pipecat's local voice agent on the bench's transport, models and LLM settings."""
+) -> tuple[BenchTransport, Pipeline, dict[str, Any]]:
+    """Pipecat's local voice agent on the bench's transport, models and LLM settings; with the
+    settings Pipecat chose, for the bench's report."""
     models = settings["models"]
     whisper = settings["whisper"]
     llm_settings = settings["llm"]
@@ -119,7 +120,15 @@ def build(
         ),
     )
     pipeline = Pipeline([transport.input(), stt, user, llm, tts, transport.output(), assistant])
-    return transport, pipeline
+    chosen = {
+        "vad": VAD_PARAMS.model_dump(),
+        "smart_turn": turn.params.model_dump(),
+        "user_turn_stop_timeout": user._params.user_turn_stop_timeout,
+        "stt_trailing_silence_s": stt._trailing_silence_secs,
+        "tts_text_aggregation": str(tts._text_aggregation_mode),
+        "audio_out_10ms_chunks": transport.speaker._params.audio_out_10ms_chunks,
+    }
+    return transport, pipeline, chosen
 
 
 def read_pcm(path: str) -> bytes:
@@ -171,7 +180,7 @@ async def answer(transport: BenchTransport, observer: LineObserver, request: dic
 
 async def serve(settings: dict[str, Any]) -> None:
     observer, tools = LineObserver(), ToolBridge()
-    transport, pipeline = build(settings, observer, tools)
+    transport, pipeline, chosen = build(settings, observer, tools)
     worker = PipelineWorker(
         pipeline,
         params=PipelineParams(audio_in_sample_rate=SAMPLE_RATE, enable_metrics=True),
@@ -185,7 +194,7 @@ async def serve(settings: dict[str, Any]) -> None:
                        return_when=asyncio.FIRST_COMPLETED)  # fmt: skip
     if running.done():
         raise RuntimeError("the Pipecat pipeline stopped while starting")
-    send({"type": "ready", "pipecat": _version(), "vad": VAD_PARAMS.model_dump()})
+    send({"type": "ready", "pipecat": _version(), **chosen})
     reader = asyncio.StreamReader()
     loop = asyncio.get_running_loop()
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
