@@ -65,6 +65,7 @@ async def play_line(
     last_voiced = max(0, math.ceil(voiced_end_s / _TICK_S) - 1)
     silence = bytes(STT_FRAME_BYTES)
     before = len(session.traces)
+    heard = False  # an answer began: it may pause between sentences; its trace comes at its end
     end: float | None = None
     error: str | None = None
     next_at = time.monotonic()
@@ -75,7 +76,7 @@ async def play_line(
             end = time.monotonic()
         session.mixer.next_frame()
         k += 1
-        heard = len(session.traces) > before or session.mixer.npc_speaking
+        heard = heard or len(session.traces) > before or session.mixer.npc_speaking
         quiet = not session.busy and not session.listening
         if k >= len(frames) and quiet and (heard or k >= len(frames) + _SETTLE_FRAMES):
             break

@@ -74,6 +74,13 @@ class Line:
         self.at.setdefault(stage, time.monotonic())
         self.last_activity = time.monotonic()
 
+    def mark_latest(self, stage: str) -> None:
+        """For what happens once per speech segment (a VAD stop, a segment's transcript): the
+        one that counts is the last before the turn ended ("Bartok," and a breath is one)."""
+        if "turn_end" not in self.at:
+            self.at[stage] = time.monotonic()
+        self.last_activity = time.monotonic()
+
     def idle(self) -> bool:
         """Neither the LLM nor the bot's voice is busy, and has not been for 0.3 s."""
         quiet = time.monotonic() - self.last_activity > 0.3
@@ -98,11 +105,11 @@ class LineObserver(BaseObserver):
         if isinstance(frame, ErrorFrame):
             line.errors.append(str(frame.error))
         elif isinstance(frame, VADUserStoppedSpeakingFrame):
-            line.mark("vad_stop")
+            line.mark_latest("vad_stop")
         elif isinstance(frame, UserStoppedSpeakingFrame):
             line.mark("turn_end")
         elif isinstance(frame, TranscriptionFrame):
-            line.mark("transcript")
+            line.mark_latest("transcript")
             line.heard.append(frame.text.strip())
         elif isinstance(frame, LLMFullResponseStartFrame):
             line.llm_busy = True
