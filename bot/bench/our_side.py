@@ -39,6 +39,7 @@ _SETTLE_FRAMES = round(1.5 / _TICK_S)
 """Silence after a line before an unanswered one counts as unanswered (as the rehearsal)."""
 _ANSWER_TIMEOUT_S = 30.0
 _FINISH_S = 120.0
+_CONTINUATION_S = 600.0
 _PLAYOUT_SPEED = 8.0
 """Pull an answer already playing this much faster than real time (no latency changes)."""
 
@@ -160,14 +161,21 @@ async def _run_tool(session: Any, npc_name: str, call: dict[str, Any]) -> dict[s
 
 def _config(args: argparse.Namespace) -> Any:
     """``glyphoxa.yaml`` with the LLM pointed at the bench's server, set up as the bundled
-    server would be (prompt-cache warm-up, answers re-asked in character)."""
+    server would be (prompt-cache warm-up, answers re-asked in character), and a player's
+    continuation to the NPC kept open across the peer's turns: between two of our lines the
+    peer answers one, time that a table would not have seen pass (two FAST lines name nobody
+    and reach Bartok only as a continuation, within ``tiers.continuation_window_s``)."""
     from bot.config_loader import load_config
 
     config = load_config(args.config)
     llm = config.providers.llm
     options = {"warm_up": True, "retry_in_character": True, **llm.options}
     llm = llm.model_copy(update={"options": options, "model": args.llm_model or llm.model})
-    return config.model_copy(update={"providers": config.providers.model_copy(update={"llm": llm})})
+    window = max(config.tiers.continuation_window_s, _CONTINUATION_S)
+    return config.model_copy(update={
+        "providers": config.providers.model_copy(update={"llm": llm}),
+        "tiers": config.tiers.model_copy(update={"continuation_window_s": window}),
+    })  # fmt: skip
 
 
 async def serve(args: argparse.Namespace) -> None:

@@ -26,6 +26,8 @@ from pipecat.frames.frames import (
     StartFrame,
     TranscriptionFrame,
     TTSAudioRawFrame,
+    TTSStartedFrame,
+    TTSStoppedFrame,
     UserStoppedSpeakingFrame,
     VADUserStoppedSpeakingFrame,
 )
@@ -66,6 +68,7 @@ class Line:
         self.heard: list[str] = []
         self.reply: list[str] = []
         self.llm_busy = False
+        self.tts_busy = False
         self.bot_speaking = False
         self.errors: list[str] = []
         self.last_activity = time.monotonic()
@@ -82,9 +85,10 @@ class Line:
         self.last_activity = time.monotonic()
 
     def idle(self) -> bool:
-        """Neither the LLM nor the bot's voice is busy, and has not been for 0.3 s."""
+        """Neither the LLM, the TTS (sentences still to say) nor the bot's voice is busy, and
+        has not been for 0.3 s: the next line will not meet this one's answer."""
         quiet = time.monotonic() - self.last_activity > 0.3
-        return quiet and not (self.llm_busy or self.bot_speaking)
+        return quiet and not (self.llm_busy or self.tts_busy or self.bot_speaking)
 
     def answered(self) -> bool:
         """The answer was heard and everything after it is over."""
@@ -123,6 +127,9 @@ class LineObserver(BaseObserver):
                 line.reply.append(frame.text)
         elif isinstance(frame, TTSAudioRawFrame):
             line.mark("tts_first_audio")
+        elif isinstance(frame, TTSStartedFrame | TTSStoppedFrame):
+            line.tts_busy = isinstance(frame, TTSStartedFrame)
+            line.last_activity = time.monotonic()
         elif isinstance(frame, BotStartedSpeakingFrame):
             line.bot_speaking = True
             line.last_activity = time.monotonic()
