@@ -14,7 +14,8 @@ from typing import Any
 
 from bot.bench.line_protocol import STAGES, LineRequest, LineTiming
 from bot.bench.line_server import LineServer, SideFailed
-from campaigns.bench_result import BenchResult, percentile
+from bot.bench.result import BenchResult
+from campaigns.basics import percentile
 
 __all__ = ["Duel", "Pair", "alternate", "duel_results"]
 

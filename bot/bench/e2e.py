@@ -22,14 +22,12 @@ from typing import Any
 
 from pydantic import SecretStr
 
-from bot.bench.e2e_scenes import cause_summary, fast_scene
+from bot.bench.e2e_scenes import EXAMPLE_SCENE, cause_summary, fast_scene
 from bot.bench.result import BenchResult
 from bot.config_providers import LlmProvider
 from campaigns.basics import percentile
 
 __all__ = ["EXAMPLE_SCENE", "run_bench"]
-
-EXAMPLE_SCENE = Path(__file__).resolve().parents[2] / "campaigns" / "example" / "scene.yaml"
 
 
 def _progress(message: str) -> None:

@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from bot.bench.line_protocol import LineRequest, LineTiming, decode, encode
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 
 __all__ = ["LineServer", "SideFailed", "ToolHandler"]
 

@@ -27,7 +27,7 @@ from typing import Any
 
 from bot.bench.line_protocol import LineTiming, decode, encode
 from bot.speech import FRAME_MS, STT_FRAME_BYTES, STT_SAMPLE_RATE
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 
 __all__ = ["main", "play_line"]
 
@@ -127,8 +127,8 @@ def _timing(traces: list[Any], end: float, index: int, error: str | None) -> Lin
 def _persona(session: Any, npc_name: str) -> dict[str, Any]:
     """What the NPC's LLM sees on a FAST line: system prompt, tools, sampling."""
     from bot.speech.vocabulary import Vocabulary
+    from campaigns.basics import Tier
     from npcs.context import build_system_prompt
-    from tools.tiers import Tier
 
     npc = session.campaign.find_npc(npc_name)
     if npc is None:
@@ -147,7 +147,7 @@ def _persona(session: Any, npc_name: str) -> dict[str, Any]:
 
 
 async def _run_tool(session: Any, npc_name: str, call: dict[str, Any]) -> dict[str, Any]:
-    from tools.tiers import Tier
+    from campaigns.basics import Tier
 
     npc = session.campaign.find_npc(npc_name)
     if session.tools is None or npc is None:
@@ -169,7 +169,11 @@ def _config(args: argparse.Namespace) -> Any:
 
     config = load_config(args.config)
     llm = config.providers.llm
-    options = {"warm_up": True, "retry_in_character": True, **llm.options}
+    options = llm.options.model_copy(update={
+        "warm_up": True if llm.options.warm_up is None else llm.options.warm_up,
+        "retry_in_character": True if llm.options.retry_in_character is None
+        else llm.options.retry_in_character,
+    })  # fmt: skip
     llm = llm.model_copy(update={"options": options, "model": args.llm_model or llm.model})
     window = max(config.tiers.continuation_window_s, _CONTINUATION_S)
     return config.model_copy(update={
@@ -179,8 +183,8 @@ def _config(args: argparse.Namespace) -> Any:
 
 
 async def serve(args: argparse.Namespace) -> None:
+    from bot.assembly.table import open_table
     from bot.metrics import Metrics
-    from bot.session.build import open_table
 
     def say(message: str) -> None:
         print(f"glyphoxa side: {message}", file=sys.stderr, flush=True)

@@ -7,7 +7,7 @@ Both load the identical model files (Silero v6 from faster-whisper, Smart Turn v
 tiny.en, the NPC's Piper voice) and talk to one llama.cpp server started here, the one our table
 would start, with the NPC's system prompt, tools and sampling; the peer's tool calls run on our
 tool host. The lines are synthesized once, in the FAST sample's player voice, and the same WAV
-bytes go to both. See docs/notes/peer.md for every setting and how to read the ratio.
+bytes go to both. See docs/peer-comparison.md for every setting and how to read the ratio.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from bot.bench.duel import alternate, duel_results
 from bot.bench.line_protocol import LineRequest
 from bot.bench.line_server import LineServer, SideFailed
 from bot.bench.peer_venv import PeerPackage, PeerUnavailable, ensure_venv
-from campaigns.bench_result import BenchResult
-from campaigns.errors import GlyphoxaError
+from bot.bench.result import BenchResult
+from campaigns.basics import GlyphoxaError
 
 __all__ = ["PEERS", "WARM_UP_LINE", "PeerComparison", "check_peer", "compare_with_peer"]
 
@@ -115,7 +115,7 @@ def _table_parts() -> tuple[Any, Any]:
 
 
 def _example_campaign() -> Path:
-    from bot.rehearsal.bench import EXAMPLE_SCENE
+    from bot.bench.e2e_scenes import EXAMPLE_SCENE
 
     return EXAMPLE_SCENE.parent
 
@@ -123,7 +123,7 @@ def _example_campaign() -> Path:
 async def _compare(
     package: PeerPackage, python: Path, *, quick: bool, say: Say
 ) -> list[BenchResult]:
-    from bot.session.build import local_llm_server
+    from bot.assembly.providers import local_llm_server
 
     config, npc = _table_parts()
     models = _model_files(config, npc)
@@ -201,7 +201,7 @@ def _model_files(config: Any, npc: Any) -> dict[str, str]:
 
 async def _lines(config: Any, folder: Path, quick: bool, say: Say) -> list[LineRequest]:
     """The warm-up and the FAST lines in the player's voice, one 16 kHz mono WAV each."""
-    from bot.rehearsal.bench_scenes import fast_scene
+    from bot.bench.e2e_scenes import fast_scene
     from bot.rehearsal.players import synthesize_lines
     from bot.speech import VoiceRouter
 
@@ -233,10 +233,9 @@ def _peer_settings(
         "system_prompt": persona["system_prompt"],
         "tools": persona.get("tools") or [],
         "models": models,
-        "whisper": {"compute_type": "int8", "cpu_threads": int(options.get("cpu_threads", 2)),
+        "whisper": {"compute_type": "int8", "cpu_threads": options.cpu_threads,
                     "prompt": persona.get("whisper_prompt") or None,
-                    "decode": {**_WHISPER_DECODE,
-                               "beam_size": int(options.get("beam_size", 1))}},
+                    "decode": {**_WHISPER_DECODE, "beam_size": options.beam_size}},
         "playout_speed": 8.0,
     }  # fmt: skip
 

@@ -12,14 +12,15 @@ from pathlib import Path
 import pytest
 
 from bot.bench import peer as peer_bench
+from bot.bench.doubles.instant_llm import InstantLlm
 from bot.bench.duel import alternate, duel_results
+from bot.bench.e2e_scenes import EXAMPLE_SCENE
 from bot.bench.line_protocol import LineRequest
 from bot.bench.line_server import LineServer, SideFailed
 from bot.bench.our_side import read_wav
+from bot.bench.result import BenchResult
 from bot.config_loader import load_config
-from bot.rehearsal.bench import EXAMPLE_SCENE
-from bot.rehearsal.instant_llm import InstantLlm
-from campaigns.bench_result import BenchResult, percentile
+from campaigns.basics import percentile
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = Path(__file__).with_name("tiny_peer.py")

@@ -92,7 +92,7 @@ class MatchedWhisperSTT(WhisperSTTService):
             compute_type=self._compute_type,
             cpu_threads=self._cpu_threads,
         )
-        self._model = DecodeOptions(model, self._decode)  # type: ignore[assignment]
+        self._model = DecodeOptions(model, self._decode)
 
 
 def piper_voice_without_spinning(path: Path) -> Any:
