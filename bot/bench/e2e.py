@@ -22,14 +22,12 @@ from typing import Any
 
 from pydantic import SecretStr
 
-from bot.bench.e2e_scenes import cause_summary, fast_scene
+from bot.bench.e2e_scenes import EXAMPLE_SCENE, cause_summary, fast_scene
 from bot.bench.result import BenchResult
 from bot.config_providers import LlmProvider
 from campaigns.basics import percentile
 
 __all__ = ["EXAMPLE_SCENE", "run_bench"]
-
-EXAMPLE_SCENE = Path(__file__).resolve().parents[2] / "campaigns" / "example" / "scene.yaml"
 
 
 def _progress(message: str) -> None:
@@ -73,11 +71,19 @@ class _Tally:
         ]
 
 
-async def run_bench(quick: bool) -> list[BenchResult]:
+async def run_bench(quick: bool, peer: str | None = None) -> list[BenchResult]:
+    """Every figure above; ``peer`` (``--peer pipecat``) adds the same FAST lines through that
+    framework, alternated line by line with ours in this run (:mod:`bot.bench.peer`)."""
     from bot.config_loader import load_config
     from bot.rehearsal.runner import rehearse
     from bot.rehearsal.scene import load_scene
 
+    comparison = None
+    if peer is not None:  # its virtualenv first: an install problem is said at once
+        from bot.bench.peer import PeerComparison
+
+        comparison = PeerComparison(peer, _progress)
+        await comparison.prepare()
     config = load_config(None)
     scene = load_scene(EXAMPLE_SCENE)
     if quick:
@@ -109,6 +115,9 @@ async def run_bench(quick: bool) -> list[BenchResult]:
                                        "x", same, "<= 1.2", ratio <= 1.2))  # fmt: skip
     results += await _fast_set(_with_instant_llm(config), "instant LLM", tally, full_table=False)
     results += _tally_results(tally)
+    if comparison is not None:
+        _progress(f"the same FAST lines through {peer}, alternated with ours")
+        results += await comparison.rows(quick=quick)
     return results
 
 

@@ -15,7 +15,18 @@ from typing import Any
 from bot.rehearsal.scene import Scene
 from campaigns.basics import percentile
 
-__all__ = ["CAUSES", "FAST_LINES", "TABLE_TALK", "cause_summary", "causes_of", "fast_scene"]
+__all__ = [
+    "CAUSES",
+    "EXAMPLE_SCENE",
+    "FAST_LINES",
+    "TABLE_TALK",
+    "cause_summary",
+    "causes_of",
+    "fast_scene",
+]
+
+EXAMPLE_SCENE = Path(__file__).resolve().parents[2] / "campaigns" / "example" / "scene.yaml"
+"""The example campaign's scene; its folder is the campaign every e2e figure is measured on."""
 
 #: Short lines to the barkeep (FAST by his budget), two of them continuations without his name.
 FAST_LINES = (

@@ -57,6 +57,13 @@ def register(sub: Subcommands) -> None:
         "--hours", type=float, default=4.0, help="soak: simulated hours of the game night (4)"
     )
     parser.add_argument(
+        "--peer",
+        metavar="NAME",
+        help="e2e: also run the same FAST lines through another voice framework, alternated "
+        "line by line with ours, with the same models (known: pipecat; its own virtualenv is "
+        "created on first use)",
+    )
+    parser.add_argument(
         "--no-reference",
         action="store_true",
         help="skip the SmolLM2 reference figure (the CPython loop and the machine are printed "
@@ -74,6 +81,14 @@ async def _run(args: argparse.Namespace) -> int:
         raise GlyphoxaError(
             f"unknown bench target {unknown[0]!r}; choose from {', '.join(TARGETS)}"
         )
+    if args.peer is not None:
+        from bot.bench.peer import check_peer
+
+        check_peer(args.peer)
+        if "e2e" not in targets:
+            raise GlyphoxaError(
+                f"--peer compares the e2e bench; name it: glyphoxa bench e2e --peer {args.peer}"
+            )
     from bot.bench.machine import describe_machine, measure_reference
 
     machine = describe_machine()
@@ -88,7 +103,9 @@ async def _run(args: argparse.Namespace) -> int:
             module = importlib.import_module(TARGETS[target])
         except ModuleNotFoundError as error:
             raise GlyphoxaError(f"bench target {target!r} is not available: {error}") from None
-        options = {"hours": args.hours} if target == "soak" else {}
+        options: dict[str, Any] = {"hours": args.hours} if target == "soak" else {}
+        if target == "e2e" and args.peer is not None:
+            options["peer"] = args.peer
         results: list[BenchResult] = await module.run_bench(quick=args.quick, **options)
         report[target] = [r.as_dict() for r in results]
         if not args.json:
