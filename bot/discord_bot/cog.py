@@ -226,7 +226,25 @@ class TableCog(commands.Cog):
         wanted = current.lower()
         return [app_commands.Choice(name=n, value=n) for n in names if wanted in n.lower()][:25]
 
-    # -- /tools, /recap, /roll --------------------------------------------------------------------
+    # -- /console, /tools, /recap, /roll ---------------------------------------------------------
+
+    @app_commands.command(name="console")
+    @dm_only()
+    async def console(self, interaction: discord.Interaction) -> None:
+        """A private one-time login link to the DM's console (watch and steer in a browser)."""
+        hub = getattr(self.bot, "console", None)
+        if hub is None:
+            raise GlyphoxaError(
+                "The console is not running: it is off (console.enabled: false in glyphoxa.yaml) "
+                "or could not start (the bot's log says why)."
+            )
+        minutes = hub.prep.config.console.link_minutes
+        # <...> keeps Discord from fetching the link for a preview (that would use it up)
+        await _reply(
+            interaction,
+            f"Your console login link (works once, for {minutes:g} minutes; do not share it):\n"
+            f"<{hub.login_url()}>",
+        )
 
     @app_commands.command(name="tools")
     @app_commands.describe(npc="only the tools this NPC may use")

@@ -1,0 +1,118 @@
+"""What the preparation pages read: the campaign folder, the memory, the TTS, the tool host.
+
+While a table runs, its own tool host and memory serve (so "what this NPC sees" is what the
+table's LLM gets); otherwise the console opens the configured memory itself, read-only in
+spirit (it writes only the DM's review decisions), and a tool host that writes nothing, as
+``glyphoxa npc show`` does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from bot.console.views import latency_stats
+from campaigns.errors import GlyphoxaError
+from campaigns.yamlio import load_model
+from npcs.campaign import CampaignScan, scan_campaign
+from npcs.schema import NpcDefinition
+
+if TYPE_CHECKING:
+    from bot.console.hub import ConsoleHub
+    from bot.npc_view import NpcView
+    from bot.speech import VoiceRouter
+
+__all__ = ["PrepData"]
+
+log = logging.getLogger(__name__)
+
+
+class PrepData:
+    """Lazily opened helpers of the preparation pages (closed with the console)."""
+
+    def __init__(self, hub: ConsoleHub) -> None:
+        self.hub = hub
+        self._tts: VoiceRouter | None = None
+        self._memory: Any = None
+        self._lock = asyncio.Lock()
+
+    def scan(self) -> CampaignScan:
+        """The campaign as ``check`` reads it (blocking)."""
+        return scan_campaign(self.hub.prep.campaign_dir)
+
+    def npc_at(self, path: Path) -> NpcDefinition:
+        """The NPC of one file (blocking); its problems as ``check`` words them."""
+        loaded = load_model(path, NpcDefinition)
+        if loaded.value is None:
+            first = loaded.issues[0] if loaded.issues else f"{path}: not found"
+            raise GlyphoxaError(str(first))
+        return loaded.value
+
+    def tts(self) -> VoiceRouter:
+        if self._tts is None:
+            from bot.speech import VoiceRouter
+
+            self._tts = VoiceRouter.from_config(self.hub.prep.config.providers.tts)
+        return self._tts
+
+    async def memory(self) -> Any:
+        """The running table's memory, else the console's own store of ``memory.url``."""
+        session = self.hub.session_running()
+        if session is not None and session.memory is not None:
+            return session.memory
+        async with self._lock:
+            if self._memory is None:
+                from bot.memory_access import open_memory
+
+                prep = self.hub.prep
+                self._memory = await open_memory(
+                    prep.config, url=prep.memory_url, summarize=False, seed=False
+                )
+        return self._memory
+
+    async def npc_view(self, path: Path) -> NpcView:
+        """What the NPC of ``path`` sees: prompt, tools per tier, notes, memory."""
+        from bot.npc_view import build_npc_view
+        from npcs.campaign import load_campaign
+        from tools.tiers import Tier
+
+        prep = self.hub.prep
+        campaign = await asyncio.to_thread(load_campaign, prep.campaign_dir)
+        npc = next((n for n, p in campaign.npc_files.items() if p.resolve() == path), None)
+        if npc is None:
+            raise GlyphoxaError(f"{path.name}: no valid NPC in this file (see the editor)")
+        definition = campaign.npcs[npc]
+        memory = await self.memory()
+        session = self.hub.session_running()
+        host = getattr(session, "tools", None) if session is not None else None
+        if host is not None:
+            return await build_npc_view(
+                prep.config, campaign, definition, host, memory, memory_exists=True,
+                tiers=list(Tier),
+            )  # fmt: skip
+        from bot.session.build import builtin_servers_for
+        from bot.tool_inspection import cli_tool_host
+
+        servers = builtin_servers_for(campaign.npcs.values())
+        async with cli_tool_host(prep.config, servers=servers) as inspection:
+            return await build_npc_view(
+                prep.config, campaign, definition, inspection, memory, memory_exists=True,
+                tiers=list(Tier),
+            )  # fmt: skip
+
+    def latency_of(self, session_id: str) -> dict[str, Any] | None:
+        """The latency of a session this console watched (its turns' traces), else None."""
+        for feed in self.hub.tables.values():
+            recorder = getattr(feed.session, "recorder", None)
+            if recorder is not None and recorder.session_id == session_id:
+                return latency_stats(list(feed.finished))
+        return None
+
+    async def aclose(self) -> None:
+        if self._memory is not None:
+            with contextlib.suppress(Exception):
+                await self._memory.close()
+            self._memory = None
