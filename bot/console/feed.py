@@ -55,6 +55,9 @@ _TICK_S = 0.1
 """How often a watched table is looked at for changes no event announces (a turn starting
 to speak, an NPC thinking)."""
 _OFFSET = time.time() - time.monotonic()
+_REPLACED = frozenset({"partials", "presence", "npcs", "running", "stats", "approvals"})
+"""Updates that replace a whole block: of several in one pass, only the last is sent (timed
+from the first event that asked for it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +130,8 @@ class TableFeed:
         self._previous_approver: Any = None
         self._task: asyncio.Task[None] | None = None
         self._signature: tuple[Any, ...] = ()
+        self._pending: dict[str, tuple[str, int, bool]] = {}
+        self._batching = False
         self.dropped = 0
 
     # -- lifecycle ------------------------------------------------------------------------------
@@ -215,14 +220,19 @@ class TableFeed:
             else:
                 await self._wake.wait()
             self._wake.clear()
-            while self._inbox:
-                wall, event = self._inbox.popleft()
-                try:
-                    self._handle(event, int(wall * 1000))
-                except Exception:  # one bad event must not end the console's view
-                    log.exception("console: could not show %s", type(event).__name__)
-            if self.subscribers:
-                self._tick()
+            self._batching = True
+            try:
+                while self._inbox:
+                    wall, event = self._inbox.popleft()
+                    try:
+                        self._handle(event, int(wall * 1000))
+                    except Exception:  # one bad event must not end the console's view
+                        log.exception("console: could not show %s", type(event).__name__)
+                if self.subscribers:
+                    self._tick()
+            finally:
+                self._batching = False
+                self._flush()
 
     def _handle(self, event: SessionEvent | LiveEvent, wall_ms: int) -> None:
         at = getattr(event, "at", None)
@@ -344,10 +354,23 @@ class TableFeed:
     def _publish(
         self, name: str, html: str, *, emitted: int | None = None, private: bool = False
     ) -> Message:
+        stamp = emitted if emitted is not None else int(time.time() * 1000)
+        if self._batching and name in _REPLACED:
+            earlier = self._pending.pop(name, None)  # re-inserted last: blocks keep their order
+            first = min(stamp, earlier[1]) if earlier is not None else stamp
+            self._pending[name] = (str(html), first, private)
+            return Message(0, name, str(html), first, private)
+        return self._send(name, str(html), stamp, private)
+
+    def _flush(self) -> None:
+        pending, self._pending = self._pending, {}
+        for name, (html, stamp, private) in pending.items():
+            self._send(name, html, stamp, private)
+
+    def _send(self, name: str, html: str, stamp: int, private: bool) -> Message:
         seq = next(self._seq)
         self.last_seq = seq
-        stamp = emitted if emitted is not None else int(time.time() * 1000)
-        message = Message(seq, name, str(html), stamp, private)
+        message = Message(seq, name, html, stamp, private)
         self._ring.append(message)
         for subscriber in list(self.subscribers):
             if subscriber.dm or not private:

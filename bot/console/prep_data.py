@@ -14,6 +14,7 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bot.console.graph import GraphPicture, layout_graph
 from bot.console.views import latency_stats
 from campaigns.errors import GlyphoxaError
 from campaigns.yamlio import load_model
@@ -38,10 +39,27 @@ class PrepData:
         self._tts: VoiceRouter | None = None
         self._memory: Any = None
         self._lock = asyncio.Lock()
+        self._host: Any = None
+        self._host_servers: tuple[str, ...] | None = None
+        self._host_stack = contextlib.AsyncExitStack()
+        self._world: tuple[tuple[int, int], GraphPicture] | None = None
 
     def scan(self) -> CampaignScan:
         """The campaign as ``check`` reads it (blocking)."""
         return scan_campaign(self.hub.prep.campaign_dir)
+
+    def world(self) -> GraphPicture:
+        """The entity graph, laid out again only when entities.yaml changed (blocking)."""
+        path = self.hub.prep.campaign_dir / "entities.yaml"
+        try:
+            stat = path.stat()
+            key: tuple[int, int] = (stat.st_mtime_ns, stat.st_size)
+        except OSError:
+            key = (0, 0)
+        if self._world is None or self._world[0] != key:
+            entities = self.scan().campaign.entities
+            self._world = (key, layout_graph(entities))
+        return self._world[1]
 
     def npc_at(self, path: Path) -> NpcDefinition:
         """The NPC of one file (blocking); its problems as ``check`` words them."""
@@ -93,15 +111,27 @@ class PrepData:
                 prep.config, campaign, definition, host, memory, memory_exists=True,
                 tiers=list(Tier),
             )  # fmt: skip
+        inspection = await self._inspection_host(campaign)
+        return await build_npc_view(
+            prep.config, campaign, definition, inspection, memory, memory_exists=True,
+            tiers=list(Tier),
+        )  # fmt: skip
+
+    async def _inspection_host(self, campaign: Any) -> Any:
+        """A tool host that writes nothing (as ``npc show`` opens it), kept while the NPCs
+        need the same built-in servers, so the page opens fast after the first time."""
         from bot.session.build import builtin_servers_for
         from bot.tool_inspection import cli_tool_host
 
-        servers = builtin_servers_for(campaign.npcs.values())
-        async with cli_tool_host(prep.config, servers=servers) as inspection:
-            return await build_npc_view(
-                prep.config, campaign, definition, inspection, memory, memory_exists=True,
-                tiers=list(Tier),
-            )  # fmt: skip
+        servers = tuple(builtin_servers_for(campaign.npcs.values()))
+        async with self._lock:
+            if self._host is None or servers != self._host_servers:
+                await self._host_stack.aclose()
+                self._host_stack = contextlib.AsyncExitStack()
+                host = cli_tool_host(self.hub.prep.config, servers=list(servers))
+                self._host = await self._host_stack.enter_async_context(host)
+                self._host_servers = servers
+            return self._host
 
     def latency_of(self, session_id: str) -> dict[str, Any] | None:
         """The latency of a session this console watched (its turns' traces), else None."""
@@ -112,6 +142,9 @@ class PrepData:
         return None
 
     async def aclose(self) -> None:
+        with contextlib.suppress(Exception):
+            await self._host_stack.aclose()
+        self._host = None
         if self._memory is not None:
             with contextlib.suppress(Exception):
                 await self._memory.close()

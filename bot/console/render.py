@@ -60,6 +60,8 @@ class Renderer:
         self.env.filters.update(clock=_clock, day=_day, ms=_ms, as_json=_as_json)
         self.env.globals.update(dom_id=dom_id, stage_groups=list(STAGE_GROUPS))
         self._fragments = self.env.get_template("fragments.html").module
+        for template in sorted(TEMPLATES.glob("*.html")):  # compiled now, not mid-table
+            self.env.get_template(template.name)
 
     def fragment(self, name: str, **values: Any) -> str:
         macro = getattr(self._fragments, name)

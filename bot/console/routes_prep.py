@@ -20,7 +20,6 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
 from bot.console.editor import MAX_NPC_BYTES, check_draft, npc_file, save_draft
-from bot.console.graph import layout_graph
 from bot.console.guard import check_csrf, require_dm
 from bot.console.hub import ConsoleHub
 from bot.console.prep_data import PrepData
@@ -149,8 +148,7 @@ async def sees(request: Request) -> Response:
 
 async def world(request: Request) -> Response:
     _hub(request)
-    scan = await asyncio.to_thread(_data(request).scan)
-    picture = await asyncio.to_thread(layout_graph, scan.campaign.entities)
+    picture = await asyncio.to_thread(_data(request).world)
     return request.app.state.page(request, "world.html", picture=picture)
 
 

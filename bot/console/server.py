@@ -19,6 +19,7 @@ from typing import Any
 
 import uvicorn
 
+from bot.commands.check import run_check
 from bot.config import LOOPBACK_HOSTS, GlyphoxaConfig
 from bot.console.app import make_app
 from bot.console.hub import ConsoleHub, PrepContext
@@ -45,6 +46,7 @@ class ConsoleServer:
         self._server: _Server | None = None
         self._task: asyncio.Task[None] | None = None
         self._app: Any = None
+        self._warm: asyncio.Future[None] | None = None
         self._link_file = Path(hub.prep.config.console.link_file)
 
     async def __aenter__(self) -> ConsoleServer:
@@ -87,7 +89,17 @@ class ConsoleServer:
             await asyncio.sleep(0.01)
         write_link_file(self._link_file, self.url, self.hub.links, settings.link_minutes)
         log.info("console: serving %s", self.url)
+        self._warm = asyncio.get_running_loop().run_in_executor(None, self._warm_up)
         return self.url
+
+    def _warm_up(self) -> None:
+        """The editor's first check imports what ``glyphoxa check`` needs (a second of
+        imports that would hold the interpreter while a table plays): done now instead."""
+        prep = self.hub.prep
+        try:
+            run_check(prep.campaign_dir, config_path=prep.config_path)
+        except Exception as error:  # only a head start; the editor reports problems itself
+            log.debug("console: warming the checks failed: %s", error)
 
     async def stop(self) -> None:
         """Close every page, stop serving and remove the link file."""
@@ -99,6 +111,9 @@ class ConsoleServer:
                 await asyncio.wait_for(self._task, 5.0)
             if not self._task.done():
                 self._task.cancel()
+        if self._warm is not None:
+            with contextlib.suppress(Exception):
+                await self._warm
         if self._app is not None:
             await self._app.state.prep_data.aclose()
             for task in list(self._app.state.tasks):

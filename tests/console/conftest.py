@@ -109,17 +109,14 @@ async def browser() -> AsyncIterator[Any]:
         pytest.skip(f"{CHROMIUM} is missing: apt-get install chromium")
     from playwright.async_api import async_playwright
 
-    profile = ARTIFACTS.parent / "chromium-profile"
-    shutil.rmtree(profile, ignore_errors=True)
-    async with async_playwright() as playwright:
+    async with async_playwright() as playwright:  # each launch: a fresh temporary profile
         browser = await playwright.chromium.launch(
-            executable_path=str(CHROMIUM), args=[*CHROMIUM_ARGS, f"--user-data-dir={profile}"]
+            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS
         )
         try:
             yield browser
         finally:
             await browser.close()
-            shutil.rmtree(profile, ignore_errors=True)
 
 
 async def logged_in_page(browser: Any, env: ConsoleEnv, *, width: int = 1440) -> Any:
