@@ -133,6 +133,8 @@ class TableFeed:
         self._pending: dict[str, tuple[str, int, bool]] = {}
         self._batching = False
         self.dropped = 0
+        self.cpu_s = 0.0
+        """CPU time the feed's task spent rendering and handing out updates (for the bench)."""
 
     # -- lifecycle ------------------------------------------------------------------------------
     def start(self) -> None:
@@ -220,6 +222,7 @@ class TableFeed:
             else:
                 await self._wake.wait()
             self._wake.clear()
+            started = time.thread_time()
             self._batching = True
             try:
                 while self._inbox:
@@ -233,6 +236,7 @@ class TableFeed:
             finally:
                 self._batching = False
                 self._flush()
+                self.cpu_s += time.thread_time() - started
 
     def _handle(self, event: SessionEvent | LiveEvent, wall_ms: int) -> None:
         at = getattr(event, "at", None)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bot.console.graph import GraphPicture, layout_graph
-from bot.console.views import latency_stats
+from bot.console.views import latency_stats, stage_stats
 from campaigns.errors import GlyphoxaError
 from campaigns.yamlio import load_model
 from npcs.campaign import CampaignScan, scan_campaign
@@ -133,13 +133,15 @@ class PrepData:
                 self._host_servers = servers
             return self._host
 
-    def latency_of(self, session_id: str) -> dict[str, Any] | None:
-        """The latency of a session this console watched (its turns' traces), else None."""
+    def latency_of(self, session_id: str, lines: list[dict[str, Any]]) -> dict[str, Any] | None:
+        """A session's latency: from the running table's traces while it runs, else from the
+        stages memory kept with its NPC lines (None when it kept none)."""
         for feed in self.hub.tables.values():
             recorder = getattr(feed.session, "recorder", None)
             if recorder is not None and recorder.session_id == session_id:
                 return latency_stats(list(feed.finished))
-        return None
+        turns = [(n, line["stages"]) for n, line in enumerate(lines, 1) if line.get("stages")]
+        return stage_stats(turns) if turns else None
 
     async def aclose(self) -> None:
         with contextlib.suppress(Exception):

@@ -131,7 +131,7 @@ async def save(request: Request) -> Response:
     report = await asyncio.to_thread(
         save_draft, hub.prep.campaign_dir, path, text, config_path=hub.prep.config_path
     )
-    saved = path.name if report.ok else None
+    saved = path.name if report.ok else False
     html = hub.renderer.fragment("editor_issues", report=report, lines=_lines(text), saved=saved)
     return HTMLResponse(html, status_code=200 if report.ok else 422)
 
@@ -166,9 +166,10 @@ async def session_detail(request: Request) -> Response:
     try:
         summary = await memory.session_summary(request.path_params["session"])
         lines = await memory.session_lines(summary["id"], query or None)
+        every_line = await memory.session_lines(summary["id"]) if query else lines
     except GlyphoxaError as error:
         raise HTTPException(404, str(error)) from None
-    latency = _data(request).latency_of(summary["id"])
+    latency = _data(request).latency_of(summary["id"], every_line)
     return request.app.state.page(
         request, "session.html", summary=summary, lines=lines, query=query, latency=latency
     )

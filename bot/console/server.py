@@ -94,10 +94,12 @@ class ConsoleServer:
 
     def _warm_up(self) -> None:
         """The editor's first check imports what ``glyphoxa check`` needs (a second of
-        imports that would hold the interpreter while a table plays): done now instead."""
+        imports that would hold the interpreter while a table plays), and the world's graph
+        is laid out: done now instead."""
         prep = self.hub.prep
         try:
             run_check(prep.campaign_dir, config_path=prep.config_path)
+            self._app.state.prep_data.world()
         except Exception as error:  # only a head start; the editor reports problems itself
             log.debug("console: warming the checks failed: %s", error)
 

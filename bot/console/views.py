@@ -8,7 +8,7 @@ to the first sentence, TTS, playback) and drawn to scale as one bar.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,7 +20,9 @@ __all__ = [
     "Segment",
     "TurnView",
     "dom_id",
+    "group_stages",
     "latency_stats",
+    "stage_stats",
     "turn_state",
     "turn_view",
 ]
@@ -79,7 +81,11 @@ class TurnView:
 
 def grouped_stages(trace: TurnTrace) -> dict[str, float | None]:
     """The trace's stages summed into :data:`STAGE_GROUPS` (None where nothing was measured)."""
-    stages = trace.stages_ms()
+    return group_stages(trace.stages_ms())
+
+
+def group_stages(stages: Mapping[str, float | None]) -> dict[str, float | None]:
+    """Stage milliseconds (``TurnTrace.stages_ms``, or as memory kept them) by stage group."""
     out: dict[str, float | None] = {}
     for group, names in STAGE_GROUPS.items():
         values = [stages[name] for name in names if stages.get(name) is not None]
@@ -147,15 +153,19 @@ def latency_stats(traces: Sequence[TurnTrace]) -> dict[str, Any]:
     """Running p50/p95 of every stage group and of voice to voice, over answered player turns,
     plus the per-turn series the chart draws."""
     answered = [t for t in traces if t.heard and t.playback_start is not None]
+    return stage_stats([(t.turn_id, t.stages_ms()) for t in answered])
+
+
+def stage_stats(turns: Sequence[tuple[int, Mapping[str, float | None]]]) -> dict[str, Any]:
+    """:func:`latency_stats` of (turn number, stage milliseconds) pairs."""
     rows: list[dict[str, Any]] = []
     columns: dict[str, list[float]] = {group: [] for group in STAGE_GROUPS}
     columns["voice to voice"] = []
-    for trace in answered:
-        grouped = grouped_stages(trace)
-        for group, ms in grouped.items():
+    for _turn, stages in turns:
+        for group, ms in group_stages(stages).items():
             if ms is not None:
                 columns[group].append(ms)
-        v2v = trace.stages_ms()["voice_to_voice"]
+        v2v = stages.get("voice_to_voice")
         if v2v is not None:
             columns["voice to voice"].append(v2v)
     for name, values in columns.items():
@@ -168,16 +178,16 @@ def latency_stats(traces: Sequence[TurnTrace]) -> dict[str, Any]:
                     "n": len(values),
                 }
             )
-    return {"rows": rows, "turns": len(answered), "series": chart_series(answered)}
+    return {"rows": rows, "turns": len(turns), "series": chart_series(turns)}
 
 
-def chart_series(traces: Iterable[TurnTrace]) -> dict[str, list[Any]]:
+def chart_series(turns: Iterable[tuple[int, Mapping[str, float | None]]]) -> dict[str, list[Any]]:
     """Per turn: its number and each stage group's milliseconds (0 where unmeasured)."""
     series: dict[str, list[Any]] = {"turn": []}
     for group in STAGE_GROUPS:
         series[group] = []
-    for trace in traces:
-        series["turn"].append(trace.turn_id)
-        for group, ms in grouped_stages(trace).items():
+    for turn, stages in turns:
+        series["turn"].append(turn)
+        for group, ms in group_stages(stages).items():
             series[group].append(ms or 0)
     return series

@@ -355,6 +355,7 @@ class TableSession(Routing, DmControls, VoiceCommands):
                 now,
                 tier=trace.tier,
                 interrupted=trace.interrupted,
+                stages=trace.stages_ms() if trace.heard and trace.playback_start else None,
             )
         self._emit(NpcSpoke(trace, now))
         self.trouble.turn_failed(trace)

@@ -153,6 +153,7 @@ class RecordsMixin:
                 UTTERANCES.c.started_at,
                 UTTERANCES.c.tier,
                 UTTERANCES.c.interrupted,
+                UTTERANCES.c.stages,
             )
             .where(UTTERANCES.c.session_id == session_id)
             .order_by(UTTERANCES.c.started_at, UTTERANCES.c.id)

@@ -72,6 +72,12 @@ async def test_a_dm_runs_a_rehearsal_from_the_console(console_env: ConsoleEnv, b
         session = feed.session
         await page.goto(env.url + "/")
         assert page.url.endswith(f"/tables/{feed.id}")
+        await page.reload()
+        load_ms = await page.evaluate(
+            "performance.getEntriesByType('navigation')[0].loadEventEnd"
+        )
+        print(f"live page load: {load_ms:.0f} ms")
+        assert load_ms < 300
 
         # Mute Greymantle first: his status says so at once.
         greymantle = page.locator('.npc[data-npc="Greymantle"]')
@@ -161,3 +167,37 @@ def _with_personality(text: str, personality: str) -> str:
     data = yaml.safe_load(text)
     data["personality"] = personality
     return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+
+
+async def test_end_session_ends_the_rehearsal(console_env: ConsoleEnv, browser) -> None:  # type: ignore[no-untyped-def]
+    env = console_env
+    path = env.root / "long-scene.yaml"
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "title": "Ended early",
+                "campaign": str(env.campaign),
+                "players": {"Arin": {"provider": "espeak", "voice": "en-us"}},
+                "lines": [{"at": 60, "speaker": "Arin", "text": "Bartok, hello."}],
+                "tail_s": 90,
+            }
+        )
+    )
+    page = await logged_in_page(browser, env)
+    task = asyncio.create_task(
+        rehearse(load_scene(path), env.config, env.root / "out-ended", console=env.hub)
+    )
+    try:
+        await _until(lambda: bool(env.hub.tables) or task.done(), 240)
+        await page.goto(env.url + "/")
+        page.on("dialog", lambda dialog: asyncio.ensure_future(dialog.accept()))
+        started = time.monotonic()
+        await page.locator("button", has_text="End session").click()
+        result = await asyncio.wait_for(task, 60)
+        assert time.monotonic() - started < 30  # long before the line at 60 s
+        await page.locator("#ended", has_text="ended").wait_for(timeout=10_000)
+    finally:
+        if not task.done():
+            task.cancel()
+    assert result.turns == []
+    assert not env.hub.tables

@@ -58,6 +58,8 @@ async def test_prep_pages(console_env: ConsoleEnv, browser) -> None:  # type: ig
     loads["sessions"] = await _load(page, env.url + "/sessions")
     await page.locator("table.cast a").first.click()
     await page.locator("ol.transcript li").first.wait_for()
+    assert await page.locator("table.stats").count() == 1  # latency kept with the NPC lines
+    await page.locator(".chart .uplot").wait_for()
     await page.fill("input[name=q]", "tap")
     await page.click("form.row button")
     lines = await page.locator("ol.transcript li").all_inner_texts()

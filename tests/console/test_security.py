@@ -8,6 +8,7 @@ reaches any page. Login links work once, and a tampered or expired one never.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import re
 import time
@@ -172,3 +173,19 @@ async def test_read_only_viewer_sees_the_live_table_only_until_revoked(
             assert refused.status_code == 403
             await client.post("/share", data={"action": "revoke", "csrf": csrf})
             assert (await viewer.get("/")).status_code == 401
+
+
+async def test_glyphoxa_console_link_logs_the_dm_in(
+    console_env: ConsoleEnv, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from bot.cli import main
+
+    code = await asyncio.to_thread(
+        main, ["--config", str(console_env.config_path), "console", "link"]
+    )
+    assert code == 0
+    link = capsys.readouterr().out.strip()
+    assert link.startswith(f"{console_env.url}/login/")
+    async with httpx.AsyncClient(base_url=console_env.url) as client:
+        response = await client.get(link.removeprefix(console_env.url), follow_redirects=True)
+        assert response.status_code == 200 and "Log out" in response.text

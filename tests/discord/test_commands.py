@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -437,3 +438,26 @@ async def test_without_a_dm_role_manage_server_decides(harness: Harness) -> None
         interaction("npc", sub("list"), member=PLAYER, permissions=MANAGE_GUILD)
     )
     assert "**Bartok**" in reply["content"]
+
+
+async def test_console_gives_the_dm_a_private_one_time_link(
+    harness: Harness, tmp_path: Path
+) -> None:
+    from bot.console import ConsoleHub, PrepContext
+
+    reply = await harness.run(interaction("console", [], roles=(DM_ROLE,)))
+    assert reply["flags"] & 64 and "The console is not running" in reply["content"]
+    prep = PrepContext(harness.bot.config, None, tmp_path, "sqlite+aiosqlite://")
+    hub = ConsoleHub(prep, base_url="http://127.0.0.1:8470")
+    harness.bot.console = hub
+    try:
+        reply = await harness.run(interaction("console", [], roles=(DM_ROLE,)))
+        assert reply["flags"] & 64  # ephemeral
+        found = re.search(r"<http://127\.0\.0\.1:8470/login/([^>]+)>", reply["content"])
+        assert found is not None  # <...>: Discord does not fetch it for a preview
+        assert hub.links.redeem(found.group(1))
+        assert not hub.links.redeem(found.group(1))
+        reply = await harness.run(interaction("console", [], member=PLAYER))
+        assert reply["content"] == REFUSAL
+    finally:
+        harness.bot.console = None

@@ -47,7 +47,7 @@
       new window.uPlot({
         width: box.clientWidth || 380, height: 180,
         scales: { x: { time: false } },
-        axes: [{ stroke: "#9d97b3", grid: { show: false } }, { stroke: "#9d97b3", size: 48, values: function (u, v) { return v.map(function (x) { return x + " ms"; }); } }],
+        axes: [{ stroke: "#9d97b3", grid: { show: false } }, { stroke: "#9d97b3", size: 64, values: function (u, v) { return v.map(function (x) { return x + " ms"; }); } }],
         legend: { show: false },
         series: [{ label: "turn" }].concat(lines)
       }, data, box);
@@ -55,7 +55,16 @@
   }
   document.addEventListener("DOMContentLoaded", function () { drawCharts(document); fitEditor(); });
   document.addEventListener("htmx:afterSwap", function (event) {
-    if (event.target && event.target.id === "stats") drawCharts(event.target);
+    var target = event.target;
+    if (target && target.id === "stats") drawCharts(target);
+    if (target && target.id === "notices") {
+      var notice = target.firstElementChild;  // a notice shows for a while, then goes
+      window.setTimeout(function () { if (notice) notice.remove(); }, 8000);
+    }
+  });
+  document.addEventListener("htmx:afterRequest", function (event) {
+    var form = event.target;  // a line said or a direction given: the field is free again
+    if (event.detail.successful && form.matches && form.matches("form.ctl.clears")) form.reset();
   });
 
   function fitEditor() {
