@@ -43,10 +43,15 @@ class PrepData:
         self._host_servers: tuple[str, ...] | None = None
         self._host_stack = contextlib.AsyncExitStack()
         self._world: tuple[tuple[int, int], GraphPicture] | None = None
+        self._scan: tuple[tuple[tuple[str, int, int], ...], CampaignScan] | None = None
 
     def scan(self) -> CampaignScan:
-        """The campaign as ``check`` reads it (blocking)."""
-        return scan_campaign(self.hub.prep.campaign_dir)
+        """The campaign as ``check`` reads it (blocking), read again only when a file of it
+        changed."""
+        signature = _signature(self.hub.prep.campaign_dir)
+        if self._scan is None or self._scan[0] != signature:
+            self._scan = (signature, scan_campaign(self.hub.prep.campaign_dir))
+        return self._scan[1]
 
     def world(self) -> GraphPicture:
         """The entity graph, laid out again only when entities.yaml changed (blocking)."""
@@ -94,11 +99,10 @@ class PrepData:
     async def npc_view(self, path: Path) -> NpcView:
         """What the NPC of ``path`` sees: prompt, tools per tier, notes, memory."""
         from bot.npc_view import build_npc_view
-        from npcs.campaign import load_campaign
         from tools.tiers import Tier
 
         prep = self.hub.prep
-        campaign = await asyncio.to_thread(load_campaign, prep.campaign_dir)
+        campaign = (await asyncio.to_thread(self.scan)).campaign  # its valid parts, as cached
         npc = next((n for n, p in campaign.npc_files.items() if p.resolve() == path), None)
         if npc is None:
             raise GlyphoxaError(f"{path.name}: no valid NPC in this file (see the editor)")
@@ -151,3 +155,15 @@ class PrepData:
             with contextlib.suppress(Exception):
                 await self._memory.close()
             self._memory = None
+
+
+def _signature(folder: Path) -> tuple[tuple[str, int, int], ...]:
+    """Every campaign file's name, modification time and size (a stat each)."""
+    found = []
+    for path in sorted([*folder.glob("*.y*ml"), *folder.glob("npcs/*"), *folder.glob("tables/*")]):
+        try:
+            stat = path.stat()
+        except OSError:
+            continue
+        found.append((str(path), stat.st_mtime_ns, stat.st_size))
+    return tuple(found)

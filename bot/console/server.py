@@ -99,7 +99,7 @@ class ConsoleServer:
         prep = self.hub.prep
         try:
             run_check(prep.campaign_dir, config_path=prep.config_path)
-            self._app.state.prep_data.world()
+            self._app.state.prep_data.world()  # reads (and keeps) the campaign too
         except Exception as error:  # only a head start; the editor reports problems itself
             log.debug("console: warming the checks failed: %s", error)
 

@@ -10,7 +10,7 @@
     var message = event.detail || {};
     var parts = String(message.lastEventId || "").split(".");
     var sent = Number(parts[1]);
-    if (sent > 0) glyphoxa.latencies.push({ event: message.type, ms: Date.now() - sent });
+    if (sent > 0) glyphoxa.latencies.push({ event: message.type, sent: sent, ms: Date.now() - sent });
     if (message.type === "reload" && !glyphoxa.reloading) {
       glyphoxa.reloading = true;
       window.setTimeout(function () { window.location.reload(); }, 1200);
