@@ -1,6 +1,6 @@
 """``glyphoxa bench console``: what the DM's console costs a running table.
 
-One simulated table (``bot.rehearsal.sim_table``: five players over the real receive path,
+One simulated table (``bot.bench.tables.sim_table``: five players over the real receive path,
 VAD, lanes, routing, turns and the mixer, with the instant model servers in a child process,
 as ``glyphoxa bench tables`` opens it) plays without a console, then with the console serving
 one viewer, then five, in alternating windows of the same run; each viewer is a process of its
@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from campaigns.bench_result import BenchResult, percentile
+from bot.bench.result import BenchResult
+from campaigns.basics import percentile
 
 __all__ = ["run_bench"]
 
@@ -46,7 +47,7 @@ class _Measured:
 
 
 async def run_bench(quick: bool) -> list[BenchResult]:
-    from bot.rehearsal.sim_world import bench_config, model_servers
+    from bot.bench.tables.sim_world import bench_config, model_servers
 
     window_s = 10.0 if quick else 30.0
     rounds = 1 if quick else 3
@@ -62,9 +63,9 @@ async def run_bench(quick: bool) -> list[BenchResult]:
 
 @contextlib.asynccontextmanager
 async def _table(config: Any) -> Any:
+    from bot.bench.tables.sim_table import SimTable
+    from bot.bench.tables.sim_world import EXAMPLE, player_line
     from bot.discord_bot.tables import configured_tables
-    from bot.rehearsal.sim_table import SimTable
-    from bot.rehearsal.sim_world import EXAMPLE, player_line
 
     opus, voiced = await player_line()
     parts = await configured_tables(config, str(EXAMPLE))(None)

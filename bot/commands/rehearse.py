@@ -12,6 +12,7 @@ import asyncio
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from bot.commands._options import Subcommands, add_campaign_option, load_config, plain
 

@@ -84,7 +84,7 @@ async def _start_console(config: Any, args: argparse.Namespace) -> Any:
 
     from bot.config_loader import resolve_config_path
     from bot.console import console_for
-    from campaigns.errors import GlyphoxaError
+    from campaigns.basics import GlyphoxaError
 
     if not config.console.enabled:
         return None

@@ -31,6 +31,7 @@ from bot.config import LOOPBACK_HOSTS
 from bot.console.guard import SecurityHeaders, check_csrf, log_in, require_dm, role_of
 from bot.console.hub import ConsoleHub
 from bot.console.prep_data import PrepData
+from bot.console.render import render_page
 from bot.console.routes_live import live_routes
 from bot.console.routes_prep import prep_routes
 
@@ -128,7 +129,7 @@ async def home(request: Request) -> Response:
     hub: ConsoleHub = request.app.state.hub
     if len(hub.tables) == 1:
         return RedirectResponse(f"/tables/{next(iter(hub.tables))}", status_code=303)
-    return request.app.state.page(request, "home.html")
+    return render_page(request, "home.html")
 
 
 async def login(request: Request) -> Response:
@@ -161,7 +162,7 @@ async def logout(request: Request) -> Response:
 async def share_page(request: Request) -> Response:
     require_dm(request)
     hub: ConsoleHub = request.app.state.hub
-    return request.app.state.page(request, "share.html", shares=len(hub.shares), link=None)
+    return render_page(request, "share.html", shares=len(hub.shares), link=None)
 
 
 async def share_change(request: Request) -> Response:
@@ -178,4 +179,4 @@ async def share_change(request: Request) -> Response:
                         subscriber.queue.put_nowait(None)
     else:
         link = f"{hub.base_url}/view/{hub.shares.create()}"
-    return request.app.state.page(request, "share.html", shares=len(hub.shares), link=link)
+    return render_page(request, "share.html", shares=len(hub.shares), link=link)

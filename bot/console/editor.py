@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bot.commands.check import run_check
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 from campaigns.yamlio import Issue
 from npcs.campaign import YAML_SUFFIXES
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from bot.console.graph import GraphPicture, layout_graph
 from bot.console.views import latency_stats, stage_stats
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 from campaigns.yamlio import load_model
 from npcs.campaign import CampaignScan, scan_campaign
 from npcs.schema import NpcDefinition
@@ -88,7 +88,7 @@ class PrepData:
             return session.memory
         async with self._lock:
             if self._memory is None:
-                from bot.memory_access import open_memory
+                from bot.assembly.memory import open_memory
 
                 prep = self.hub.prep
                 self._memory = await open_memory(
@@ -99,7 +99,7 @@ class PrepData:
     async def npc_view(self, path: Path) -> NpcView:
         """What the NPC of ``path`` sees: prompt, tools per tier, notes, memory."""
         from bot.npc_view import build_npc_view
-        from tools.tiers import Tier
+        from campaigns.basics import Tier
 
         prep = self.hub.prep
         campaign = (await asyncio.to_thread(self.scan)).campaign  # its valid parts, as cached
@@ -124,7 +124,7 @@ class PrepData:
     async def _inspection_host(self, campaign: Any) -> Any:
         """A tool host that writes nothing (as ``npc show`` opens it), kept while the NPCs
         need the same built-in servers, so the page opens fast after the first time."""
-        from bot.session.build import builtin_servers_for
+        from bot.assembly.table import builtin_servers_for
         from bot.tool_inspection import cli_tool_host
 
         servers = tuple(builtin_servers_for(campaign.npcs.values()))

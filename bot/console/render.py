@@ -15,10 +15,12 @@ from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup
+from starlette.requests import Request
+from starlette.responses import Response
 
 from bot.console.views import STAGE_GROUPS, dom_id
 
-__all__ = ["TEMPLATES", "Renderer"]
+__all__ = ["TEMPLATES", "Renderer", "render_page"]
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -69,3 +71,9 @@ class Renderer:
 
     def page(self, template: str, **values: Any) -> str:
         return self.env.get_template(template).render(**values)
+
+
+def render_page(request: Request, template: str, **values: Any) -> Response:
+    """A whole page of the console (the app's renderer adds the viewer's role and token)."""
+    response: Response = request.app.state.page(request, template, **values)
+    return response

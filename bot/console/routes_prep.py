@@ -23,7 +23,8 @@ from bot.console.editor import MAX_NPC_BYTES, check_draft, npc_file, save_draft
 from bot.console.guard import check_csrf, require_dm
 from bot.console.hub import ConsoleHub
 from bot.console.prep_data import PrepData
-from campaigns.errors import GlyphoxaError
+from bot.console.render import render_page
+from campaigns.basics import GlyphoxaError
 
 __all__ = ["prep_routes"]
 
@@ -46,7 +47,7 @@ def _data(request: Request) -> PrepData:
 async def cast(request: Request) -> Response:
     hub = _hub(request)
     scan = await asyncio.to_thread(_data(request).scan)
-    return request.app.state.page(request, "cast.html", scan=scan, prep=hub.prep)
+    return render_page(request, "cast.html", scan=scan, prep=hub.prep)
 
 
 async def preview(request: Request) -> Response:
@@ -87,7 +88,7 @@ async def edit_page(request: Request) -> Response:
     report = await asyncio.to_thread(
         check_draft, hub.prep.campaign_dir, path, text, config_path=hub.prep.config_path
     )
-    return request.app.state.page(
+    return render_page(
         request, "npc_edit.html", file=path.name, text=text, report=report, lines=_lines(text),
         max_kb=MAX_NPC_BYTES // 1024,
     )  # fmt: skip
@@ -143,20 +144,20 @@ async def sees(request: Request) -> Response:
         view = await _data(request).npc_view(path)
     except GlyphoxaError as error:
         raise HTTPException(400, str(error)) from None
-    return request.app.state.page(request, "npc_sees.html", view=view, file=path.name, hub=hub)
+    return render_page(request, "npc_sees.html", view=view, file=path.name, hub=hub)
 
 
 async def world(request: Request) -> Response:
     _hub(request)
     picture = await asyncio.to_thread(_data(request).world)
-    return request.app.state.page(request, "world.html", picture=picture)
+    return render_page(request, "world.html", picture=picture)
 
 
 async def sessions(request: Request) -> Response:
     _hub(request)
     memory = await _data(request).memory()
     items = await memory.list_sessions(limit=200)
-    return request.app.state.page(request, "sessions.html", sessions=items)
+    return render_page(request, "sessions.html", sessions=items)
 
 
 async def session_detail(request: Request) -> Response:
@@ -170,7 +171,7 @@ async def session_detail(request: Request) -> Response:
     except GlyphoxaError as error:
         raise HTTPException(404, str(error)) from None
     latency = _data(request).latency_of(summary["id"], every_line)
-    return request.app.state.page(
+    return render_page(
         request, "session.html", summary=summary, lines=lines, query=query, latency=latency
     )
 
@@ -180,7 +181,7 @@ async def review(request: Request) -> Response:
     memory = await _data(request).memory()
     pending = await memory.list_facts("pending")
     decided = [f for f in await memory.list_facts(None) if f["status"] != "pending"][-20:]
-    return request.app.state.page(request, "review.html", pending=pending, decided=decided)
+    return render_page(request, "review.html", pending=pending, decided=decided)
 
 
 async def review_decide(request: Request) -> Response:
@@ -205,7 +206,7 @@ async def review_decide(request: Request) -> Response:
 async def settings(request: Request) -> Response:
     hub = _hub(request)
     shown = hub.prep.config.model_dump(mode="json")  # every SecretStr comes out as '**********'
-    return request.app.state.page(request, "settings.html", shown=shown, prep=hub.prep)
+    return render_page(request, "settings.html", shown=shown, prep=hub.prep)
 
 
 def prep_routes() -> list[Route]:

@@ -24,7 +24,7 @@ from bot.config import LOOPBACK_HOSTS, GlyphoxaConfig
 from bot.console.app import make_app
 from bot.console.hub import ConsoleHub, PrepContext
 from bot.console.links import remove_link_file, write_link_file
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 
 __all__ = ["ConsoleServer", "console_for"]
 

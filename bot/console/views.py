@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bot.session.trace import TurnTrace
-from campaigns.bench_result import percentile
+from campaigns.basics import percentile
 
 __all__ = [
     "STAGE_GROUPS",

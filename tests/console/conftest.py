@@ -19,10 +19,10 @@ import pytest
 import pytest_asyncio
 import yaml
 
+from bot.bench.doubles.instant_llm import InstantLlm
 from bot.config import GlyphoxaConfig
 from bot.config_loader import load_config
 from bot.console import ConsoleServer, console_for
-from bot.rehearsal.instant_llm import InstantLlm
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "campaigns" / "example"
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts" / "console"

@@ -29,7 +29,7 @@ from bot.rehearsal.players import synthesize_lines
 from bot.rehearsal.runner import rehearse
 from bot.rehearsal.scene import PlayerLine, Scene, load_scene
 from bot.speech import STT_FRAME_BYTES, VoiceRouter
-from campaigns.bench_result import percentile
+from campaigns.basics import percentile
 from npcs.schema import VoiceSettings
 
 from .conftest import ConsoleEnv, logged_in_page, screenshot

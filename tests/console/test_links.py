@@ -11,7 +11,7 @@ import pytest
 
 from bot.cli import main
 from bot.console.links import LinkKey, ShareLinks, mint_token, read_link_file, write_link_file
-from campaigns.errors import GlyphoxaError
+from campaigns.basics import GlyphoxaError
 
 
 def test_a_link_works_once_before_it_expires() -> None:
