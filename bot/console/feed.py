@@ -243,7 +243,10 @@ class TableFeed:
         emitted = int((at + _OFFSET) * 1000) if isinstance(at, float) else wall_ms
         render = self._render.fragment
         if isinstance(event, PlayerPartial):
-            self.partials[event.speaker] = event.text
+            if event.text:
+                self.partials[event.speaker] = event.text
+            else:  # words that were not for display (the DM's private direction)
+                self.partials.pop(event.speaker, None)
             self._publish("partials", self._partials_html(), emitted=emitted)
         elif isinstance(event, SpeakingChanged):
             (self.speaking.add if event.speaking else self.speaking.discard)(event.speaker)

@@ -21,8 +21,8 @@ from starlette.routing import Route
 
 from bot.console.feed import Message, TableFeed
 from bot.console.guard import check_csrf, require_dm, require_viewer
-from campaigns.errors import GlyphoxaError
-from tools.tiers import Tier
+from bot.console.render import render_page
+from campaigns.basics import GlyphoxaError, Tier
 
 __all__ = ["live_routes", "sse_message"]
 
@@ -38,7 +38,7 @@ def sse_message(message: Message) -> str:
 
 
 def _feed(request: Request) -> TableFeed:
-    feed = request.app.state.hub.tables.get(request.path_params["table"])
+    feed: TableFeed | None = request.app.state.hub.tables.get(request.path_params["table"])
     if feed is None:
         raise HTTPException(404, "no such table: it ended, or the bot restarted")
     return feed
@@ -48,7 +48,7 @@ async def live_page(request: Request) -> Response:
     role = require_viewer(request)
     feed = _feed(request)
     dm = role == "dm"
-    return request.app.state.page(
+    return render_page(
         request, "live.html", feed=feed, view=feed.page(dm=dm), tiers=[t.label for t in Tier]
     )
 
@@ -148,12 +148,12 @@ def _apply(session: Any, action: str, npc: str | None, form: dict[str, Any]) -> 
         session.say(npc, str(form.get("text") or ""))
         return f"{npc} will say it."
     if action == "direct":
-        turns = int(_number(form.get("turns") or 1, "turns", 1, 20))
-        text = str(form.get("text") or "")
-        session.direct(npc, text, turns)
-        if not text.strip():
+        raw = str(form.get("turns") or "").strip()
+        turns = int(_number(raw, "turns", 1, 20)) if raw else None  # empty: until cleared
+        direction = session.direct(npc, str(form.get("text") or ""), turns)
+        if direction is None:
             return f"{npc}'s direction cleared."
-        return f"{npc} follows your direction for {turns} turn{'s' if turns != 1 else ''}."
+        return f"{npc} follows your direction, {direction.describe()}."
     raise GlyphoxaError(f"unknown control {action!r}")
 
 

@@ -25,6 +25,7 @@ from bot.discord_bot.permissions import (
 )
 from bot.discord_bot.runtime import TableRuntime
 from bot.discord_setup.needs import VOICE_PERMISSIONS, lacking
+from bot.session.controls import MAX_DIRECTION_CHARS, MAX_DIRECTION_TURNS
 from campaigns.basics import GlyphoxaError, Tier
 from tools.builtin.dice_engine import roll_expression
 
@@ -121,6 +122,8 @@ class TableCog(commands.Cog):
                 flags.append(f"override {npc['override']}")
             if npc["muted"]:
                 flags.append("muted")
+            if npc.get("direction"):  # the DM's eyes only: the words stay out of it
+                flags.append(f"directed ({npc['direction']})")
             if npc["speaking"]:
                 flags.append("speaking")
             if npc.get("last_tier"):
@@ -198,6 +201,38 @@ class TableCog(commands.Cog):
         self._table(interaction).session.say(name, text)
         await _reply(interaction, f"{name} will say it.")
 
+    @app_commands.command(name="direct")
+    @app_commands.describe(
+        npc="the NPC to steer",
+        text='a private instruction for its next answers, or "clear" to drop it',
+        turns="how many of its answers it lasts (default: until you clear it)",
+    )
+    @dm_only()
+    async def direct(
+        self,
+        interaction: discord.Interaction,
+        npc: str,
+        text: app_commands.Range[str, 1, MAX_DIRECTION_CHARS],
+        turns: app_commands.Range[int, 1, MAX_DIRECTION_TURNS] | None = None,
+    ) -> None:
+        """Steer an NPC privately: only its prompt sees it, no transcript, memory or recap."""
+        session = self._table(interaction).session
+        if text.strip().lower() in ("clear", "stop", "off", "none"):
+            name = session.campaign.find_npc(npc)
+            cleared = session.clear_direction(npc)
+            who = name.name if name is not None else npc
+            await _reply(interaction, f"{who}'s direction cleared." if cleared else
+                         f"{who} had no direction.")  # fmt: skip
+            return
+        direction = session.direct(npc, text, turns)
+        who = session.campaign.find_npc(npc)
+        await _reply(
+            interaction,
+            f"{who.name if who else npc} follows your direction privately, "
+            f"{direction.describe() if direction else 'cleared'}. "
+            f"Players never see it; `/direct {who.name if who else npc} clear` drops it.",
+        )
+
     @npc_group.command(name="reload")
     @dm_only()
     async def npc_reload(self, interaction: discord.Interaction) -> None:
@@ -208,6 +243,7 @@ class TableCog(commands.Cog):
     @npc_mute.autocomplete("name")
     @npc_unmute.autocomplete("name")
     @npc_say.autocomplete("name")
+    @direct.autocomplete("npc")
     @tier.autocomplete("npc")
     async def _npc_names(
         self, interaction: discord.Interaction, current: str

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING
 
-from bot.session.events import BargedIn, PlayerSpoke, Routed, TurnQueued
+from bot.session.events import BargedIn, PlayerPartial, PlayerSpoke, Routed, TurnQueued
 from bot.session.speculation import Speculation, normalize
 from bot.speech.turn_end import name_alone
 from npcs.context import SceneLine, SceneWindow
@@ -79,6 +79,7 @@ class Routing:
         def is_muted(self, npc: str) -> bool: ...
         def take_direction(self, npc: str) -> str | None: ...
         def is_dm(self, speaker: Speaker) -> bool: ...
+        def private_words(self, speaker: Speaker, text: str) -> bool: ...
         def _voice_command(self, speaker: Speaker, text: str) -> DmVoiceCommand | None: ...
         def queue_depth(self) -> int: ...
         def _new_trace(
@@ -166,6 +167,13 @@ class Routing:
     ) -> None:
         """A player's utterance is final: record it, find the addressees, queue their turns."""
         now = time.monotonic()
+        if self.private_words(speaker, text):  # the DM's private direction: in no transcript
+            speaker.drop_speculation()
+            command = self._voice_command(speaker, text)
+            reason = f"DM voice command: {command.describe()}" if command else "not applied"
+            self._show(PlayerPartial(speaker.name, "", now))
+            self._emit(Routed(speaker.name, "(private)", (), reason, None, None, now))
+            return
         self._emit(PlayerSpoke(speaker.name, text, speech_start, speech_end, now))
         self.recorder.player(speaker.name, text, speech_start or now, speech_end or now)
         command = self._voice_command(speaker, text)

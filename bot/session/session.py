@@ -132,6 +132,7 @@ class TableSession(Routing, DmControls, VoiceCommands):
             campaign.npcs, continuation_window_s=config.tiers.continuation_window_s
         )
         self.dm_commands = DmCommandParser(self.addressing.mentions)
+        self._private_next: dict[str, tuple[str, float]] = {}
         self.tiers = TierSelector(config.tiers)
         self.barge_in = BargeInController(
             self.mixer,
@@ -297,6 +298,10 @@ class TableSession(Routing, DmControls, VoiceCommands):
             if spec is not None and event.trailing_silence_ms < self._resume_ms:
                 speaker.drop_speculation(event.utterance_id)  # talking on after the pause
         elif isinstance(event, PartialTranscript):
+            if self.private_words(speaker, event.text):  # the DM's "between us": unseen
+                if self.watchers:
+                    self._show(PlayerPartial(speaker.name, "", time.monotonic()))
+                return
             if self.watchers:
                 self._show(PlayerPartial(speaker.name, event.text, time.monotonic()))
             self._on_partial(speaker, event)

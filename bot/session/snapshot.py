@@ -33,7 +33,8 @@ class TableState:
     overrides: list[dict[str, Any]] = field(default_factory=list)
     """``{"npc": name or None (all NPCs), "tier": label, "until": wall seconds or None}``."""
     directions: list[dict[str, Any]] = field(default_factory=list)
-    """The DM's private directions: ``{"npc", "text", "turns"}`` (turns still to come)."""
+    """The DM's private directions: ``{"npc", "text", "turns"}`` (turns still to come; None:
+    until cleared)."""
     memory_session_id: str | None = None
 
     def as_json(self) -> dict[str, Any]:
@@ -120,6 +121,6 @@ def restore(session: TableSession, state: TableState) -> list[str]:
         npc, text, turns = direction.get("npc"), direction.get("text"), direction.get("turns")
         if npc not in known:
             problems.append(f"direction for {npc}: no such NPC any more")
-        elif isinstance(text, str) and isinstance(turns, int) and turns > 0:
+        elif isinstance(text, str) and (turns is None or (isinstance(turns, int) and turns > 0)):
             session.directions[str(npc)] = Direction(text, turns)
     return problems

@@ -10,8 +10,16 @@ from __future__ import annotations
 import pytest
 from conftest import Table
 
-from bot.session.events import NpcSpoke, PlayerPartial, SpeakingChanged, TurnQueued
-from campaigns.errors import GlyphoxaError
+from bot.session.events import (
+    DmAction,
+    NpcSpoke,
+    PlayerPartial,
+    PlayerSpoke,
+    Routed,
+    SpeakingChanged,
+    TurnQueued,
+)
+from campaigns.basics import GlyphoxaError
 from npcs.context import build_messages, direction_note
 
 DIRECTION = "Be evasive about the cellar; hint that the Watch is watching."
@@ -24,7 +32,7 @@ def _spoken(table: Table) -> list[NpcSpoke]:
 async def test_a_direction_lasts_its_turns_and_stays_out_of_transcripts(table: Table) -> None:
     session, driver = table.session, table.driver
     session.direct("bartok", DIRECTION, turns=2)
-    assert session.status()["npcs"]["Bartok"]["direction_turns"] == 2
+    assert session.status()["npcs"]["Bartok"]["direction"] == "2 turns"
     for n, line in enumerate(
         [
             "Bartok, what is on tap?",
@@ -83,3 +91,68 @@ async def test_watchers_see_live_events(table: Table) -> None:
     queued = next(e for e in seen if isinstance(e, TurnQueued))
     assert queued.trace.npc == "Bartok" and queued.trace.address_reason
     assert all(isinstance(e.text, str) for e in seen if isinstance(e, PlayerPartial))
+
+
+async def _routed(table: Table, speaker: str, text: str) -> Routed:
+    before = len(table.driver.of_type(Routed))
+    table.driver.say(speaker, text)
+    await table.driver.run_until(lambda: len(table.driver.of_type(Routed)) > before)
+    return table.driver.of_type(Routed)[before]
+
+
+async def test_the_dms_voice_between_us_directs_privately_until_cleared(table: Table) -> None:
+    """ "<NPC>, between us: ..." from the DM's lane: a direction until "that's all"; its words
+    reach no transcript, partial, scene, memory or log line. A player's same words are a turn."""
+    session, driver = table.session, table.driver
+    seen: list[object] = []
+    session.watchers.append(seen.append)
+    secret = "You saw the thief at the mill, deny it."
+    command = await _routed(table, "DM", f"Bartok, between us: {secret}")
+    assert command.npcs == () and command.text == "(private)"
+    assert command.reason == "DM voice command: private direction for Bartok"
+    assert session.status()["npcs"]["Bartok"]["direction"] == "until cleared"
+    for n, (speaker, line) in enumerate(
+        [
+            ("Arin", "Bartok, what is on tap?"),
+            ("Tobble", "Greymantle, hello."),
+            ("Arin", "Bartok, and the mill?"),
+        ],
+        start=1,
+    ):
+        driver.say(speaker, line)
+        await driver.run_until(lambda n=n: len(_spoken(table)) == n)
+    cleared = await _routed(table, "DM", "Bartok, between us: that's all.")
+    assert cleared.reason == "DM voice command: clear the private direction for Bartok"
+    assert "Bartok" not in session.directions
+    driver.say("Arin", "Bartok, one more?")
+    await driver.run_until(lambda: len(_spoken(table)) == 4)
+    directions = [(r.npc.name, r.direction) for r in table.engine.requests]
+    assert directions == [
+        ("Bartok", secret), ("Greymantle", None), ("Bartok", secret), ("Bartok", None)
+    ]  # fmt: skip
+
+    # Said with a pause after "between us": the DM's next words are the direction.
+    await _routed(table, "DM", "Greymantle, between us.")
+    pause = await _routed(table, "DM", "Be gruff with Tobble tonight.")
+    assert pause.text == "(private)" and session.directions["Greymantle"].turns_left is None
+
+    # A player's "between us" is an ordinary line to the NPC, and directs nothing.
+    heard = await _routed(table, "Arin", "Bartok, between us: give me a discount.")
+    assert heard.npcs == ("Bartok",) and "Bartok" not in session.directions
+    await driver.run_until(lambda: len(_spoken(table)) == 5)
+
+    await session.recorder.flush()
+    lines = await session.memory.session_lines(session.recorder.session_id)
+    written = [line["text"] for line in lines] + [line.text for line in session.scene]
+    written += [e.text for e in driver.of_type(PlayerSpoke)] + [e.text for e in seen if
+                isinstance(e, PlayerPartial | Routed)]  # fmt: skip
+    written += [f"{e.detail} {e.heard}" for e in driver.of_type(DmAction)]
+    assert any("discount" in text for text in written)  # the player's line is in them
+    for text in written:
+        assert "thief" not in text.lower() and "gruff" not in text.lower(), text
+    details = [e.detail for e in driver.of_type(DmAction)]
+    assert details == [
+        "Bartok: a private direction by voice, until cleared",
+        "Bartok: direction cleared by voice",
+        "Greymantle: a private direction by voice, until cleared",
+    ]
