@@ -217,20 +217,20 @@ class TableCog(commands.Cog):
     ) -> None:
         """Steer an NPC privately: only its prompt sees it, no transcript, memory or recap."""
         session = self._table(interaction).session
+        found = session.campaign.find_npc(npc)
+        name = found.name if found is not None else npc  # unknown: the session says so
         if text.strip().lower() in ("clear", "stop", "off", "none"):
-            name = session.campaign.find_npc(npc)
             cleared = session.clear_direction(npc)
-            who = name.name if name is not None else npc
-            await _reply(interaction, f"{who}'s direction cleared." if cleared else
-                         f"{who} had no direction.")  # fmt: skip
+            await _reply(
+                interaction, f"{name}'s direction cleared." if cleared else f"{name} had none."
+            )
             return
         direction = session.direct(npc, text, turns)
-        who = session.campaign.find_npc(npc)
+        how_long = direction.describe() if direction is not None else "cleared"
         await _reply(
             interaction,
-            f"{who.name if who else npc} follows your direction privately, "
-            f"{direction.describe() if direction else 'cleared'}. "
-            f"Players never see it; `/direct {who.name if who else npc} clear` drops it.",
+            f"{name} follows your direction privately, {how_long}. Players never see it; "
+            f"`/direct {name} clear` drops it.",
         )
 
     @npc_group.command(name="reload")
