@@ -21,11 +21,11 @@ _MACHINE: list[float] = []
 
 
 async def _load(page, url: str) -> float:  # type: ignore[no-untyped-def]
-    """Open ``url`` twice, each right after the console's own stylesheet (a file served as is:
+    """Open ``url`` three times, each right after the console's own stylesheet (a file served as is:
     the machine's own wait at that moment); the quicker time from the request to the page's
     load event, in ms. The machine is shared: one load may wait for another process."""
     times, machine = [], []
-    for _ in range(2):
+    for _ in range(3):
         await page.goto("/".join(url.split("/", 3)[:3]) + "/static/console.css")
         machine.append(float(await page.evaluate(_TIMING)))
         response = await page.goto(url)
