@@ -21,7 +21,9 @@ from campaigns.basics import DEFAULT_CEILINGS_MS, Tier
 from tools.config import BuiltinToolsConfig, McpConfig
 
 __all__ = [
+    "LOOPBACK_HOSTS",
     "CampaignRef",
+    "ConsoleConfig",
     "DiscordConfig",
     "DmVoiceConfig",
     "GlyphoxaConfig",
@@ -258,6 +260,45 @@ class MetricsConfig(_Strict):
     port: int = Field(default=9464, ge=1, le=65535)
 
 
+#: Hosts only this machine reaches: the console binds one of them unless told otherwise.
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+
+
+class ConsoleConfig(_Strict):
+    """The DM's console: a web page served by the bot to watch and steer the table and to
+    prepare the campaign (``glyphoxa console link`` prints a login link)."""
+
+    enabled: bool = True
+    """Serve the console while ``glyphoxa run`` runs (``glyphoxa rehearse --console`` serves it
+    for one rehearsal)."""
+    allow_network: bool = False
+    """Let ``host`` be an address other machines can reach (logged as a warning at start):
+    anyone who gets a login link then reaches the table over plain HTTP, so put it behind a
+    TLS proxy you trust."""
+    host: str = "127.0.0.1"
+    """Address to listen on. Only this machine can reach 127.0.0.1; any other address opens
+    the console to a network and needs ``allow_network: true``."""
+    port: int = Field(default=8470, ge=0, le=65535)
+    """Port to listen on; 0 picks a free one (the login link names it)."""
+    link_file: str = ".glyphoxa/console.json"
+    """Where the running bot writes its console address and the key that ``glyphoxa console
+    link`` signs login links with (readable by this user only)."""
+    link_minutes: float = Field(default=10.0, gt=0, le=24 * 60)
+    """How long a login link stays valid (each works once)."""
+    session_hours: float = Field(default=12.0, gt=0, le=24 * 7)
+    """How long a browser stays logged in after a login link was opened."""
+
+    @field_validator("host")
+    @classmethod
+    def _local_unless_allowed(cls, host: str, info: ValidationInfo) -> str:
+        if host not in LOOPBACK_HOSTS and not info.data.get("allow_network"):
+            raise ValueError(
+                f"{host!r} opens the console to a network; set console.allow_network: true to "
+                "mean it, or keep host: 127.0.0.1"
+            )
+        return host
+
+
 class CampaignRef(_Strict):
     path: str = "campaigns/example"
     """Campaign folder holding campaign.yaml, npcs/, entities.yaml, tables/, ambience/."""
@@ -278,3 +319,4 @@ class GlyphoxaConfig(_Strict):
     speech: SpeechConfig = Field(default_factory=SpeechConfig)
     logging: LoggingConfig = Field(default_factory=LoggingConfig)
     metrics: MetricsConfig = Field(default_factory=MetricsConfig)
+    console: ConsoleConfig = Field(default_factory=ConsoleConfig)

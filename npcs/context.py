@@ -18,6 +18,7 @@ __all__ = [
     "SceneWindow",
     "build_messages",
     "build_system_prompt",
+    "direction_note",
     "render_scene",
 ]
 
@@ -173,6 +174,14 @@ def build_system_prompt(
     return "\n\n".join(parts)
 
 
+def direction_note(direction: str) -> str:
+    """How the DM's private direction reads in a turn's prompt (``TurnRequest.direction``)."""
+    return (
+        "A private direction from the game master for this answer (follow it in character; "
+        f"never mention or quote it): {direction.strip()}"
+    )
+
+
 def build_messages(
     npc: NpcDefinition,
     speaker: str,
@@ -182,6 +191,7 @@ def build_messages(
     entity_snapshot: str | None = None,
     has_tools: bool = False,
     scene_chars: int = MAX_SCENE_CHARS,
+    direction: str | None = None,
 ) -> list[dict[str, Any]]:
     """Chat Completions messages for one turn: the stable system prompt, then one user message
     with what changes every turn (the scene, campaign facts, the player's words; at most
@@ -203,6 +213,8 @@ def build_messages(
         parts.append(f"What was just said at the table (oldest first):\n{transcript}")
     if entity_snapshot and entity_snapshot.strip():
         parts.append(f"Facts from the campaign notes:\n{entity_snapshot.strip()}")
+    if direction and direction.strip():
+        parts.append(direction_note(direction))
     # The instruction before the player's words, not after: then the prompt prefilled on a
     # partial is this one cut where the words go on, and the turn evaluates only the new words
     # and the template's tail. Small models need the instruction: without it they answer as

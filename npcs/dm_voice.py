@@ -10,9 +10,15 @@ writes it, or "everyone") and one short instruction, in either order, with fille
     everyone back to normal            -> clear the tier overrides (auto)
     Bartok, be quiet / you may speak   -> mute / unmute
     Everyone, stop!                    -> cut every NPC now (barge-in) and drop queued answers
+    Bartok, between us: you saw the thief; deny it.
+                                       -> a private direction for Bartok until cleared
+    Bartok, between us: that's all     -> clear Bartok's private direction
+    Bartok, between us. <pause> ...    -> the DM's next words are the direction
 
 Anything longer ("Greymantle, take your time and tell me about the war") is not a command, so
-a DM who talks in character or to the players is never mistaken for steering.
+a DM who talks in character or to the players is never mistaken for steering. A private
+direction is the exception: "between us" right after one NPC's name marks it, and what follows
+(up to a few sentences) is the direction, which the session keeps out of every transcript.
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ from npcs.name_index import ARTICLES, WORD
 
 __all__ = ["DmCommandParser", "DmVoiceCommand"]
 
-Action = Literal["tier", "mute", "unmute", "stop"]
+Action = Literal["tier", "mute", "unmute", "stop", "direct"]
 
 _ANY_TIME = r"(?:your|all the|as much|the|some|more|plenty of)"
 #: instruction -> (action, tier for ``tier`` actions; None there means auto).
@@ -91,6 +97,19 @@ _EVERYONE = re.compile(
     r"(?:every ?one|every ?body|all of you|you all|y'?all|all npcs|all|folks|guys|people"
     r"|every npc|all the npcs|everyone here)"
 )
+# "<NPC>, between us: <direction>" (also "just between us", "between you and me").
+_PRIVATE = re.compile(
+    rf"^\W*{_FILLER}(?P<target>[^,.:;!?]{{1,40}}?){_SEP}(?:just |strictly )?between "
+    r"(?:us|the two of us|you and me|you and i|ourselves)(?:[\s,.!?;:\u2014-]+(?P<text>.*))?$",
+    re.DOTALL,
+)
+#: What the DM says after "between us" to clear the direction.
+_CLEAR = re.compile(
+    r"(?:clear|cleared|forget (?:it|that|what i said)|never ?mind|that'?s all|as you were"
+    r"|no more directions?|drop it|carry on as (?:normal|usual))\W*"
+)
+#: The longest spoken direction (characters), as the slash command allows.
+MAX_SPOKEN_DIRECTION = 600
 _TARGET_FILLERS = frozenset("ok okay alright right hey um uh so now and well please oh".split())
 
 
@@ -104,9 +123,24 @@ class DmVoiceCommand:
     """For ``tier``: the override (None: back to auto)."""
     heard: str = ""
     """The DM's words as transcribed."""
+    direction: str | None = ""
+    """For ``direct``: the private direction; empty: clear it; None: the DM paused after
+    "between us", so their next words are the direction. Never logged or shown."""
+
+    @property
+    def private(self) -> bool:
+        """Whether the words are a private direction, kept out of every transcript."""
+        return self.action == "direct"
+
+    def __repr__(self) -> str:  # the words of a private direction stay out of logs
+        return f"DmVoiceCommand({self.describe()!r})"
 
     def describe(self) -> str:
         who = self.npc or "all NPCs"
+        if self.action == "direct":
+            if self.direction is None:
+                return f"private direction for {who} (next words)"
+            return f"{'' if self.direction else 'clear the '}private direction for {who}"
         if self.action == "tier":
             return f"tier {self.tier.label if self.tier else 'auto'} for {who}"
         return f"{self.action} {who}"
@@ -118,8 +152,26 @@ class DmCommandParser:
     def __init__(self, mentions: Callable[[str], Sequence[NameMention]]) -> None:
         self._mentions = mentions
 
+    def parse_private(self, text: str) -> DmVoiceCommand | None:
+        """``text`` as a private direction ("Bartok, between us: ..."), or None."""
+        spoken = " ".join(text.replace("\u2019", "'").split())
+        match = _PRIVATE.match(spoken.lower())
+        if match is None:
+            return None
+        found, npc = self._target(match.group("target"))
+        if not found or npc is None:
+            return None  # one NPC only: a direction for everyone is not a thing
+        start = match.start("text") if match.group("text") is not None else len(spoken)
+        words: str | None = spoken[start:].strip()[:MAX_SPOKEN_DIRECTION] or None
+        if words is not None and _CLEAR.fullmatch(words.lower()):
+            words = ""
+        return DmVoiceCommand("direct", npc, None, text.strip(), words)
+
     def parse(self, text: str) -> DmVoiceCommand | None:
         """The command ``text`` is, or None when it is anything else (an ordinary line)."""
+        private = self.parse_private(text)
+        if private is not None:
+            return private
         lowered = " ".join(text.lower().replace("’", "'").split())
         if not lowered or len(lowered) > 80:
             return None  # commands are short; skip the regexes for long lines

@@ -33,8 +33,9 @@ TARGETS: dict[str, str] = {
     "e2e": "bot.bench.e2e",
     "soak": "bot.bench.soak.run",
     "tables": "bot.bench.tables.run",
+    "console": "bot.bench.console",
 }
-_ON_REQUEST = ("e2e", "soak", "tables")
+_ON_REQUEST = ("e2e", "soak", "tables", "console")
 """Long runs: only when named."""
 
 

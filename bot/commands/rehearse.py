@@ -8,9 +8,11 @@ tiers, engines, tools, TTS, mixer); the NPCs' audio, a transcript and a latency 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from bot.commands._options import Subcommands, add_campaign_option, load_config, plain
 
@@ -41,11 +43,32 @@ def register(sub: Subcommands) -> None:
         "1 plays everything in real time)",
     )
     parser.add_argument(
+        "--console",
+        action="store_true",
+        help="serve the DM's console and show the table live in it (prints a login link; at a "
+        "terminal the scene waits for the login and the console stays open until Ctrl+C)",
+    )
+    parser.add_argument(
         "--llm-base-url",
         default=None,
         help="use this OpenAI-compatible server instead of the configured LLM",
     )
     parser.set_defaults(func=_run)
+
+
+async def _open_console(args: argparse.Namespace, config: Any, out: Path) -> Any:
+    """The console for this rehearsal; at a terminal, the scene waits for the DM to log in."""
+    from bot.config_loader import resolve_config_path
+    from bot.console import console_for
+
+    memory = f"sqlite+aiosqlite:///{out / 'memory.db'}"
+    console = console_for(config, config_path=resolve_config_path(args.config), memory_url=memory)
+    await console.start()
+    print(f"DM console: open {console.hub.login_url()}", file=sys.stderr, flush=True)
+    if sys.stdin.isatty():
+        print("waiting for you to log in (Ctrl+C to stop)...", file=sys.stderr, flush=True)
+        await console.hub.logged_in.wait()
+    return console
 
 
 def _two_campaigns(scene_campaign: Path | None, option: str | None) -> bool:
@@ -76,15 +99,24 @@ async def _run(args: argparse.Namespace) -> int:
             "give one of them"
         )
     out = Path(args.out)
-    result = await rehearse(
-        scene,
-        config,
-        out,
-        speed=args.speed,
-        playout_speed=args.playout_speed,
-        progress=progress,
-        llm_base_url=args.llm_base_url,
-    )
+    console = await _open_console(args, config, out) if args.console else None
+    try:
+        result = await rehearse(
+            scene,
+            config,
+            out,
+            speed=args.speed,
+            playout_speed=args.playout_speed,
+            progress=progress,
+            llm_base_url=args.llm_base_url,
+            console=console.hub if console is not None else None,
+        )
+        if console is not None and sys.stdin.isatty():
+            print("the scene is over; the console stays open until Ctrl+C", file=sys.stderr)
+            await asyncio.Event().wait()
+    finally:
+        if console is not None:
+            await console.stop()
     summary = result.summary
     v2v = summary["stages"].get("voice_to_voice")
     overhead = summary["overhead_ms"]

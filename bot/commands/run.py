@@ -64,14 +64,42 @@ async def _run(args: argparse.Namespace) -> int:
     inference = InferencePool()  # connections to model servers, shared by every table
     detach = METRICS.attach(inference.registry)
     server = start_metrics_server(config.metrics)  # one /metrics for every table here
+    console = await _start_console(config, args)
     try:
-        return await _serve(config, token, args, shard_ids, registry, inference)
+        return await _serve(config, token, args, shard_ids, registry, inference, console)
     finally:
+        if console is not None:
+            await console.stop()
         if server is not None:
             server.close()
         detach()
         await inference.aclose()
         await registry.close()
+
+
+async def _start_console(config: Any, args: argparse.Namespace) -> Any:
+    """The DM's console (``console.enabled``); one that cannot start is said loudly and the
+    bot runs on without it (``/console`` then says so too)."""
+    import sys
+
+    from bot.config_loader import resolve_config_path
+    from bot.console import console_for
+    from campaigns.basics import GlyphoxaError
+
+    if not config.console.enabled:
+        return None
+    console = console_for(config, config_path=resolve_config_path(args.config))
+    try:
+        url = await console.start()
+    except GlyphoxaError as error:
+        log.error("%s; the bot runs without its console", error)
+        print(f"error: {error}; the bot runs without its console", file=sys.stderr, flush=True)
+        return None
+    print(
+        f"DM console at {url}: log in with /console in Discord or glyphoxa console link",
+        flush=True,
+    )
+    return console
 
 
 def _check_token_shape(token: str) -> None:
@@ -94,6 +122,7 @@ async def _serve(
     shard_ids: list[int] | None,
     registry: Any,
     inference: Any,
+    console: Any = None,
 ) -> int:
     import aiohttp
     import discord
@@ -108,6 +137,7 @@ async def _serve(
         shard_count=args.shard_count,
         shard_ids=shard_ids,
         table_registry=registry,
+        console=console.hub if console is not None else None,
     )
     if args.shard_count is not None:
         shards = ", ".join(map(str, shard_ids)) if shard_ids else "all"

@@ -90,6 +90,11 @@ class DiscordApprover:
         self._dm = dm
         self._on_sent = on_sent
         self._edits: set[asyncio.Task[Any]] = set()
+        self._elsewhere: dict[int, ApprovalDecision] = {}
+
+    def settled(self, request: ApprovalRequest, decision: ApprovalDecision) -> None:
+        """The DM answered somewhere else (the console) first: the message says so."""
+        self._elsewhere[id(request)] = decision
 
     def __repr__(self) -> str:
         return f"DiscordApprover(dm={self._dm.id})"
@@ -101,9 +106,15 @@ class DiscordApprover:
             self._on_sent(request, message)
         try:
             approved, by = await view.decided
-        except asyncio.CancelledError:  # the gate's timeout, or the turn was cut off
-            view.stop()
-            self._close(message, "**No answer in time**: the call was not run.")
+        except asyncio.CancelledError:  # the gate's timeout, the turn was cut off, or the
+            view.stop()  # DM answered in the console first
+            elsewhere = self._elsewhere.pop(id(request), None)
+            if elsewhere is not None:
+                verdict = "Approved" if elsewhere.approved else "Denied"
+                by = f" by {elsewhere.by}" if elsewhere.by else ""
+                self._close(message, f"**{verdict}**{by} in the console.")
+            else:
+                self._close(message, "**No answer in time**: the call was not run.")
             raise
         return ApprovalDecision("approved" if approved else "denied", by=by)
 

@@ -32,9 +32,11 @@ class GlyphoxaBot(commands.Bot):
         runtime_factory: RuntimeFactory,
         *,
         table_registry: TableRegistry | None = None,
+        console: Any = None,
         **options: Any,
     ) -> None:
-        """``table_registry`` shares open tables with other processes (``keeper.py``)."""
+        """``table_registry`` shares open tables with other processes (``keeper.py``);
+        ``console`` (a ``bot.console.ConsoleHub``) shows this process's tables to the DM."""
         intents = bot_intents()  # what ``glyphoxa discord setup`` tells the DM to enable
         # Nothing the bot posts (player names, transcribed speech, NPC lines) may ping anyone:
         # a player named "@everyone" or an LLM line quoting it stays text.
@@ -45,6 +47,7 @@ class GlyphoxaBot(commands.Bot):
         self.config = config
         self.runtime_factory = runtime_factory
         self.table_registry = table_registry
+        self.console = console
         self._campaign: Campaign | None = None
 
     async def setup_hook(self) -> None:

@@ -25,6 +25,7 @@ from bot.discord_bot.permissions import (
 )
 from bot.discord_bot.runtime import TableRuntime
 from bot.discord_setup.needs import VOICE_PERMISSIONS, lacking
+from bot.session.controls import MAX_DIRECTION_CHARS, MAX_DIRECTION_TURNS
 from campaigns.basics import GlyphoxaError, Tier
 from tools.builtin.dice_engine import roll_expression
 
@@ -121,6 +122,8 @@ class TableCog(commands.Cog):
                 flags.append(f"override {npc['override']}")
             if npc["muted"]:
                 flags.append("muted")
+            if npc.get("direction"):  # the DM's eyes only: the words stay out of it
+                flags.append(f"directed ({npc['direction']})")
             if npc["speaking"]:
                 flags.append("speaking")
             if npc.get("last_tier"):
@@ -198,6 +201,38 @@ class TableCog(commands.Cog):
         self._table(interaction).session.say(name, text)
         await _reply(interaction, f"{name} will say it.")
 
+    @app_commands.command(name="direct")
+    @app_commands.describe(
+        npc="the NPC to steer",
+        text='a private instruction for its next answers, or "clear" to drop it',
+        turns="how many of its answers it lasts (default: until you clear it)",
+    )
+    @dm_only()
+    async def direct(
+        self,
+        interaction: discord.Interaction,
+        npc: str,
+        text: app_commands.Range[str, 1, MAX_DIRECTION_CHARS],
+        turns: app_commands.Range[int, 1, MAX_DIRECTION_TURNS] | None = None,
+    ) -> None:
+        """Steer an NPC privately: only its prompt sees it, no transcript, memory or recap."""
+        session = self._table(interaction).session
+        found = session.campaign.find_npc(npc)
+        name = found.name if found is not None else npc  # unknown: the session says so
+        if text.strip().lower() in ("clear", "stop", "off", "none"):
+            cleared = session.clear_direction(npc)
+            await _reply(
+                interaction, f"{name}'s direction cleared." if cleared else f"{name} had none."
+            )
+            return
+        direction = session.direct(npc, text, turns)
+        how_long = direction.describe() if direction is not None else "cleared"
+        await _reply(
+            interaction,
+            f"{name} follows your direction privately, {how_long}. Players never see it; "
+            f"`/direct {name} clear` drops it.",
+        )
+
     @npc_group.command(name="reload")
     @dm_only()
     async def npc_reload(self, interaction: discord.Interaction) -> None:
@@ -208,6 +243,7 @@ class TableCog(commands.Cog):
     @npc_mute.autocomplete("name")
     @npc_unmute.autocomplete("name")
     @npc_say.autocomplete("name")
+    @direct.autocomplete("npc")
     @tier.autocomplete("npc")
     async def _npc_names(
         self, interaction: discord.Interaction, current: str
@@ -226,7 +262,25 @@ class TableCog(commands.Cog):
         wanted = current.lower()
         return [app_commands.Choice(name=n, value=n) for n in names if wanted in n.lower()][:25]
 
-    # -- /tools, /recap, /roll --------------------------------------------------------------------
+    # -- /console, /tools, /recap, /roll ---------------------------------------------------------
+
+    @app_commands.command(name="console")
+    @dm_only()
+    async def console(self, interaction: discord.Interaction) -> None:
+        """A private one-time login link to the DM's console (watch and steer in a browser)."""
+        hub = getattr(self.bot, "console", None)
+        if hub is None:
+            raise GlyphoxaError(
+                "The console is not running: it is off (console.enabled: false in glyphoxa.yaml) "
+                "or could not start (the bot's log says why)."
+            )
+        minutes = hub.prep.config.console.link_minutes
+        # <...> keeps Discord from fetching the link for a preview (that would use it up)
+        await _reply(
+            interaction,
+            f"Your console login link (works once, for {minutes:g} minutes; do not share it):\n"
+            f"<{hub.login_url()}>",
+        )
 
     @app_commands.command(name="tools")
     @app_commands.describe(npc="only the tools this NPC may use")

@@ -20,6 +20,8 @@ class TableHost(Protocol):
     runtime_factory: RuntimeFactory
     table_registry: TableRegistry | None
     """Open tables shared with other processes (None: this process only)."""
+    console: Any
+    """The DM's console of this process (``bot.console.ConsoleHub``), or None."""
 
     @property
     def shard_count(self) -> int | None: ...

@@ -208,6 +208,8 @@ class TableKeeper:
             on_ended=lambda ended: self._ended(guild_id, ended),
             rejoin_attempts=settings.rejoin_attempts,
             deaf_after_s=settings.deaf_after_s,
+            console=getattr(self.bot, "console", None),
+            end=lambda: self.stop_table(guild_id, close=True),
         )
         if state is not None:
             for problem in snapshot.restore(table.session, state):

@@ -62,6 +62,8 @@ class TableRuntime:
         on_ended: called once the table stopped on its own (kicked, channel deleted, voice lost).
         rejoin_attempts: rejoins tried after the voice connection ends.
         deaf_after_s: players' packets with nothing decoded this long runs recovery.
+        console: the DM's console (``bot.console.ConsoleHub``) shows the table while it runs.
+        end: how the console's "End session" ends the table (as ``/session stop``).
     """
 
     def __init__(
@@ -73,6 +75,8 @@ class TableRuntime:
         on_ended: Callable[[TableRuntime], None] | None = None,
         rejoin_attempts: int = 5,
         deaf_after_s: float = 2.0,
+        console: Any = None,
+        end: Callable[[], Awaitable[object]] | None = None,
     ) -> None:
         self.parts = parts
         self.session = parts.session
@@ -92,6 +96,9 @@ class TableRuntime:
         self._untrack_receiver: Callable[[], None] | None = None
         self._guild: discord.Guild | None = None
         self._stopped = False
+        self._console = console
+        self._console_end = end
+        self._feed: Any = None
 
     @property
     def voice(self) -> ListeningVoiceClient | None:
@@ -112,6 +119,13 @@ class TableRuntime:
         )
         await self.link.start()
         self.start_transcript()
+        if self._console is not None:
+            self._feed = self._console.attach(
+                self.session,
+                f"{channel.guild.name}: {channel.name}",
+                members=lambda: [m.display_name for m in channel.members if not m.bot],
+                on_end=self._console_end,
+            )
 
     def start_transcript(self) -> None:
         """Post what players and NPCs say to the transcript channel, if one is configured."""
@@ -127,6 +141,9 @@ class TableRuntime:
         if self._stopped:
             return
         self._stopped = True
+        if self._feed is not None:
+            with contextlib.suppress(Exception):  # the console never holds a table up
+                await self._console.detach(self._feed)
         self._detach_receiver()
         if self.playback is not None:
             await self.playback.stop()

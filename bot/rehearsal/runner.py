@@ -132,8 +132,12 @@ async def rehearse(
     stt: SttProvider | None = None,
     tts: TtsProvider | None = None,
     metrics: Metrics | None = None,
+    console: Any = None,
 ) -> RehearsalResult:
-    """Play ``scene`` through the real pipeline; write every output into ``out_dir``."""
+    """Play ``scene`` through the real pipeline; write every output into ``out_dir``.
+
+    ``console``: a ``bot.console.ConsoleHub`` that shows the table live while it plays (its
+    "End session" ends the scene early)."""
     if speed <= 0:
         raise GlyphoxaError("--speed must be positive")
     say = progress or (lambda message: log.info("%s", message))
@@ -160,13 +164,25 @@ async def rehearse(
             session.tools.approvals.configure(
                 approver=ScriptedApprover(scene.approvals, speed=speed)
             )
+        ending = asyncio.Event()
+        feed = None
+        if console is not None:
+
+            async def end() -> None:
+                ending.set()
+
+            feed = console.attach(session, f"Rehearsal: {scene.title}", on_end=end)
         if session.warm_up is not None:  # a table would still be greeting; latency is measured
             say("warming up the LLM's prompt cache (each NPC's persona and tools)")
             await asyncio.wait([session.warm_up])
         say(f"playing scene '{scene.title}' at {speed:g}x")
-        walls, npc_frames = await _play(
-            session, plan, out_dir, speed, max(speed, playout_speed or speed), say
-        )
+        try:
+            walls, npc_frames = await _play(
+                session, plan, out_dir, speed, max(speed, playout_speed or speed), say, ending
+            )
+        finally:
+            if feed is not None:
+                await console.detach(feed)
         await session.recorder.flush()
         turns = [trace.as_dict() for trace in session.traces]
         leftovers = _leftovers(session, plan)
@@ -195,6 +211,7 @@ async def _play(
     speed: float,
     playout_speed: float,
     say: Callable[[str], None],
+    ending: asyncio.Event | None = None,
 ) -> tuple[list[float], dict[str, list[bytes]]]:
     """Tick until the scene is over; returns the wall time of every tick and the NPC frames.
 
@@ -227,6 +244,9 @@ async def _play(
             if session.mixer.npc_speaking:
                 progress_at = time.monotonic()
             stalled = time.monotonic() - progress_at > plan.scene.tail_s
+            if ending is not None and ending.is_set():
+                say(f"  {k * _TICK_S:5.1f}s the DM ended the session in the console")
+                break
             if not plan.all_started and stalled:
                 say(f"  gave up: no NPC audio for {plan.scene.tail_s:g}s while lines wait")
                 break

@@ -1,4 +1,5 @@
-"""What the DM steers while the table runs: tier overrides, mute, puppeting, reload, status.
+"""What the DM steers while the table runs: tier overrides, mute, puppeting, private directions,
+reload, status.
 
 A mixin of ``TableSession`` (the Discord cog and the rehearsal call these on the session).
 """
@@ -6,13 +7,14 @@ A mixin of ``TableSession`` (the Discord cog and the rehearsal call these on the
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from bot.session.events import DmAction
+from bot.session.events import DmAction, TurnQueued
 from campaigns.basics import GlyphoxaError, Tier
 
 if TYPE_CHECKING:
-    from bot.session.events import SessionEvent
+    from bot.session.events import LiveEvent, SessionEvent
     from bot.session.npc_queue import NpcQueues
     from bot.session.recorder import TranscriptRecorder
     from bot.session.speakers import SpeakerLanes
@@ -21,7 +23,26 @@ if TYPE_CHECKING:
     from npcs.campaign import Campaign, CampaignWatcher
     from npcs.tier_selector import TierSelector
 
-__all__ = ["DmControls"]
+__all__ = ["Direction", "DmControls"]
+
+#: The most turns one private direction may last, and the longest direction (characters).
+MAX_DIRECTION_TURNS = 20
+MAX_DIRECTION_CHARS = 600
+
+
+@dataclass(slots=True)
+class Direction:
+    """A private direction for an NPC's next ``turns_left`` answers, or (None) for every answer
+    until the DM clears it (``DmControls.direct``)."""
+
+    text: str
+    turns_left: int | None
+
+    def describe(self) -> str:
+        """How long it lasts, as the DM reads it: "3 turns", "1 turn", "until cleared"."""
+        if self.turns_left is None:
+            return "until cleared"
+        return f"{self.turns_left} turn{'s' if self.turns_left != 1 else ''}"
 
 
 class DmControls:
@@ -35,6 +56,7 @@ class DmControls:
     traces: list[TurnTrace]
     muted: set[str]
     all_muted: bool
+    directions: dict[str, Direction]
     _watcher: CampaignWatcher | None
     lanes: SpeakerLanes
 
@@ -46,6 +68,7 @@ class DmControls:
         ) -> TurnTrace: ...
         def _npcs_changed(self) -> None: ...
         def _emit(self, event: SessionEvent) -> None: ...
+        def _show(self, event: LiveEvent) -> None: ...
 
     # --- DM controls -------------------------------------------------------------------------
     def set_tier_override(
@@ -107,7 +130,58 @@ class DmControls:
         trace = self._new_trace(name, "DM", "", npc_def.budget_tier, "DM say")
         trace.address_reason = "DM say"
         self.turns.enqueue(name, "DM", "", npc_def.budget_tier, trace, verbatim=text)
+        self._show(TurnQueued(trace, time.monotonic()))
         self._dm("say", f"{name}: {text}")
+
+    def direct(
+        self, npc: str, text: str, turns: int | None = 1, *, heard: str | None = None
+    ) -> Direction | None:
+        """Give ``npc`` a private direction for its next ``turns`` answers (None: until
+        cleared), such as "be evasive about the mill" or "mention the storm": it joins those
+        turns' prompts and nothing else, never the scene, a transcript, memory or a recap. A new
+        direction replaces the NPC's previous one; an empty ``text`` clears it. DM ``say`` lines
+        do not use up a turn. Returns the direction given (None when cleared).
+
+        ``heard``: set when the DM spoke it (the DM's log line says so, never its words).
+        """
+        name = self._npc_name(npc)
+        text = " ".join(text.split())
+        if not text:
+            self.clear_direction(name, heard=heard)
+            return None
+        if len(text) > MAX_DIRECTION_CHARS:
+            raise GlyphoxaError(
+                f"a direction is at most {MAX_DIRECTION_CHARS} characters ({len(text)} given)"
+            )
+        if turns is not None and not 1 <= turns <= MAX_DIRECTION_TURNS:
+            raise GlyphoxaError(
+                f"a direction lasts 1 to {MAX_DIRECTION_TURNS} turns (or until cleared), "
+                f"not {turns}"
+            )
+        direction = Direction(text, turns)
+        self.directions[name] = direction
+        how = " by voice" if heard else ""
+        self._dm("direct", f"{name}: a private direction{how}, {direction.describe()}")
+        return direction
+
+    def clear_direction(self, npc: str, *, heard: str | None = None) -> bool:
+        """Drop ``npc``'s private direction; False when it had none."""
+        name = self._npc_name(npc)
+        if self.directions.pop(name, None) is None:
+            return False
+        self._dm("direct", f"{name}: direction cleared{' by voice' if heard else ''}")
+        return True
+
+    def take_direction(self, npc: str) -> str | None:
+        """The direction for the turn ``npc`` is about to answer; counts one of its turns."""
+        direction = self.directions.get(npc)
+        if direction is None:
+            return None
+        if direction.turns_left is not None:
+            direction.turns_left -= 1
+            if direction.turns_left <= 0:
+                del self.directions[npc]
+        return direction.text
 
     async def reload_npcs(self) -> list[str]:
         """Apply NPC file edits now (the same path as hot reload); returns change summaries."""
@@ -140,6 +214,12 @@ class DmControls:
                 "budget_tier": npc.budget_tier.label,
                 "last_tier": last.tier if last else None,
                 "last_tier_reason": last.tier_reason if last else None,
+                "direction": (
+                    self.directions[name].describe() if name in self.directions else None
+                ),
+                "direction_turns": (
+                    self.directions[name].turns_left or 0 if name in self.directions else 0
+                ),
             }
         recent = [t.stages_ms()["voice_to_voice"] for t in self.traces[-20:]]
         v2v = [ms for ms in recent if ms is not None]

@@ -1,7 +1,10 @@
 """What a table session reports as it runs (transcript lines, routing, barge-ins, turns).
 
 Listeners (the rehearsal runner, the Discord cog's live transcript) get these in order on the
-event loop. Times are ``time.monotonic()`` seconds.
+event loop. Watchers (the DM's console) get them too, plus :data:`LiveEvent` s: what is
+happening right now (words as they form, who speaks, a turn queued, an NPC file reloaded), at a
+higher rate and with nothing a report or saved state needs. Times are ``time.monotonic()``
+seconds.
 """
 
 from __future__ import annotations
@@ -13,12 +16,17 @@ from bot.session.trace import TurnTrace
 __all__ = [
     "BargedIn",
     "DmAction",
+    "LiveEvent",
+    "NpcReloaded",
     "NpcSpoke",
+    "PlayerPartial",
     "PlayerSpoke",
     "Routed",
     "SessionEvent",
+    "SpeakingChanged",
     "TableAlert",
     "TurnEnded",
+    "TurnQueued",
 ]
 
 
@@ -100,3 +108,45 @@ class TurnEnded:
 
 
 SessionEvent = PlayerSpoke | Routed | NpcSpoke | BargedIn | DmAction | TableAlert | TurnEnded
+
+
+@dataclass(frozen=True, slots=True)
+class PlayerPartial:
+    """A talking player's words so far (replaced by the next partial, then by the final)."""
+
+    speaker: str
+    text: str
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
+class SpeakingChanged:
+    """A player started or stopped talking (voice activity, not yet words)."""
+
+    speaker: str
+    speaking: bool
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
+class TurnQueued:
+    """An NPC turn was queued: ``trace`` says who addressed it, why, and at which tier; the
+    same trace arrives filled in with ``NpcSpoke`` when the turn ends."""
+
+    trace: TurnTrace
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
+class NpcReloaded:
+    """An NPC file changed while the table runs (hot reload): ``kind`` is ``added``,
+    ``updated``, ``removed`` or ``invalid`` (the last good version stays; ``issues`` say why)."""
+
+    name: str | None
+    kind: str
+    file: str
+    issues: tuple[str, ...]
+    at: float
+
+
+LiveEvent = PlayerPartial | SpeakingChanged | TurnQueued | NpcReloaded

@@ -103,6 +103,7 @@ class NpcQueues:
         verbatim: str | None = None,
         snapshot: Callable[[], Any] | None = None,
         speculation: Speculation | None = None,
+        direction: str | None = None,
     ) -> NpcTurn:
         turn = NpcTurn(
             npc=npc,
@@ -114,6 +115,7 @@ class NpcQueues:
             verbatim=verbatim,
             snapshot=snapshot,
             speculation=speculation,
+            direction=direction,
         )
         state = self._states.setdefault(npc, _NpcState())
         state.queue.put_nowait(turn)

@@ -27,6 +27,7 @@ class _Line:
     ended_at: float
     tier: str | None
     interrupted: bool
+    stages: dict[str, float | None] | None = None
 
 
 class TranscriptRecorder:
@@ -75,8 +76,10 @@ class TranscriptRecorder:
         *,
         tier: str | None,
         interrupted: bool,
+        stages: dict[str, float | None] | None = None,
     ) -> None:
-        self._put(_Line(npc, text, npc, started_at, ended_at, tier, interrupted))
+        """An NPC line; ``stages`` is its turn's latency by stage (kept for past sessions)."""
+        self._put(_Line(npc, text, npc, started_at, ended_at, tier, interrupted, stages))
 
     def _put(self, line: _Line) -> None:
         if self._writer is not None and not self._writer.done():
@@ -94,6 +97,7 @@ class TranscriptRecorder:
                     ended_at=line.ended_at + self._epoch_offset,
                     tier=line.tier,
                     interrupted=line.interrupted,
+                    stages=line.stages,
                 )
                 self.committed += 1
             except Exception as error:

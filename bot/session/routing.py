@@ -12,7 +12,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING
 
-from bot.session.events import BargedIn, PlayerSpoke, Routed
+from bot.session.events import BargedIn, PlayerPartial, PlayerSpoke, Routed, TurnQueued
 from bot.session.speculation import Speculation, normalize
 from bot.speech.turn_end import name_alone
 from npcs.context import SceneLine, SceneWindow
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from bot.session.entities import EntityLookup
-    from bot.session.events import SessionEvent
+    from bot.session.events import LiveEvent, SessionEvent
     from bot.session.npc_queue import NpcQueues
     from bot.session.prefill import Prefiller
     from bot.session.recorder import TranscriptRecorder
@@ -72,11 +72,14 @@ class Routing:
     _engines: Callable[[NpcDefinition], Engine | None]
     _tts: TimedTts
     _tasks: set[asyncio.Task[Any]]
+    directions: dict[str, Any]
 
     if TYPE_CHECKING:  # provided by TableSession, DmControls and VoiceCommands
 
         def is_muted(self, npc: str) -> bool: ...
+        def take_direction(self, npc: str) -> str | None: ...
         def is_dm(self, speaker: Speaker) -> bool: ...
+        def private_words(self, speaker: Speaker, text: str) -> bool: ...
         def _voice_command(self, speaker: Speaker, text: str) -> DmVoiceCommand | None: ...
         def queue_depth(self) -> int: ...
         def _new_trace(
@@ -84,6 +87,7 @@ class Routing:
         ) -> TurnTrace: ...
         def _add_scene(self, line: SceneLine) -> None: ...
         def _emit(self, event: SessionEvent) -> None: ...
+        def _show(self, event: LiveEvent) -> None: ...
 
     def scene_for(self, speaker: str) -> list[SceneLine]:
         """The scene as ``speaker`` had heard it when their current line began: other players'
@@ -163,6 +167,13 @@ class Routing:
     ) -> None:
         """A player's utterance is final: record it, find the addressees, queue their turns."""
         now = time.monotonic()
+        if self.private_words(speaker, text):  # the DM's private direction: in no transcript
+            speaker.drop_speculation()
+            command = self._voice_command(speaker, text)
+            reason = f"DM voice command: {command.describe()}" if command else "not applied"
+            self._show(PlayerPartial(speaker.name, "", now))
+            self._emit(Routed(speaker.name, "(private)", (), reason, None, None, now))
+            return
         self._emit(PlayerSpoke(speaker.name, text, speech_start, speech_end, now))
         self.recorder.player(speaker.name, text, speech_start or now, speech_end or now)
         command = self._voice_command(speaker, text)
@@ -192,9 +203,11 @@ class Routing:
             npc = self.campaign.npcs[name]
             tier = self.tiers.select(text, npc=npc, queue_depth=self.queue_depth(), now=now)
             self.tiers.commit(tier, npc=name, now=now)
+            direction = self.take_direction(name) if decision.puppet_text is None else None
             adopted = None
             if (
-                spec is not None
+                direction is None
+                and spec is not None
                 and spec.npc == name
                 and spec.tier == tier.tier
                 and spec.key == normalize(text)
@@ -219,7 +232,9 @@ class Routing:
                 verbatim=decision.puppet_text,
                 snapshot=partial(self.entities.snapshot, text, trace) if text else None,
                 speculation=adopted,
+                direction=direction,
             )
+            self._show(TurnQueued(trace, now))
         if spec is not None:
             spec.cancel()  # the final said something else
         reason = decision.reason if names or not decision.npcs else "muted"
@@ -279,8 +294,8 @@ class Routing:
         if npc is None:
             return
         name = npc.name
-        if self.turns.npc_busy(name):
-            return  # answers keep their order; this one waits for the final
+        if self.turns.npc_busy(name) or name in self.directions:
+            return  # answers keep their order; a directed answer waits for its final
         engine = self._engines(npc)
         if engine is None:
             return

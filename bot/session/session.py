@@ -24,9 +24,17 @@ from typing import Any
 from bot.config import GlyphoxaConfig
 from bot.metrics import METRICS, Metrics
 from bot.session.alerts import TroubleDesk
-from bot.session.controls import DmControls
+from bot.session.controls import Direction, DmControls
 from bot.session.entities import EntityLookup
-from bot.session.events import NpcSpoke, SessionEvent, TurnEnded
+from bot.session.events import (
+    LiveEvent,
+    NpcReloaded,
+    NpcSpoke,
+    PlayerPartial,
+    SessionEvent,
+    SpeakingChanged,
+    TurnEnded,
+)
 from bot.session.npc_queue import NpcQueues
 from bot.session.prefill import Prefiller
 from bot.session.recorder import TranscriptRecorder
@@ -45,6 +53,7 @@ from bot.speech import (
     PartialTranscript,
     SpeechEnded,
     SpeechProgress,
+    SpeechStarted,
     SttProvider,
     TtsProvider,
     Vocabulary,
@@ -123,6 +132,7 @@ class TableSession(Routing, DmControls, VoiceCommands):
             campaign.npcs, continuation_window_s=config.tiers.continuation_window_s
         )
         self.dm_commands = DmCommandParser(self.addressing.mentions)
+        self._private_next: dict[str, tuple[str, float]] = {}
         self.tiers = TierSelector(config.tiers)
         self.barge_in = BargeInController(
             self.mixer,
@@ -138,6 +148,9 @@ class TableSession(Routing, DmControls, VoiceCommands):
         self._scene_seq = 0
         self.traces: list[TurnTrace] = []
         self.listeners: list[Callable[[SessionEvent], None]] = []
+        self.watchers: list[Callable[[SessionEvent | LiveEvent], None]] = []
+        """Live displays (the DM's console): every event, plus the live ones (module
+        ``events``); called on the loop, they must return at once and never raise."""
         self.trouble = TroubleDesk(self._emit, metrics)
         """Failures the DM is told about (a failed turn, a crashed model server)."""
         self._voices = tts if isinstance(tts, VoiceRouter) else None
@@ -145,6 +158,8 @@ class TableSession(Routing, DmControls, VoiceCommands):
             self._voices.on_fallback = self.trouble.voice_failed
         self.muted: set[str] = set()
         self.all_muted = False
+        self.directions: dict[str, Direction] = {}
+        """The DM's private directions per NPC (``direct``)."""
         self.lanes = SpeakerLanes(
             stt=stt,
             config=config.speech,
@@ -283,10 +298,21 @@ class TableSession(Routing, DmControls, VoiceCommands):
             if spec is not None and event.trailing_silence_ms < self._resume_ms:
                 speaker.drop_speculation(event.utterance_id)  # talking on after the pause
         elif isinstance(event, PartialTranscript):
+            if self.private_words(speaker, event.text):  # the DM's "between us": unseen
+                if self.watchers:
+                    self._show(PlayerPartial(speaker.name, "", time.monotonic()))
+                return
+            if self.watchers:
+                self._show(PlayerPartial(speaker.name, event.text, time.monotonic()))
             self._on_partial(speaker, event)
         elif isinstance(event, TurnCheck):
             self._on_turn_check(speaker, event)
+        elif isinstance(event, SpeechStarted):
+            if self.watchers:
+                self._show(SpeakingChanged(speaker.name, True, time.monotonic()))
         elif isinstance(event, SpeechEnded):
+            if self.watchers:
+                self._show(SpeakingChanged(speaker.name, False, time.monotonic()))
             clock = speaker.clock
             self._emit(
                 TurnEnded(
@@ -334,6 +360,7 @@ class TableSession(Routing, DmControls, VoiceCommands):
                 now,
                 tier=trace.tier,
                 interrupted=trace.interrupted,
+                stages=trace.stages_ms() if trace.heard and trace.playback_start else None,
             )
         self._emit(NpcSpoke(trace, now))
         self.trouble.turn_failed(trace)
@@ -386,6 +413,9 @@ class TableSession(Routing, DmControls, VoiceCommands):
             else:
                 log.info("NPC %s %s", change.name, change.kind)
             self._npcs_changed()
+            issues = tuple(str(issue) for issue in change.issues)
+            when = time.monotonic()
+            self._show(NpcReloaded(change.name, change.kind, str(change.path), issues, when))
 
     def _add_scene(self, line: SceneLine) -> None:
         self.scene.append(dataclasses.replace(line, seq=self._scene_seq))
@@ -399,6 +429,14 @@ class TableSession(Routing, DmControls, VoiceCommands):
                 listener(event)
             except Exception:
                 log.exception("session listener failed on %s", type(event).__name__)
+        self._show(event)
+
+    def _show(self, event: SessionEvent | LiveEvent) -> None:
+        for watcher in self.watchers:
+            try:
+                watcher(event)
+            except Exception:
+                log.exception("session watcher failed on %s", type(event).__name__)
 
     def _spawn(self, coroutine: Any, name: str) -> asyncio.Task[Any]:
         task = asyncio.create_task(coroutine, name=name)

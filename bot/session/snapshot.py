@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from bot.session.controls import Direction
 from campaigns.basics import Tier
 from npcs.context import SceneLine
 
@@ -31,6 +32,9 @@ class TableState:
     all_muted: bool = False
     overrides: list[dict[str, Any]] = field(default_factory=list)
     """``{"npc": name or None (all NPCs), "tier": label, "until": wall seconds or None}``."""
+    directions: list[dict[str, Any]] = field(default_factory=list)
+    """The DM's private directions: ``{"npc", "text", "turns"}`` (turns still to come; None:
+    until cleared)."""
     memory_session_id: str | None = None
 
     def as_json(self) -> dict[str, Any]:
@@ -39,6 +43,7 @@ class TableState:
             "muted": self.muted,
             "all_muted": self.all_muted,
             "overrides": self.overrides,
+            "directions": self.directions,
         }
 
     @classmethod
@@ -49,6 +54,7 @@ class TableState:
             muted=[str(name) for name in data.get("muted", [])],
             all_muted=bool(data.get("all_muted", False)),
             overrides=[dict(o) for o in data.get("overrides", []) if isinstance(o, dict)],
+            directions=[dict(d) for d in data.get("directions", []) if isinstance(d, dict)],
             memory_session_id=memory_session_id,
         )
 
@@ -69,6 +75,10 @@ def capture(session: TableSession) -> TableState:
         muted=sorted(session.muted),
         all_muted=session.all_muted,
         overrides=overrides,
+        directions=[
+            {"npc": npc, "text": direction.text, "turns": direction.turns_left}
+            for npc, direction in session.directions.items()
+        ],
         memory_session_id=session.recorder.session_id,
     )
 
@@ -107,4 +117,10 @@ def restore(session: TableSession, state: TableState) -> list[str]:
             problems.append(f"tier override {override.get('tier')!r} is not a tier")
             continue
         session.tiers.set_override(tier, npc=npc, duration_s=left, now=mono)
+    for direction in state.directions:
+        npc, text, turns = direction.get("npc"), direction.get("text"), direction.get("turns")
+        if npc not in known:
+            problems.append(f"direction for {npc}: no such NPC any more")
+        elif isinstance(text, str) and (turns is None or (isinstance(turns, int) and turns > 0)):
+            session.directions[str(npc)] = Direction(text, turns)
     return problems

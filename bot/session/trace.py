@@ -28,9 +28,14 @@ STAGES: dict[str, tuple[str, str]] = {
 
 @dataclass(frozen=True, slots=True)
 class ToolUse:
+    """One tool call of a turn; ``arguments`` and ``result`` are shortened texts for displays."""
+
     name: str
     status: str
     duration_ms: float
+    arguments: str = ""
+    result: str = ""
+    approval: str | None = None
 
 
 @dataclass(slots=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import html
+import json
 import logging
 import re
 import time
@@ -35,9 +36,12 @@ from npcs.engines import (
 from npcs.engines.fillers import FillerPicker
 from npcs.schema import NpcDefinition
 from npcs.sentences import split_sentences
+from tools.host.types import ToolResult
 
-__all__ = ["NpcTurn", "run_turn", "speakable"]
+__all__ = ["NpcTurn", "run_turn", "speakable", "tool_use"]
 
+#: Characters of a tool call's arguments and result the trace keeps (for displays).
+_SHOWN_CHARS = 500
 _MARKUP = re.compile(r"```\w*|[`*_#>|~]+")
 _SPEAKABLE = re.compile(r"[A-Za-z0-9]")
 
@@ -70,6 +74,8 @@ class NpcTurn:
     snapshot: Callable[[], Awaitable[str | None]] | None = None
     speculation: Speculation | None = None
     """An engine run already started on the partial that matched this turn's final."""
+    direction: str | None = None
+    """The DM's private direction for this answer (its prompt only)."""
     task: asyncio.Task[None] | None = None
     floor_at: float | None = None
     cancelled_by: str | None = field(default=None)
@@ -130,6 +136,7 @@ async def run_turn(
                 scene=list(scene),
                 entity_snapshot=snapshot,
                 played_ms=lambda: handle.played_s * 1000.0,
+                direction=turn.direction,
             )
             trace.engine_start = time.monotonic()
             source = engine.respond(request)
@@ -149,10 +156,7 @@ async def run_turn(
                     handle.caption(event.text)
                 elif isinstance(event, ToolsUsed):
                     trace.tool_cost_ms += event.report.cost_ms
-                    trace.tools.extend(
-                        ToolUse(r.name, r.status, round(r.duration_ms, 2))
-                        for r in event.report.results
-                    )
+                    trace.tools.extend(tool_use(r) for r in event.report.results)
                 elif isinstance(event, TurnDone):
                     trace.reply = event.text or " ".join(spoken)
                     if trace.first_audio is not None and not spoken and event.text:
@@ -192,6 +196,26 @@ async def run_turn(
         handle.finish()
         if turn.speculation is not None:
             turn.speculation.cancel()  # audio synthesized ahead for sentences never reached
+
+
+def tool_use(result: ToolResult) -> ToolUse:
+    """What the trace keeps of one call: its outcome, and its arguments and result shortened
+    for the DM's console."""
+    arguments = result.arguments
+    if not isinstance(arguments, str):
+        arguments = json.dumps(arguments or {}, ensure_ascii=False, default=str)
+    return ToolUse(
+        result.name,
+        result.status,
+        round(result.duration_ms, 2),
+        _shorten(arguments),
+        _shorten(result.content),
+        result.approval,
+    )
+
+
+def _shorten(text: str, limit: int = _SHOWN_CHARS) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
 
 
 def _feed_audio(turn: NpcTurn, event: AudioChunk) -> None:

@@ -1,5 +1,7 @@
 """DM voice commands at the table: the DM's final transcript -> the same controls as ``/tier``,
-``/npc mute`` and a barge-in on every NPC, acknowledged with a chime or a one-word reply.
+``/npc mute``, ``/direct`` and a barge-in on every NPC, acknowledged with a chime or a one-word
+reply. A private direction ("Bartok, between us: ...") is never transcribed: the session keeps
+its words out of the transcripts, the scene and memory (``private_words``).
 
 A part of ``TableSession`` (as ``DmControls`` is). Who the DM is comes from the table: names in
 ``dm_speakers`` (rehearsal, tests) or ``dm_resolver(speaker_id)`` (Discord: the DM role), never
@@ -9,6 +11,7 @@ from what is said, so a player's identical words stay an ordinary turn.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -30,6 +33,10 @@ if TYPE_CHECKING:
 __all__ = ["VoiceCommands", "ack_tone"]
 
 log = logging.getLogger(__name__)
+
+#: After "<NPC>, between us." alone, the DM's next words within this many seconds are the
+#: direction.
+PRIVATE_PAUSE_S = 10.0
 
 
 def ack_tone(volume: float = 0.18) -> np.ndarray:
@@ -53,6 +60,8 @@ class VoiceCommands:
     dm_resolver: Callable[[str], bool] | None
     """Speaker id -> is the DM (Discord: has the DM role); None: only ``dm_speakers``."""
     dm_commands: DmCommandParser
+    _private_next: dict[str, tuple[str, float]]
+    """DM speaker -> (NPC, until when) whose next words are a private direction."""
 
     if TYPE_CHECKING:  # provided by TableSession and DmControls
 
@@ -67,6 +76,9 @@ class VoiceCommands:
         def mute(self, npc: str | None = None, *, heard: str | None = None) -> None: ...
         def unmute(self, npc: str | None = None, *, heard: str | None = None) -> None: ...
         def stop_speaking(self, npc: str | None = None, *, heard: str | None = None) -> None: ...
+        def direct(
+            self, npc: str, text: str, turns: int | None = 1, *, heard: str | None = None
+        ) -> object: ...
         def _new_trace(
             self, npc: str, speaker: str, text: str, tier: Tier, reason: str
         ) -> TurnTrace: ...
@@ -77,17 +89,39 @@ class VoiceCommands:
             return True
         return self.dm_resolver is not None and self.dm_resolver(speaker.id)
 
+    def private_words(self, speaker: Speaker, text: str) -> bool:
+        """Whether the DM's ``text`` (a partial or a final) is, or begins, a private direction:
+        shown nowhere, recorded nowhere."""
+        if not self.config.dm_voice.enabled or not text or not self.is_dm(speaker):
+            return False
+        pending = self._private_next.get(speaker.name)
+        if pending is not None and time.monotonic() <= pending[1]:
+            return True
+        return self.dm_commands.parse_private(text) is not None
+
     def _voice_command(self, speaker: Speaker, text: str) -> DmVoiceCommand | None:
         """Apply ``text`` if it is a DM voice command from the DM's lane; None otherwise."""
         if not self.config.dm_voice.enabled or not self.is_dm(speaker):
             return None
-        command = self.dm_commands.parse(text)
+        pending = self._private_next.pop(speaker.name, None)
+        if pending is not None and time.monotonic() <= pending[1]:
+            command: DmVoiceCommand | None = DmVoiceCommand(
+                "direct", pending[0], None, text.strip(), text.strip()
+            )
+        else:
+            command = self.dm_commands.parse(text)
         if command is None:
             return None
         heard = f"{speaker.name}: {command.heard}"
         npc = command.npc
         try:
-            if command.action == "tier":
+            if command.action == "direct" and npc is not None:
+                if command.direction is None:  # "Bartok, between us." then a pause
+                    until = time.monotonic() + PRIVATE_PAUSE_S
+                    self._private_next[speaker.name] = (npc, until)
+                else:
+                    self.direct(npc, command.direction, None, heard="voice")
+            elif command.action == "tier":
                 minutes = self.config.dm_voice.override_minutes
                 duration = None if command.tier is None else minutes * 60.0
                 self.set_tier_override(command.tier, npc=npc, duration_s=duration, heard=heard)
@@ -98,7 +132,7 @@ class VoiceCommands:
             else:
                 self.stop_speaking(npc, heard=heard)
         except GlyphoxaError as error:  # e.g. the NPC was removed by a hot reload just now
-            log.warning("DM voice command %r not applied: %s", command.heard, error)
+            log.warning("DM voice command (%s) not applied: %s", command.describe(), error)
             return None
         log.info("DM voice command from %s: %s", speaker.name, command.describe())
         self._acknowledge(command)
@@ -109,7 +143,9 @@ class VoiceCommands:
         if cfg.ack == "none":
             return
         npc = self.campaign.npcs.get(command.npc) if command.npc else None
-        if cfg.ack == "word" and npc is not None and command.action != "stop":
+        if command.action == "direct" and command.direction is None:
+            return  # the DM goes on talking: the chime comes after the direction
+        if cfg.ack == "word" and npc is not None and command.action not in ("stop", "direct"):
             trace = self._new_trace(npc.name, "DM", "", npc.budget_tier, "DM voice command")
             trace.address_reason = "DM voice command acknowledgement"
             self.turns.enqueue(npc.name, "DM", "", npc.budget_tier, trace, verbatim=cfg.ack_word)

@@ -46,6 +46,7 @@ class UtteranceRow(_Row):
     tier: str | None = None
     interrupted: bool = False
     chunk_id: int | None = None
+    stages: dict[str, float | None] | None = None
 
 
 class ChunkRow(_Row):

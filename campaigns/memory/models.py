@@ -78,6 +78,8 @@ class Utterance(Base):
     interrupted: Mapped[bool] = mapped_column(Boolean, default=False)
     chunk_id: Mapped[int | None] = mapped_column(Integer, index=True)
     """The L2 chunk this utterance was folded into; NULL while it waits for its chunk."""
+    stages: Mapped[dict[str, float | None] | None] = mapped_column(JSON, nullable=True)
+    """An NPC line: milliseconds of each stage of the turn that spoke it (its latency)."""
 
 
 class Chunk(Base):

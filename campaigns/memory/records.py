@@ -58,6 +58,11 @@ def _day(timestamp: float | None) -> str:
     return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%d")
 
 
+def _like(text: str) -> str:
+    """``text`` for a LIKE pattern, its wildcards taken literally."""
+    return text.strip().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
 class RecordsMixin:
     if TYPE_CHECKING:
 
@@ -134,6 +139,32 @@ class RecordsMixin:
             "summary_source": source,
         }
 
+    async def session_lines(
+        self, session_id: str, query: str | None = None, limit: int = 2000
+    ) -> list[dict[str, Any]]:
+        """A session's transcript in order (speaker, npc, text, started_at, tier, interrupted),
+        only lines containing ``query`` (any case) when given."""
+        session_id = await self.resolve_session(session_id)
+        select_lines = (
+            select(
+                UTTERANCES.c.speaker,
+                UTTERANCES.c.npc,
+                UTTERANCES.c.text,
+                UTTERANCES.c.started_at,
+                UTTERANCES.c.tier,
+                UTTERANCES.c.interrupted,
+                UTTERANCES.c.stages,
+            )
+            .where(UTTERANCES.c.session_id == session_id)
+            .order_by(UTTERANCES.c.started_at, UTTERANCES.c.id)
+            .limit(limit)
+        )
+        if query and query.strip():
+            select_lines = select_lines.where(UTTERANCES.c.text.ilike(f"%{_like(query)}%", "\\"))
+        async with self._read() as conn:
+            rows = (await conn.execute(select_lines)).all()
+        return [dict(row._mapping) for row in rows]
+
     async def recap(self, sessions: int = 1) -> str:
         """ "Previously on...": summaries of the last ``sessions`` sessions, oldest first."""
         if sessions < 1:
@@ -191,10 +222,18 @@ class RecordsMixin:
         async with self._read() as conn:
             return [dict(row._mapping) for row in await conn.execute(query)]
 
-    async def approve_fact(self, fact_id: int) -> None:
-        """Accept a pending fact: it joins the entity's summary and ``search_facts``."""
+    async def approve_fact(self, fact_id: int, text: str | None = None) -> None:
+        """Accept a pending fact (as the DM edited it, when ``text`` is given): it joins the
+        entity's summary and ``search_facts``."""
+        if text is not None and not text.strip():
+            raise GlyphoxaError("an approved fact needs some text")
         async with self._write() as conn:
             fact = await self._pending_fact(conn, fact_id)
+            if text is not None and text.strip() != fact.text:
+                await conn.execute(
+                    update(FACTS).where(FACTS.c.id == fact_id).values(text=text.strip())
+                )
+                fact = await self._pending_fact(conn, fact_id)
             label = ""
             if fact.entity_id is not None:
                 name = await conn.execute(

@@ -165,8 +165,10 @@ class MemoryStore(records.RecordsMixin):
         ended_at: float,
         tier: str | None = None,
         interrupted: bool = False,
+        stages: dict[str, float | None] | None = None,
     ) -> int:
-        """Store one utterance; it is committed (durable) when this returns its id."""
+        """Store one utterance; it is committed (durable) when this returns its id.
+        ``stages``: an NPC line's turn latency by stage (milliseconds)."""
         changed: list[int] = []
         try:
             async with self._write() as conn:
@@ -182,6 +184,7 @@ class MemoryStore(records.RecordsMixin):
                             ended_at=ended_at,
                             tier=tier_label(tier),
                             interrupted=interrupted,
+                            stages=stages,
                         )
                         .returning(UTTERANCES.c.id)
                     )

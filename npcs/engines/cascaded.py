@@ -372,7 +372,11 @@ class CascadedEngine:
             yield ToolsUsed(report)
             if not self.follow_up_scene and request.scene and messages[1]["role"] == "user":
                 messages[1] = build_messages(
-                    npc, request.speaker, request.text, entity_snapshot=request.entity_snapshot
+                    npc,
+                    request.speaker,
+                    request.text,
+                    entity_snapshot=request.entity_snapshot,
+                    direction=request.direction,
                 )[1]
             messages.append(assistant_tool_message("".join(content_parts), calls))
             messages.extend(tool_message(result) for result in report.results)

@@ -95,6 +95,7 @@ def request_messages(
         entity_snapshot=request.entity_snapshot,
         has_tools=has_tools,
         scene_chars=scene_chars,
+        direction=request.direction,
     )
 
 

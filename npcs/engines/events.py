@@ -42,6 +42,9 @@ class TurnRequest:
     played_ms: Callable[[], float] | None = None
     """Realtime engine only: how much of this turn's audio reached the speakers so far; used to
     truncate the server's transcript on barge-in. None: estimated from wall-clock time."""
+    direction: str | None = None
+    """The DM's private direction for this answer (``TableSession.direct``): it joins this
+    turn's prompt and nothing else (never the scene, the transcript or memory)."""
     confirmed: Callable[[], Awaitable[object]] | None = None
     """A speculative turn (started on a partial transcript): awaited before any tool that is not
     read-only runs, so a guess that is dropped changes nothing (no file written, no music)."""

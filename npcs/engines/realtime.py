@@ -26,7 +26,7 @@ import openai
 from websockets.exceptions import ConnectionClosed
 
 from campaigns.basics import AudioChunk, GlyphoxaError, Tier
-from npcs.context import build_system_prompt, render_scene
+from npcs.context import build_system_prompt, direction_note, render_scene
 from npcs.engines import realtime_wire as wire
 from npcs.engines.cascaded import DEFAULT_FILLERS, offered_tools
 from npcs.engines.chat_wire import await_confirmation
@@ -285,6 +285,8 @@ class RealtimeEngine:
             session.scene_sent_at = max(line.at for line in fresh)
         if request.entity_snapshot:
             context.append(f"Facts from the campaign notes:\n{request.entity_snapshot.strip()}")
+        if request.direction:
+            context.append(direction_note(request.direction))
         if context:
             await connection.conversation.item.create(
                 item=wire.message("system", "\n\n".join(context))

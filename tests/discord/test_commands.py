@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -437,3 +438,85 @@ async def test_without_a_dm_role_manage_server_decides(harness: Harness) -> None
         interaction("npc", sub("list"), member=PLAYER, permissions=MANAGE_GUILD)
     )
     assert "**Bartok**" in reply["content"]
+
+
+async def test_console_gives_the_dm_a_private_one_time_link(
+    harness: Harness, tmp_path: Path
+) -> None:
+    from bot.console import ConsoleHub, PrepContext
+
+    reply = await harness.run(interaction("console", [], roles=(DM_ROLE,)))
+    assert reply["flags"] & 64 and "The console is not running" in reply["content"]
+    prep = PrepContext(harness.bot.config, None, tmp_path, "sqlite+aiosqlite://")
+    hub = ConsoleHub(prep, base_url="http://127.0.0.1:8470")
+    harness.bot.console = hub
+    try:
+        reply = await harness.run(interaction("console", [], roles=(DM_ROLE,)))
+        assert reply["flags"] & 64  # ephemeral
+        found = re.search(r"<http://127\.0\.0\.1:8470/login/([^>]+)>", reply["content"])
+        assert found is not None  # <...>: Discord does not fetch it for a preview
+        assert hub.links.redeem(found.group(1))
+        assert not hub.links.redeem(found.group(1))
+        reply = await harness.run(interaction("console", [], member=PLAYER))
+        assert reply["content"] == REFUSAL
+    finally:
+        harness.bot.console = None
+
+
+async def test_direct_steers_an_npc_privately_for_the_dm_only(
+    harness: Harness, table_session: Any
+) -> None:
+    """``/direct NPC text [turns]``: an ephemeral answer, the direction in the session for its
+    turns (or until cleared), nothing in the channel's live transcript; ``clear`` drops it; a
+    player is refused and nothing changes."""
+    channel = harness.bot.get_channel(CHANNEL)
+    runtime = TableRuntime(TableParts(table_session), channel)  # type: ignore[arg-type]
+    harness.cog.tables[GUILD] = runtime
+    runtime.start_transcript()
+    secret = "You saw the thief at the mill; deny it."
+    dm = {"roles": (DM_ROLE,)}
+    try:
+        reply = await harness.run(
+            interaction("direct", [opt("npc", "bartok"), opt("text", secret),
+                                   opt("turns", 2, kind=4)], **dm)
+        )  # fmt: skip
+        assert reply["flags"] & 64
+        assert reply["content"].startswith("Bartok follows your direction privately, 2 turns.")
+        assert table_session.directions["Bartok"].text == secret
+        assert table_session.status()["npcs"]["Bartok"]["direction"] == "2 turns"
+        reply = await harness.run(interaction("session", sub("status"), **dm))
+        (bartok,) = [line for line in reply["content"].splitlines() if "- Bartok:" in line]
+        assert bartok.endswith("directed (2 turns)")
+        assert "thief" not in reply["content"]
+        assert [table_session.take_direction("Bartok") for _ in range(3)] == [secret, secret, None]
+
+        gruff = [opt("npc", "Greymantle"), opt("text", "Be gruff.")]
+        reply = await harness.run(interaction("direct", gruff, **dm))
+        assert "until cleared" in reply["content"]
+        reply = await harness.run(
+            interaction("direct", [opt("npc", "Greymantle"), opt("text", "Clear")], **dm)
+        )
+        assert reply["content"] == "Greymantle's direction cleared." and reply["flags"] & 64
+        assert "Greymantle" not in table_session.directions
+
+        reply = await harness.run(
+            interaction("direct", [opt("npc", "Bartok"), opt("text", "Lie.")], member=PLAYER)
+        )
+        assert reply["content"] == REFUSAL and reply["flags"] & 64
+        assert "Bartok" not in table_session.directions
+        reply = await harness.run(
+            interaction("direct", [opt("npc", "Nobody"), opt("text", "x")], **dm)
+        )
+        assert "no NPC named 'Nobody'" in reply["content"]
+        payload = interaction("direct", [opt("npc", "gr", focused=True)], kind=4, **dm)
+        assert [c["name"] for c in (await harness.run(payload))["choices"]] == ["Greymantle"]
+
+        await asyncio.sleep(0.3)  # the transcript poster had its chance to post
+        posted = [c[2]["content"] for c in harness.api.calls
+                  if c[1] == f"channels/{CHANNEL}/messages"]  # fmt: skip
+        assert not any("thief" in text or "gruff" in text.lower() for text in posted)
+    finally:
+        harness.cog.tables.clear()
+        table_session.listeners.remove(runtime._on_event)
+        if runtime._poster is not None:
+            runtime._poster.cancel()

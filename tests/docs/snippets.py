@@ -41,7 +41,7 @@ _MARKER = re.compile(r"^#\s*snippet:\s*(?P<mode>partial\s+|invalid\s+)?(?P<kind>
 _ERROR = re.compile(r"^#\s*error:\s*(?P<message>.+?)\s*$")
 _CONFIG_KEYS = {
     "discord", "providers", "campaign", "memory", "mcp", "tools", "tiers", "dm_voice", "speech",
-    "logging", "metrics",
+    "logging", "metrics", "console",
 }  # fmt: skip
 
 

@@ -70,3 +70,38 @@ def test_anything_else_is_not_a_command(text: str) -> None:
 def test_describe() -> None:
     assert PARSER.parse("Grey, take your time").describe() == "tier deep for Greymantle"  # type: ignore[union-attr]
     assert PARSER.parse("everyone stop").describe() == "stop all NPCs"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("text", "npc", "direction"),
+    [
+        ("Bartok, between us: you saw the thief; deny it.", "Bartok",
+         "you saw the thief; deny it."),
+        ("Bartock, between us. You saw the Thief.", "Bartok", "You saw the Thief."),
+        ("Okay, Grey Mantel, between you and me, he lies.", "Greymantle", "he lies."),
+        ("Captain Vesa, just between us: the Watch is bribed.", "Captain Vessa",
+         "the Watch is bribed."),
+        ("Bartok, between us: that's all.", "Bartok", ""),
+        ("Bartok, between us, never mind", "Bartok", ""),
+        ("Bartok, between us.", "Bartok", None),  # a pause: the next words are the direction
+    ],
+)  # fmt: skip
+def test_between_us_is_a_private_direction(text: str, npc: str, direction: str | None) -> None:
+    command = PARSER.parse(text)
+    assert command is not None and command.private
+    assert (command.action, command.npc, command.direction) == ("direct", npc, direction)
+    assert "thief" not in repr(command).lower() and "lies" not in repr(command)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Everyone, between us: be nice.",  # one NPC at a time
+        "Bartok, there is a wall between us and the sea.",
+        "I think Bartok between us and the door there is a table.",
+        "Between us, Bartok, the ale is off.",
+    ],
+)
+def test_between_us_elsewhere_is_no_direction(text: str) -> None:
+    command = PARSER.parse(text)
+    assert command is None or not command.private

@@ -61,6 +61,8 @@ async def test_state_survives_a_restart_through_json(memory: MemoryStore) -> Non
     first.set_tier_override(Tier.STANDARD, duration_s=600)
     first.set_tier_override(Tier.FAST, npc="Whisper", duration_s=0.001)  # expires at once
     first.mute("Captain Vessa")
+    first.direct("Greymantle", "Hint at the mill.", turns=2)
+    first.direct("Bartok", "You saw the thief; deny it.", None)  # until cleared
     state = snapshot.capture(first)
     stored = json.loads(json.dumps(state.as_json()))  # what the registry keeps
     memory_session = first.recorder.session_id
@@ -83,6 +85,9 @@ async def test_state_survives_a_restart_through_json(memory: MemoryStore) -> Non
         assert "s left" in status["Greymantle"]["override"]  # the duration carried over
         assert status["Whisper"]["override"].startswith("DM override standard")  # own expired
         assert second.recorder.session_id == memory_session  # the transcript continues there
+        assert status["Greymantle"]["direction_turns"] == 2
+        assert second.directions["Greymantle"].text == "Hint at the mill."
+        assert status["Bartok"]["direction"] == "until cleared"
     finally:
         await second.stop()
     assert await memory.count("sessions") == 1

@@ -8,6 +8,7 @@ this turn; ``call`` re-checks the very same rule before running anything.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import Callable, Collection, Iterable, Sequence
 from pathlib import Path
@@ -341,7 +342,11 @@ class ToolHost:
             )
         )
         cost = max((r.duration_ms for r in results), default=0.0)
-        return TurnToolReport(results=list(results), cost_ms=cost)
+        shown = [
+            dataclasses.replace(result, arguments=call.arguments)
+            for result, call in zip(results, calls, strict=True)
+        ]
+        return TurnToolReport(results=shown, cost_ms=cost)
 
     # -- internals -------------------------------------------------------------------------
 

@@ -46,6 +46,8 @@ class ToolResult:
     """Images, audio and binary resources the tool returned (described in ``content``)."""
     approval: str | None = None
     """The DM's decision when the call needed approval (see ``Invocation.approval``)."""
+    arguments: Any = None
+    """The arguments as the LLM sent them (set by ``ToolHost.call_many``; for displays)."""
 
     def model_text(self) -> str:
         """``content`` as the model reads it: a failure says so up front (``Error (status):``)

@@ -1,0 +1,196 @@
+"""The live table: its page, its server-sent events, and the DM's controls.
+
+Server push is Server-Sent Events: one long HTTP response per page that the browser's
+``EventSource`` reconnects by itself (resuming from ``Last-Event-ID``). The console only
+pushes; every change the DM makes is an ordinary POST, so SSE is all a live dashboard needs,
+with no WebSocket protocol to secure. Each control calls the very ``TableSession`` method the
+Discord slash commands call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from bot.console.feed import Message, TableFeed
+from bot.console.guard import check_csrf, require_dm, require_viewer
+from bot.console.render import render_page
+from campaigns.basics import GlyphoxaError, Tier
+
+__all__ = ["live_routes", "sse_message"]
+
+log = logging.getLogger(__name__)
+
+_KEEPALIVE_S = 15.0
+
+
+def sse_message(message: Message) -> str:
+    """One SSE event: its name, ``<seq>.<emitted ms>`` as the id, the HTML as data lines."""
+    data = "\n".join(f"data: {line}" for line in (message.html.splitlines() or [""]))
+    return f"event: {message.name}\nid: {message.seq}.{message.emitted_ms}\n{data}\n\n"
+
+
+def _feed(request: Request) -> TableFeed:
+    feed: TableFeed | None = request.app.state.hub.tables.get(request.path_params["table"])
+    if feed is None:
+        raise HTTPException(404, "no such table: it ended, or the bot restarted")
+    return feed
+
+
+async def live_page(request: Request) -> Response:
+    role = require_viewer(request)
+    feed = _feed(request)
+    dm = role == "dm"
+    return render_page(
+        request, "live.html", feed=feed, view=feed.page(dm=dm), tiers=[t.label for t in Tier]
+    )
+
+
+def _after(request: Request) -> int | None:
+    raw = request.headers.get("last-event-id") or request.query_params.get("after")
+    if not raw:
+        return None
+    head = raw.split(".", 1)[0]
+    return int(head) if head.isdigit() else None
+
+
+async def events(request: Request) -> Response:
+    role = require_viewer(request)
+    feed = request.app.state.hub.tables.get(request.path_params["table"])
+    if feed is None or feed.ended:
+        return Response(status_code=204)  # EventSource stops reconnecting
+    subscriber, backlog = feed.subscribe(dm=role == "dm", after=_after(request))
+    shares = request.app.state.hub.shares
+    share = request.session.get("share")
+
+    async def stream() -> AsyncIterator[str]:
+        try:
+            yield "retry: 1000\n: glyphoxa console\n\n"
+            for message in backlog:
+                yield sse_message(message)
+            while not subscriber.missed:
+                try:
+                    message = await asyncio.wait_for(subscriber.queue.get(), _KEEPALIVE_S)
+                except TimeoutError:
+                    if role == "viewer" and not shares.alive(share):
+                        return  # the read-only link was revoked
+                    yield ": keepalive\n\n"
+                    continue
+                if message is None or (role == "viewer" and not shares.alive(share)):
+                    break
+                yield sse_message(message)
+            if subscriber.missed:
+                html = request.app.state.hub.renderer.fragment("missed", count=subscriber.missed)
+                yield sse_message(Message(feed.last_seq, "reload", html, 0, False))
+        finally:
+            feed.unsubscribe(subscriber)
+
+    return StreamingResponse(
+        stream(),
+        media_type="text/event-stream",
+        headers={"cache-control": "no-store", "x-accel-buffering": "no"},
+    )
+
+
+def _flash(request: Request, text: str, *, status: int = 200) -> HTMLResponse:
+    html = request.app.state.hub.renderer.fragment("flash", text=text, error=status >= 400)
+    return HTMLResponse(html, status_code=status)
+
+
+async def _control(request: Request) -> tuple[TableFeed, dict[str, Any]]:
+    require_dm(request)
+    form = await check_csrf(request)
+    return _feed(request), form
+
+
+async def control(request: Request) -> Response:
+    """One DM control on a table's session (the action is the last path part)."""
+    feed, form = await _control(request)
+    session = feed.session
+    action = request.path_params["action"]
+    npc = str(form.get("npc") or "").strip() or None
+    try:
+        text = _apply(session, action, npc, form)
+    except GlyphoxaError as error:
+        return _flash(request, str(error), status=400)
+    return _flash(request, text)
+
+
+def _apply(session: Any, action: str, npc: str | None, form: dict[str, Any]) -> str:
+    if action == "mute":
+        session.mute(npc)
+        return f"Muted {npc or 'every NPC'}."
+    if action == "unmute":
+        session.unmute(npc)
+        return f"{npc or 'Every NPC'} may speak again."
+    if action == "stop":
+        session.stop_speaking(npc)
+        return f"Stopped {npc or 'everyone'}."
+    if action == "tier":
+        level = str(form.get("tier") or "auto")
+        if level not in ("auto", *(t.label for t in Tier)):
+            raise GlyphoxaError(f"unknown tier {level!r}: fast, standard, deep or auto")
+        minutes = _number(form.get("minutes"), "minutes", 0, 600)
+        value = None if level == "auto" else Tier.parse(level)
+        session.set_tier_override(value, npc=npc, duration_s=minutes * 60 if minutes else None)
+        until = f" for {minutes:g} min" if minutes else ""
+        return f"Tier {level} for {npc or 'all NPCs'}{until}."
+    if npc is None:
+        raise GlyphoxaError("choose an NPC")
+    if action == "say":
+        session.say(npc, str(form.get("text") or ""))
+        return f"{npc} will say it."
+    if action == "direct":
+        raw = str(form.get("turns") or "").strip()
+        turns = int(_number(raw, "turns", 1, 20)) if raw else None  # empty: until cleared
+        direction = session.direct(npc, str(form.get("text") or ""), turns)
+        if direction is None:
+            return f"{npc}'s direction cleared."
+        return f"{npc} follows your direction, {direction.describe()}."
+    raise GlyphoxaError(f"unknown control {action!r}")
+
+
+def _number(raw: Any, name: str, low: float, high: float) -> float:
+    if raw in (None, ""):
+        return 0.0
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        raise GlyphoxaError(f"{name}: {raw!r} is not a number") from None
+    if not low <= value <= high:
+        raise GlyphoxaError(f"{name}: {value:g} is outside {low:g} to {high:g}")
+    return value
+
+
+async def approve(request: Request) -> Response:
+    feed, form = await _control(request)
+    approval_id = int(request.path_params["approval"])
+    approved = form.get("decision") == "approve"
+    if not feed.approver.answer(approval_id, approved):
+        return _flash(request, "That question was already answered or timed out.", status=409)
+    return _flash(request, "Approved." if approved else "Denied.")
+
+
+async def end_table(request: Request) -> Response:
+    feed, _form = await _control(request)
+    if feed.on_end is None:
+        return _flash(request, "This table cannot be ended from the console.", status=400)
+    request.app.state.spawn(feed.on_end(), f"console:end:{feed.id}")
+    return _flash(request, "Ending the session...")
+
+
+def live_routes() -> list[Route]:
+    return [
+        Route("/tables/{table}", live_page),
+        Route("/tables/{table}/events", events),
+        Route("/tables/{table}/control/{action}", control, methods=["POST"]),
+        Route("/tables/{table}/approvals/{approval:int}", approve, methods=["POST"]),
+        Route("/tables/{table}/end", end_table, methods=["POST"]),
+    ]
