@@ -137,6 +137,7 @@ async def open_table(
             campaign=campaign.meta.approval,
             rules_for=lambda name: npc.approval if (npc := npcs.get(name)) else None,
         )
+        host.follow_session(lambda: session_ref[0].recorder.session_id if session_ref else None)
         await stack.enter_async_context(host)
 
         def tell_dm(reason: str | None, message: str) -> None:

@@ -82,19 +82,7 @@ def register(sub: Subcommands) -> None:
     add_json_option(sessions, "the sessions")
     sessions.set_defaults(func=_sessions)
 
-    facts = action("facts", "knowledge NPCs proposed (pending by default)")
-    facts.add_argument(
-        "--status",
-        choices=["pending", "approved", "rejected", "all"],
-        default="pending",
-        help="which facts (default: pending)",
-    )
-    add_json_option(facts, "the facts")
-    facts.set_defaults(func=_facts)
-    for verb in ("approve", "reject"):
-        decide = action(verb, f"{verb} a proposed fact")
-        decide.add_argument("fact_id", metavar="FACT_ID", type=int, help="number of the fact")
-        decide.set_defaults(func=_decide, verb=verb)
+    _register_proposals(action("proposals", "review the facts NPCs proposed (waiting by default)"))
 
     export = action("export", "write a JSON backup of the whole memory")
     export.add_argument("file", type=Path, metavar="FILE", help="backup file to write")
@@ -220,7 +208,46 @@ async def _sessions(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _facts(args: argparse.Namespace) -> int:
+def _register_proposals(proposals: argparse.ArgumentParser) -> None:
+    """``memory proposals`` lists the review queue; its actions decide one proposal."""
+    proposals.add_argument(
+        "--status",
+        choices=["pending", "approved", "rejected", "all"],
+        default="pending",
+        help="which proposals (default: pending, the ones waiting for you)",
+    )
+    add_json_option(proposals, "the proposals")
+    proposals.set_defaults(func=_proposals)
+    verbs = proposals.add_subparsers(dest="proposal_action", metavar="ACTION")
+    helps = {
+        "approve": "approve a proposal as the NPC worded it: it joins the campaign's facts",
+        "edit": "reword a proposal and approve it",
+        "reject": "reject a proposal: no NPC will ever see it",
+    }
+    for verb, text in helps.items():
+        decide = verbs.add_parser(verb, help=text, description=text)
+        _memory_options(decide, argparse.SUPPRESS)
+        decide.add_argument("fact_id", metavar="ID", help="the proposal's number (#7 or 7)")
+        if verb == "edit":
+            decide.add_argument("text", metavar="TEXT", help="the fact as it should be kept")
+        add_json_option(decide, "the decided proposal")
+        decide.set_defaults(func=_decide, verb=verb)
+
+
+def _describe_proposal(fact: dict[str, Any]) -> str:
+    """One proposal as the DM reads it: number, state, who, about what, and the fact."""
+    state = fact["status"] + (f" by {fact['decided_by']}" if fact.get("decided_by") else "")
+    about = ""
+    if fact["entity_id"]:
+        about = f" about {fact.get('entity_name') or fact['entity_id']} ({fact['entity_id']})"
+    session = f", session {fact['session_id'][:8]}" if fact["session_id"] else ""
+    line = f"#{fact['id']} [{state}] {fact['npc']}{about}{session}: {fact['text']}"
+    if fact.get("original_text"):
+        line += f"\n    (edited; {fact['npc']} proposed: {fact['original_text']})"
+    return line
+
+
+async def _proposals(args: argparse.Namespace) -> int:
     status = None if args.status == "all" else args.status
     async with _memory(args) as store:
         facts = await store.list_facts(status)
@@ -228,21 +255,32 @@ async def _facts(args: argparse.Namespace) -> int:
         _print_json(facts)
         return 0
     if not facts:
-        print(f"no {status or ''} facts".replace("  ", " "))
+        print("no proposals waiting" if status == "pending" else f"no {status or ''} proposals")
+        return 0
     for fact in facts:
-        about = f" about {fact['entity_id']}" if fact["entity_id"] else ""
-        print(f"#{fact['id']} [{fact['status']}] {fact['npc']}{about}: {fact['text']}")
+        print(_describe_proposal(fact))
+    if status == "pending":
+        print(
+            "\ndecide with: glyphoxa memory proposals approve ID | edit ID TEXT | reject ID",
+            file=sys.stderr,
+        )
     return 0
 
 
 async def _decide(args: argparse.Namespace) -> int:
     async with _memory(args, write=True) as store:
-        if args.verb == "approve":
-            await store.approve_fact(args.fact_id)
+        if args.verb == "reject":
+            fact = await store.reject_fact(args.fact_id, by="command line")
         else:
-            await store.reject_fact(args.fact_id)
+            text = args.text if args.verb == "edit" else None
+            fact = await store.approve_fact(args.fact_id, text=text, by="command line")
         await store.wait_idle()
-    print(f"fact #{args.fact_id} {args.verb}d")
+    if args.json:
+        _print_json(fact)
+        return 0
+    done = {"approve": "approved", "edit": "edited and approved", "reject": "rejected"}
+    print(f"proposal #{fact['id']} {done[args.verb]}")
+    print(_describe_proposal(fact))
     return 0
 
 

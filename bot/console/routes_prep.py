@@ -176,6 +176,10 @@ async def session_detail(request: Request) -> Response:
     )
 
 
+#: How the review queue records a decision made in the console (the console has one DM).
+_DECIDER = "the DM (console)"
+
+
 async def review(request: Request) -> Response:
     _hub(request)
     memory = await _data(request).memory()
@@ -191,16 +195,16 @@ async def review_decide(request: Request) -> Response:
     fact_id = int(request.path_params["fact"])
     action = str(form.get("action") or "")
     try:
-        if action == "approve":
-            await memory.approve_fact(fact_id, str(form.get("text") or "") or None)
+        if action == "approve":  # as the NPC worded it, or as the DM edited it in the page
+            text = str(form.get("text") or "") or None
+            fact = await memory.approve_fact(fact_id, text, by=_DECIDER)
         elif action == "reject":
-            await memory.reject_fact(fact_id)
+            fact = await memory.reject_fact(fact_id, by=_DECIDER)
         else:
             raise GlyphoxaError(f"unknown review action {action!r}")
     except GlyphoxaError as error:
         return HTMLResponse(hub.renderer.fragment("flash", text=str(error), error=True), 409)
-    verdict = "approved" if action == "approve" else "rejected"
-    return HTMLResponse(hub.renderer.fragment("fact_decided", fact_id=fact_id, verdict=verdict))
+    return HTMLResponse(hub.renderer.fragment("fact_decided", fact=fact))
 
 
 async def settings(request: Request) -> Response:

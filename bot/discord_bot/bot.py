@@ -10,6 +10,7 @@ from discord.ext import commands
 
 from bot.config import GlyphoxaConfig
 from bot.discord_bot.cog import TableCog
+from bot.discord_bot.proposals import ProposalsCog
 from bot.discord_bot.runtime import RuntimeFactory
 from bot.discord_setup.needs import bot_intents
 from campaigns.basics import GlyphoxaError
@@ -51,7 +52,9 @@ class GlyphoxaBot(commands.Bot):
         self._campaign: Campaign | None = None
 
     async def setup_hook(self) -> None:
-        await self.add_cog(TableCog(self))
+        tables = TableCog(self)
+        await self.add_cog(tables)
+        await self.add_cog(ProposalsCog(tables))
         for guild_id in self.config.discord.guild_ids:
             guild = discord.Object(id=guild_id)
             self.tree.copy_global_to(guild=guild)

@@ -1,5 +1,6 @@
 """Speculative entity lookup: names heard in STT partials are looked up in campaign memory
-before the player finishes, so the NPC's prompt has the facts without waiting at the final."""
+before the player finishes, so the NPC's prompt has the facts (the entity's description and its
+DM-approved facts) without waiting at the final."""
 
 from __future__ import annotations
 
@@ -97,11 +98,24 @@ class EntityLookup:
                 continue
             for row in task.result():
                 description = str(row.get("description") or "").strip()
+                facts = [str(fact) for fact in row.get("facts", ()) if str(fact).strip()]
+                if facts:  # the DM-approved facts follow the description
+                    description = " ".join(_sentence(t) for t in (description, *facts) if t)
                 lines.append(f"- {row.get('name')} ({row.get('type')}): {description}")
         text_out = "\n".join(dict.fromkeys(lines))
         return text_out[:_MAX_SNAPSHOT_CHARS] or None
+
+    def forget(self) -> None:
+        """Look every name up again on its next mention (the DM approved a fact)."""
+        self._tasks.clear()
 
     def close(self) -> None:
         for _at, task in self._tasks.values():
             task.cancel()
         self._tasks.clear()
+
+
+def _sentence(text: str) -> str:
+    """``text`` ending like a sentence, so a description and the facts after it read apart."""
+    text = text.strip()
+    return text if text[-1:] in ".!?" else f"{text}."

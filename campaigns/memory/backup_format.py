@@ -89,6 +89,8 @@ class FactRow(_Row):
     status: Literal["pending", "approved", "rejected"]
     proposed_at: float
     decided_at: float | None = None
+    original_text: str | None = None
+    decided_by: str | None = None
 
 
 class SummaryRow(_Row):

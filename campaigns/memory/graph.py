@@ -28,6 +28,8 @@ _FUZZY_CUTOFF = 0.75
 #: Dice coefficient of character bigrams a form needs before the exact (slower) ratio runs.
 _BIGRAM_CUTOFF = 0.4
 _REVALIDATE_S = 1.0
+#: Approved facts carried on an entity's lookup row (and so into the NPCs' prompts).
+_ROW_FACTS = 5
 
 
 def search_names(name: str, aliases: list[str]) -> str:
@@ -104,9 +106,11 @@ def _public(row: Any) -> dict[str, Any]:
 class NameIndex:
     """In-memory names and aliases of every entity, for sub-millisecond fuzzy lookup.
 
-    Reloaded when the entity count or newest ``updated_at`` changes; that cheap check runs at
-    most every ``_REVALIDATE_S`` seconds (this process's own writes invalidate at once), so a
-    lookup needs no database round trip and another process's entities appear within a second.
+    Each row carries the entity's newest DM-approved facts (``facts``), so a name lookup tells
+    what the campaign knows about it. Reloaded when the entity count or newest ``updated_at``
+    changes, or an approval does; that cheap check runs at most every ``_REVALIDATE_S`` seconds
+    (this process's own writes invalidate at once), so a lookup needs no database round trip and
+    another process's entities and approvals appear within a second.
     """
 
     def __init__(self) -> None:
@@ -129,13 +133,31 @@ class NameIndex:
         if now - self._checked_at < _REVALIDATE_S:
             return
         self._checked_at = now
+        approved = FACTS.c.status == "approved"
         version = tuple(
-            (await connection.execute(select(func.count(), func.max(ENTITIES.c.updated_at)))).one()
+            (
+                await connection.execute(
+                    select(
+                        select(func.count()).select_from(ENTITIES).scalar_subquery(),
+                        select(func.max(ENTITIES.c.updated_at)).scalar_subquery(),
+                        select(func.count()).select_from(FACTS).where(approved).scalar_subquery(),
+                        select(func.max(FACTS.c.decided_at)).where(approved).scalar_subquery(),
+                    )
+                )
+            ).one()
         )
         if version == self._version:
             return
         rows = (await connection.execute(select(ENTITIES).order_by(ENTITIES.c.name))).all()
-        self.rows = {row.id: _public(row) for row in rows}
+        self.rows = {row.id: {**_public(row), "facts": []} for row in rows}
+        facts = await connection.execute(
+            select(FACTS.c.entity_id, FACTS.c.text).where(approved).order_by(FACTS.c.id)
+        )
+        for entity_id, text in facts:
+            if entity_id in self.rows:
+                known = self.rows[entity_id]["facts"]
+                known.append(text)
+                del known[:-_ROW_FACTS]  # the newest few; get_summary has them all
         self._entries = [
             (r.id, r.type, r.search_names.strip("|").split("|"), r.search_names) for r in rows
         ]
@@ -217,7 +239,12 @@ async def find_entities(
 
 def _copy(item: dict[str, Any]) -> dict[str, Any]:
     """A caller may change what it gets; the cache must not change with it."""
-    return {**item, "aliases": list(item["aliases"]), "attributes": dict(item["attributes"])}
+    return {
+        **item,
+        "aliases": list(item["aliases"]),
+        "attributes": dict(item["attributes"]),
+        "facts": list(item.get("facts", ())),
+    }
 
 
 async def entity_summary(connection: AsyncConnection, entity_id: str) -> dict[str, Any]:

@@ -132,6 +132,9 @@ class Relation(Base):
 
 
 class ProposedFact(Base):
+    """Knowledge an NPC proposed (``propose_memory``): it waits for the DM's review and joins the
+    campaign's facts (a ``fact`` chunk, the entity's summary) only when approved."""
+
     __tablename__ = "proposed_facts"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
@@ -142,6 +145,10 @@ class ProposedFact(Base):
     status: Mapped[str] = mapped_column(String(20), index=True, default="pending")
     proposed_at: Mapped[float] = mapped_column(Float)
     decided_at: Mapped[float | None] = mapped_column(Float)
+    original_text: Mapped[str | None] = mapped_column(Text)
+    """The NPC's own words when the DM edited the fact before approving it."""
+    decided_by: Mapped[str | None] = mapped_column(String(200))
+    """Who approved or rejected it (``Dana (Discord)``, ``command line``)."""
 
 
 class Summary(Base):

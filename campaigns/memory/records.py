@@ -1,4 +1,4 @@
-"""Session listings and recaps, NPC-proposed facts, the tool log and latency calibration.
+"""Session listings and recaps, the tool log and latency calibration.
 
 Mixed into ``MemoryStore``; relies on its ``_read``/``_write``/``resolve_session`` helpers.
 """
@@ -9,15 +9,12 @@ import time
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import func, insert, select
 from sqlalchemy.dialects import postgresql, sqlite
 
 from campaigns.basics import GlyphoxaError
 from campaigns.memory import transcripts
 from campaigns.memory.models import (
-    Chunk,
-    Entity,
-    ProposedFact,
     Session,
     Summary,
     ToolCalibration,
@@ -37,9 +34,6 @@ __all__ = ["RecordsMixin", "tier_label"]
 SESSIONS = table_of(Session)
 UTTERANCES = table_of(Utterance)
 SUMMARIES = table_of(Summary)
-FACTS = table_of(ProposedFact)
-CHUNKS = table_of(Chunk)
-ENTITIES = table_of(Entity)
 INVOCATIONS = table_of(ToolInvocation)
 CALIBRATION = table_of(ToolCalibration)
 
@@ -69,7 +63,6 @@ class RecordsMixin:
         def _read(self) -> AbstractAsyncContextManager[AsyncConnection]: ...
         def _write(self) -> AbstractAsyncContextManager[AsyncConnection]: ...
         async def resolve_session(self, session_id: str) -> str: ...
-        def _embed_later(self, chunk_ids: list[int]) -> None: ...
 
     # ---------------------------------------------------------------------------- sessions
     async def list_sessions(self, limit: int | None = None) -> list[dict[str, Any]]:
@@ -180,102 +173,6 @@ class RecordsMixin:
                 f"Session {number}{title} ({_day(item['started_at'])}): {detail['summary']}"
             )
         return "\n\n".join(parts)
-
-    # ------------------------------------------------------------------------------- facts
-    async def propose_fact(
-        self,
-        npc: str,
-        text: str,
-        *,
-        entity_id: str | None = None,
-        session_id: str | None = None,
-    ) -> int:
-        """Record knowledge an NPC wants to add; it stays pending until the DM approves it."""
-        if not text.strip():
-            raise GlyphoxaError("a proposed fact needs some text")
-        async with self._write() as conn:
-            if entity_id is not None:
-                exists = await conn.execute(select(ENTITIES.c.id).where(ENTITIES.c.id == entity_id))
-                if exists.first() is None:
-                    raise GlyphoxaError(f"no entity with id {entity_id!r}")
-            return int(
-                (
-                    await conn.execute(
-                        insert(FACTS)
-                        .values(
-                            npc=npc,
-                            text=text.strip(),
-                            entity_id=entity_id,
-                            session_id=session_id,
-                            status="pending",
-                            proposed_at=time.time(),
-                        )
-                        .returning(FACTS.c.id)
-                    )
-                ).scalar_one()
-            )
-
-    async def list_facts(self, status: str | None = "pending") -> list[dict[str, Any]]:
-        query = select(FACTS).order_by(FACTS.c.id)
-        if status is not None:
-            query = query.where(FACTS.c.status == status)
-        async with self._read() as conn:
-            return [dict(row._mapping) for row in await conn.execute(query)]
-
-    async def approve_fact(self, fact_id: int, text: str | None = None) -> None:
-        """Accept a pending fact (as the DM edited it, when ``text`` is given): it joins the
-        entity's summary and ``search_facts``."""
-        if text is not None and not text.strip():
-            raise GlyphoxaError("an approved fact needs some text")
-        async with self._write() as conn:
-            fact = await self._pending_fact(conn, fact_id)
-            if text is not None and text.strip() != fact.text:
-                await conn.execute(
-                    update(FACTS).where(FACTS.c.id == fact_id).values(text=text.strip())
-                )
-                fact = await self._pending_fact(conn, fact_id)
-            label = ""
-            if fact.entity_id is not None:
-                name = await conn.execute(
-                    select(ENTITIES.c.name).where(ENTITIES.c.id == fact.entity_id)
-                )
-                label = f"{name.scalar_one_or_none() or fact.entity_id}: "
-            now = time.time()
-            await conn.execute(
-                update(FACTS).where(FACTS.c.id == fact_id).values(status="approved", decided_at=now)
-            )
-            chunk_id = (
-                await conn.execute(
-                    insert(CHUNKS)
-                    .values(
-                        kind="fact",
-                        session_id=None,
-                        entity_id=fact.entity_id,
-                        text=label + fact.text,
-                        created_at=now,
-                    )
-                    .returning(CHUNKS.c.id)
-                )
-            ).scalar_one()
-        self._embed_later([int(chunk_id)])
-
-    async def reject_fact(self, fact_id: int) -> None:
-        async with self._write() as conn:
-            await self._pending_fact(conn, fact_id)
-            await conn.execute(
-                update(FACTS)
-                .where(FACTS.c.id == fact_id)
-                .values(status="rejected", decided_at=time.time())
-            )
-
-    @staticmethod
-    async def _pending_fact(conn: AsyncConnection, fact_id: int) -> Any:
-        fact = (await conn.execute(select(FACTS).where(FACTS.c.id == fact_id))).first()
-        if fact is None:
-            raise GlyphoxaError(f"no proposed fact #{fact_id}")
-        if fact.status != "pending":
-            raise GlyphoxaError(f"fact #{fact_id} was already {fact.status}")
-        return fact
 
     # ------------------------------------------------------------------------- tool tables
     async def log_tool_call(

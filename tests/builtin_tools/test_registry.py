@@ -29,13 +29,13 @@ CONTRACT_TOOLS = {
     "roll", "roll_table", "search_rules", "get_rule", "search_sessions", "query_entities",
     "get_summary", "search_facts", "read_file", "write_file", "list_files", "list_sessions",
     "get_session_summary", "search_history", "play_track", "stop_music", "list_moods",
-    "generate_image", "web_search", "fetch_page",
+    "generate_image", "web_search", "fetch_page", "propose_memory",
 }  # fmt: skip
 
 EXPECTED_TIERS = {
     Tier.FAST: {
         "roll", "roll_table", "query_entities", "read_file", "write_file", "list_files",
-        "play_track", "stop_music", "list_moods",
+        "play_track", "stop_music", "list_moods", "propose_memory",
     },
     Tier.STANDARD: {
         "search_sessions", "search_facts", "get_summary", "search_rules", "get_rule",

@@ -13,6 +13,7 @@ from .conftest import ConsoleEnv, logged_in_page, screenshot
 pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.slow]
 
 FACT = "<script>alert(1)</script> Bartok owes {{ 7*7 }} gold to [the Watch](javascript:x)"
+DRAGON = "Bartok is secretly a dragon."
 
 
 _TIMING = "performance.getEntriesByType('navigation')[0].loadEventEnd"
@@ -56,9 +57,10 @@ async def _past_session(memory) -> None:  # type: ignore[no-untyped-def]
 
 async def test_prep_pages(console_env: ConsoleEnv, browser) -> None:  # type: ignore[no-untyped-def]
     env = console_env
-    memory = await open_memory(env.config, summarize=False, seed=False)
+    memory = await open_memory(env.config, summarize=False, seed=True)  # the entities too
     try:
         fact_id = await memory.propose_fact("Bartok", FACT)
+        dragon_id = await memory.propose_fact("Whisper", DRAGON, entity_id="bartok")
         await _past_session(memory)
     finally:
         await memory.close()
@@ -107,14 +109,25 @@ async def test_prep_pages(console_env: ConsoleEnv, browser) -> None:  # type: ig
     await fact.locator("textarea").fill("Bartok owes 49 gold to the Watch.")
     await fact.locator("button[value=approve]").click()
     await page.locator(f"#fact-{fact_id}", has_text="approved").wait_for()
+    dragon = page.locator(f"#fact-{dragon_id}")
+    assert "about Bartok" in await dragon.inner_text()  # the entity's name, not only its id
+    await dragon.locator("button[value=reject]").click()
+    await page.locator(f"#fact-{dragon_id}", has_text="rejected").wait_for()
+    await page.reload()  # the decided list: who decided, and the NPC's words beside an edit
+    decided = await page.locator("ul.decided").inner_text()
+    assert f"#{dragon_id} Whisper about Bartok: {DRAGON} by the DM (console)" in decided
+    assert f"(edited; Bartok proposed: {FACT})" in decided  # shown as text, never as markup
+    assert await page.locator("main script").count() == 0
     memory = await open_memory(env.config, summarize=False, seed=False)
     try:
         approved = await memory.list_facts("approved")
+        bartok = await memory.get_summary("bartok")
     finally:
         await memory.close()
     assert [f["text"] for f in approved if f["id"] == fact_id] == [
         "Bartok owes 49 gold to the Watch."
     ]
+    assert DRAGON not in str(bartok)  # a rejected proposal never reaches an NPC
 
     loads["settings"] = await _load(page, env.url + "/settings")
     assert "sk-console-test" not in await page.content()

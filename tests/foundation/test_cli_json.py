@@ -52,11 +52,11 @@ def test_memory_entity_and_facts(recorded: Path, capsys: pytest.CaptureFixture[s
     assert (entity["id"], entity["name"], entity["type"]) == ("bartok", "Bartok", "npc")
     assert {"description", "attributes", "relations", "facts"} <= set(entity)
     assert any(r["entity"]["id"] == "the-rusty-flagon" for r in entity["relations"])
-    pending = _json(capsys, recorded, "memory", "facts")
+    pending = _json(capsys, recorded, "memory", "proposals")
     assert [(f["npc"], f["text"], f["status"]) for f in pending] == [
         ("Bartok", "Vessa owes him money.", "pending")
     ]
-    every = _json(capsys, recorded, "memory", "facts", "--status", "all")
+    every = _json(capsys, recorded, "memory", "proposals", "--status", "all")
     assert [f["status"] for f in every] == ["approved", "pending"]
 
 

@@ -36,7 +36,7 @@ READ_ONLY = [
     ["memory", "sessions"],
     ["memory", "entities", "--type", "npc"],
     ["memory", "entity", "bartok"],
-    ["memory", "facts", "--status", "all"],
+    ["memory", "proposals", "--status", "all"],
     ["memory", "search", "candle"],
     ["recap"],
     ["rules", "search", "grappled"],

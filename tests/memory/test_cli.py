@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from bot.cli import main
+from campaigns.content import EntitiesFile
 from campaigns.memory import MemoryStore
+from campaigns.yamlio import load_model
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "campaigns/example"
 
@@ -67,10 +69,10 @@ def test_memory_commands_end_to_end(
     assert '"Night at the Flagon"' in out and "old mill is busy" in out
     code, out, _ = _run(capsys, *c, "memory", "sessions")
     assert session[:8] in out and "ended" in out
-    code, out, _ = _run(capsys, *c, "memory", "facts")
-    assert f"#{fact} [pending] Bartok" in out
-    code, out, _ = _run(capsys, *c, "memory", "approve", fact)
-    assert code == 0
+    code, out, _ = _run(capsys, *c, "memory", "proposals")
+    assert f"#{fact} [pending] Bartok: The mill wheel turns backwards." in out
+    code, out, _ = _run(capsys, *c, "memory", "proposals", "approve", fact)
+    assert code == 0 and f"proposal #{fact} approved" in out
     code, out, _ = _run(capsys, *c, "memory", "search", "wheel backwards", "--facts")
     assert "The mill wheel turns backwards." in out
 
@@ -99,3 +101,72 @@ def test_user_errors_are_one_clean_line(
     assert code == 2 and "at least 1" in err
     code, _, err = _run(capsys, *c, "memory", "--url", "nonsense", "sessions")
     assert code == 2 and "not a database URL" in err
+
+
+async def _propose(url: str) -> list[int]:
+    store = await MemoryStore.open(url)
+    await store.seed_entities(load_model(EXAMPLE / "entities.yaml", EntitiesFile).unwrap())
+    session = await store.start_session("emberford")
+    numbers = [
+        await store.propose_fact("Bartok", text, entity_id=entity, session_id=session)
+        for entity, text in (
+            ("vessa", "Vessa hides a silver key."),
+            ("whisper", "whisper likes riddles"),
+            ("bartok", "Bartok is secretly a dragon."),
+        )
+    ]
+    await store.close()
+    return numbers
+
+
+def test_proposals_round_trip(
+    config: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The DM's review from the command line: list, approve, edit, reject, and what NPCs see."""
+    c = ["--config", str(config)]
+    url = f"sqlite+aiosqlite:///{tmp_path / 'memory.db'}"
+    code, out, _ = _run(capsys, *c, "memory", "proposals")
+    assert code == 0 and out == "no proposals waiting\n"
+    key, riddles, dragon = asyncio.run(_propose(url))
+    code, out, err = _run(capsys, *c, "memory", "proposals", "--campaign", str(EXAMPLE))
+    lines = out.splitlines()
+    assert lines[0].startswith(f"#{key} [pending] Bartok about Captain Vessa (vessa), session ")
+    assert lines[0].endswith(": Vessa hides a silver key.") and len(lines) == 3
+    assert "proposals approve ID | edit ID TEXT | reject ID" in err
+
+    code, out, _ = _run(capsys, *c, "memory", "proposals", "approve", str(key))
+    assert code == 0 and out.startswith(f"proposal #{key} approved\n#{key} [approved by command")
+    code, out, _ = _run(
+        capsys, *c, "memory", "proposals", "edit", f"#{riddles}", "Whisper answers only riddles."
+    )
+    assert code == 0 and f"proposal #{riddles} edited and approved" in out
+    assert "(edited; Bartok proposed: whisper likes riddles)" in out
+    code, out, _ = _run(capsys, *c, "memory", "proposals", "reject", str(dragon), "--json")
+    assert code == 0 and json.loads(out)["status"] == "rejected"
+
+    code, out, _ = _run(capsys, *c, "memory", "proposals")
+    assert out == "no proposals waiting\n"
+    code, out, _ = _run(capsys, *c, "memory", "proposals", "--status", "all", "--json")
+    decided = {f["id"]: (f["status"], f["text"], f["decided_by"]) for f in json.loads(out)}
+    assert decided == {
+        key: ("approved", "Vessa hides a silver key.", "command line"),
+        riddles: ("approved", "Whisper answers only riddles.", "command line"),
+        dragon: ("rejected", "Bartok is secretly a dragon.", "command line"),
+    }
+    code, out, _ = _run(capsys, *c, "memory", "entity", "whisper")
+    assert "(from Bartok): Whisper answers only riddles." in out
+    code, out, _ = _run(capsys, *c, "memory", "entity", "bartok")
+    assert "dragon" not in out
+    code, out, _ = _run(capsys, *c, "memory", "search", "dragon", "--facts")
+    assert out == "nothing found for 'dragon'\n"
+
+    for bad, message in (
+        ("abc", "error: 'abc' is not a proposal number; use the number shown by `glyphoxa"),
+        ("9999", "error: no proposal #9999; `glyphoxa memory proposals` lists the waiting"),
+        (str(dragon), f"error: proposal #{dragon} was already rejected; only a waiting"),
+    ):
+        code, out, err = _run(capsys, *c, "memory", "proposals", "approve", bad)
+        assert code == 2 and err.startswith(message) and "Traceback" not in err
+        assert err.count("\n") == 1 and out == ""
+    code, _, err = _run(capsys, *c, "memory", "proposals", "edit", str(key), "x" * 301)
+    assert code == 2 and "at most 300 fit" in err

@@ -95,7 +95,7 @@ async def test_npc_facts_wait_for_dm_approval(seeded: MemoryStore) -> None:
     assert await seeded.search_facts("dragon") == []
     with pytest.raises(GlyphoxaError, match="already approved"):
         await seeded.approve_fact(approved)
-    with pytest.raises(GlyphoxaError, match="no proposed fact"):
+    with pytest.raises(GlyphoxaError, match="no proposal #9999"):
         await seeded.reject_fact(9999)
     with pytest.raises(GlyphoxaError, match="no entity"):
         await seeded.propose_fact("Bartok", "x", entity_id="nobody")

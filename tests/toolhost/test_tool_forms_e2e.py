@@ -57,9 +57,10 @@ CAST: dict[str, tuple[str, list[str], dict[Tier, set[str]]]] = {
         "deep",
         ["search_rules", "memory.*"],
         {
-            Tier.FAST: {"query_entities"},
+            Tier.FAST: {"query_entities", "propose_memory"},
             Tier.STANDARD: {
                 "query_entities",
+                "propose_memory",
                 "search_rules",
                 "get_summary",
                 "search_sessions",
@@ -67,6 +68,7 @@ CAST: dict[str, tuple[str, list[str], dict[Tier, set[str]]]] = {
             },
             Tier.DEEP: {
                 "query_entities",
+                "propose_memory",
                 "search_rules",
                 "get_summary",
                 "search_sessions",

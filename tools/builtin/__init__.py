@@ -41,7 +41,13 @@ log = logging.getLogger(__name__)
 SERVER_TOOLS: dict[str, tuple[str, ...]] = {
     "dice": ("roll", "roll_table"),
     "rules": ("search_rules", "get_rule"),
-    "memory": ("search_sessions", "query_entities", "get_summary", "search_facts"),
+    "memory": (
+        "search_sessions",
+        "query_entities",
+        "get_summary",
+        "search_facts",
+        "propose_memory",
+    ),
     "files": ("read_file", "write_file", "list_files"),
     "session": ("list_sessions", "get_session_summary", "search_history"),
     "ambience": ("play_track", "stop_music", "list_moods"),

@@ -1,8 +1,10 @@
 """The ``memory`` server: search and read the campaign memory store (``campaigns.memory``).
 
 Tools: ``search_sessions`` (transcript lines), ``query_entities`` (knowledge graph),
-``get_summary`` (one entity with relations and facts), ``search_facts`` (chunks and approved facts).
-When run standalone the server opens the store from the ``memory_url`` setting.
+``get_summary`` (one entity with relations and facts), ``search_facts`` (chunks and approved facts)
+and ``propose_memory`` (queue a fact about an entity for the DM's review; it joins the facts above
+only once approved). When run standalone the server opens the store from the ``memory_url``
+setting.
 """
 
 from __future__ import annotations
@@ -13,13 +15,16 @@ from typing import Any
 
 from campaigns.basics import GlyphoxaError
 from tools.builtin._common import define_tool, fast, object_schema, standard
+from tools.caller import current_caller
 from tools.spec import BuiltinServer, ToolContext, ToolError
 
-__all__ = ["MemoryAccess", "create_server"]
+__all__ = ["MAX_PROPOSED_CHARS", "MemoryAccess", "create_server"]
 
 log = logging.getLogger(__name__)
 
 _MAX_TEXT = 600
+#: Longest fact an NPC may propose (``campaigns.memory.proposals.MAX_FACT_CHARS``; a test checks).
+MAX_PROPOSED_CHARS = 300
 _ENTITY_TYPES = ["player_character", "npc", "location", "faction", "item", "quest"]
 
 
@@ -96,6 +101,31 @@ def create_server(ctx: ToolContext) -> BuiltinServer:
         rows = await access.call(lambda s: s.search_facts(query, top_k))
         return {"query": query, "results": _trim(rows)}
 
+    async def propose_memory(entity: str, fact: str) -> dict[str, Any]:
+        caller = current_caller()
+        if caller is None:
+            raise ToolError(
+                "propose_memory: the call does not say which NPC proposes the fact (the Glyphoxa "
+                "tool host sends it in _meta io.glyphoxa/caller)"
+            )
+        found: dict[str, Any] = await access.call(lambda s: s.resolve_entity(entity))
+        session_id = caller.session_id or ctx.session_id
+        number = await access.call(
+            lambda s: s.propose_fact(caller.npc, fact, entity_id=found["id"], session_id=session_id)
+        )
+        proposal: dict[str, Any] = await access.call(lambda s: s.get_fact(number))
+        log.info("%s proposed fact #%s about %s", caller.npc, number, found["id"])
+        notes = {
+            "pending": "The DM will review it; until approved it is not part of what is known.",
+            "approved": "This is already a known fact.",
+        }
+        return {
+            "proposal": number,
+            "entity": {"id": found["id"], "name": found["name"]},
+            "status": proposal["status"],
+            "note": notes.get(proposal["status"], ""),
+        }
+
     query_text = {"type": "string", "minLength": 1, "maxLength": 300}
     return BuiltinServer(
         name="memory",
@@ -151,6 +181,31 @@ def create_server(ctx: ToolContext) -> BuiltinServer:
                 ),
                 search_facts,
                 standard(estimated=900, maximum=1500, read_only=True, idempotent=True),
+            ),
+            define_tool(
+                "propose_memory",
+                "Propose a lasting fact you learned about a campaign entity (a person, place, "
+                "faction, item or quest) for the campaign's memory. The DM reviews it before it "
+                "becomes known. One short sentence in the third person; not for small talk.",
+                object_schema(
+                    {
+                        "entity": {
+                            "type": "string",
+                            "minLength": 1,
+                            "maxLength": 120,
+                            "description": "the entity's id or name, e.g. bartok or Bartok",
+                        },
+                        "fact": {
+                            "type": "string",
+                            "minLength": 3,
+                            "maxLength": MAX_PROPOSED_CHARS,
+                            "description": "the fact, e.g. Bartok owes the Black Candle 40 gold",
+                        },
+                    },
+                    ["entity", "fact"],
+                ),
+                propose_memory,
+                fast(estimated=40, maximum=1500),
             ),
         ],
     )

@@ -1,10 +1,12 @@
 """Expose a ``BuiltinServer`` as a standalone MCP server over stdio.
 
 Uses the mcp SDK's low-level ``Server`` so each tool's ``inputSchema`` and the Glyphoxa latency
-metadata under ``_meta`` are published exactly as declared in its ``ToolDef``. A ``ToolError`` (or
-bad arguments) comes back as an ``isError`` result the LLM can read, never as a protocol error;
-an unexpected failure is marked as a crash (``FAILURE_META_KEY``) so a Glyphoxa host counts it
-against the tool's health. ``tools.builtin.serve_http`` serves the same over streamable HTTP.
+metadata under ``_meta`` are published exactly as declared in its ``ToolDef``; the caller a
+request's ``_meta`` names (``tools.caller``) is set for the handler as in-process. A
+``ToolError`` (or bad arguments) comes back as an ``isError`` result the LLM can read, never as
+a protocol error; an unexpected failure is marked as a crash (``FAILURE_META_KEY``) so a
+Glyphoxa host counts it against the tool's health. ``tools.builtin.serve_http`` serves the same
+over streamable HTTP.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import mcp_types as types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
+from tools.caller import ToolCaller, calling_as
 from tools.spec import FAILURE_META_KEY, BuiltinServer, ToolDef, ToolError
 
 __all__ = ["build_mcp_server", "call_tool_result", "serve_stdio", "tool_listing"]
@@ -92,7 +95,9 @@ def build_mcp_server(server: BuiltinServer) -> Server[Any]:
                 ],
                 is_error=True,
             )
-        return await call_tool_result(tool, params.arguments)
+        # The host names the NPC the call is made for (``tools.caller``); the handler reads it.
+        with calling_as(ToolCaller.from_meta(params.meta)):
+            return await call_tool_result(tool, params.arguments)
 
     return Server(
         f"glyphoxa-{server.name}",

@@ -151,15 +151,21 @@ class McpConnection:
             return False
 
     async def call_tool(
-        self, name: str, arguments: dict[str, Any], *, as_task: bool = False
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        *,
+        as_task: bool = False,
+        meta: dict[str, Any] | None = None,
     ) -> mt.CallToolResult:
-        """One ``tools/call``; ``as_task`` runs it as a task and polls it (``tools.host.tasks``)."""
+        """One ``tools/call``; ``as_task`` runs it as a task and polls it (``tools.host.tasks``);
+        ``meta`` goes into the request's ``_meta`` (the caller, ``tools.caller``)."""
         session, dispatcher = self.session, self._dispatcher
         if session is None or dispatcher is None or self.state is not ServerState.UP:
             raise ServerDown(f"MCP server {self.name!r} is {self.state.value}")
         if as_task:
-            return await call_as_task(dispatcher, name, arguments, spawn=self.spawn)
-        return await session.call_tool(name, arguments)
+            return await call_as_task(dispatcher, name, arguments, spawn=self.spawn, meta=meta)
+        return await session.call_tool(name, arguments, meta=meta)  # type: ignore[arg-type]
 
     def _set_state(self, state: ServerState) -> None:
         if state is ServerState.UP:

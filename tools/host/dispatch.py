@@ -24,6 +24,7 @@ import pydantic
 from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import CONNECTION_CLOSED, INVALID_PARAMS, REQUEST_TIMEOUT
 
+from tools.caller import current_caller
 from tools.host.connections import ServerDown
 from tools.host.content import ShapedResult, from_mcp_result, from_value
 from tools.host.registry import ToolEntry
@@ -109,7 +110,9 @@ async def _mcp_call(
     a pipe, so the call stays in the caller's task and saves the task hop."""
     connection = entry.connection
     as_task = entry.task_support == "required"
-    call = connection.call_tool(entry.original, arguments, as_task=as_task)
+    caller = current_caller()
+    meta = caller.to_meta() if caller is not None else None
+    call = connection.call_tool(entry.original, arguments, as_task=as_task, meta=meta)
     if not connection.detach_calls:
         async with asyncio.timeout(entry.timeout_s):
             return await call  # type: ignore[no-any-return]

@@ -17,6 +17,7 @@ from collections.abc import Callable, Collection
 from typing import Any
 
 from campaigns.basics import Tier
+from tools.caller import ToolCaller, calling_as
 from tools.host.approval import ApprovalDecision, ApprovalGate, ApprovalRequest
 from tools.host.content import ShapedResult
 from tools.host.dispatch import run_entry
@@ -63,6 +64,8 @@ class Executor:
         self.recorded = 0
         """Calls recorded into calibration so far (autosave watches it)."""
         self._abandoned: set[asyncio.Task[Any]] = set()
+        self.session_of: Callable[[], str | None] = lambda: None
+        """The campaign-memory session calls are made in (told to tools with the caller)."""
 
     async def call(
         self,
@@ -172,7 +175,8 @@ class Executor:
         started: float,
         approval: str | None,
     ) -> ToolResult:
-        outcome = await run_entry(entry, arguments, self._abandon)
+        with calling_as(ToolCaller(npc, self.session_of())):
+            outcome = await run_entry(entry, arguments, self._abandon)
         if outcome.health != "skip":
             duration_ms = (time.perf_counter() - started) * 1000.0
             self._record(entry, duration_ms, outcome.health == "ok")

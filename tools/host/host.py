@@ -312,6 +312,11 @@ class ToolHost:
 
     # -- execution -------------------------------------------------------------------------
 
+    def follow_session(self, session_id: Callable[[], str | None]) -> None:
+        """Tell every call which campaign-memory session it is made in (``tools.caller``):
+        tools that record something, like ``propose_memory``, file it under that session."""
+        self._executor.session_of = session_id
+
     async def call(
         self,
         name: str,

@@ -51,6 +51,7 @@ async def call_as_task(
     arguments: dict[str, Any],
     *,
     spawn: Callable[[Coroutine[Any, Any, Any]], object],
+    meta: dict[str, Any] | None = None,
 ) -> mt.CallToolResult:
     """Run ``name`` as a task and return its result; the caller bounds the time.
 
@@ -59,7 +60,9 @@ async def call_as_task(
         spawn: Runs a coroutine in a task the connection owns (the courtesy ``tasks/cancel``
             must outlive this call's cancellation).
     """
-    params = {"name": name, "arguments": arguments, "task": {"ttl": _TASK_TTL_MS}}
+    params: dict[str, Any] = {"name": name, "arguments": arguments, "task": {"ttl": _TASK_TTL_MS}}
+    if meta:
+        params["_meta"] = meta
     raw = await dispatcher.send_raw_request("tools/call", params)
     task = mt.CreateTaskResult.model_validate(raw, by_name=False).task
     finished = False

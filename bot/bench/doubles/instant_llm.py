@@ -1,6 +1,7 @@
 """An instant LLM: a local OpenAI-compatible chat-completions server (stdlib asyncio, real HTTP
 and SSE) with scripted answers, for measuring the pipeline's own floor (``glyphoxa bench e2e``)
-and for deterministic tests. With tools offered and no tool result yet it calls ``roll``;
+and for deterministic tests. With tools offered and no tool result yet it calls ``roll`` (an
+NPC offered ``propose_memory`` but no ``roll`` proposes :data:`PROPOSED_FACT` instead);
 otherwise it streams a fixed line per NPC. Every request body is recorded."""
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import json
 import time
 from typing import Any
 
-__all__ = ["ANSWERS", "DEFAULT_ANSWER", "InstantLlm"]
+__all__ = ["ANSWERS", "DEFAULT_ANSWER", "PROPOSED_FACT", "InstantLlm"]
 
 DEFAULT_ANSWER = "Right away, friend. Here you go."
 ANSWERS = {
@@ -18,6 +19,9 @@ ANSWERS = {
     "Greymantle": "The candle burns in the dark. I have read of it in old books. "
     "It is a secret society of smugglers. They meet under the old mill at night.",
 }
+
+#: What an NPC offered ``propose_memory`` (and no ``roll``) proposes, about the Black Candle.
+PROPOSED_FACT = "The Black Candle meets under the old mill at night."
 
 
 def _npc(body: dict[str, Any]) -> str:
@@ -96,6 +100,11 @@ class InstantLlm:
             arguments = json.dumps({"expression": "1d20"})
             call = {"index": 0, "id": "call_roll", "type": "function",
                     "function": {"name": "roll", "arguments": arguments}}  # fmt: skip
+            return [*out, _chunk({"tool_calls": [call]}), _chunk({}, "tool_calls")]
+        if "propose_memory" in tools and not answered_tool:
+            arguments = json.dumps({"entity": "Black Candle", "fact": PROPOSED_FACT})
+            call = {"index": 0, "id": "call_propose", "type": "function",
+                    "function": {"name": "propose_memory", "arguments": arguments}}  # fmt: skip
             return [*out, _chunk({"tool_calls": [call]}), _chunk({}, "tool_calls")]
         for word in ANSWERS.get(_npc(body), DEFAULT_ANSWER).split(" "):
             out.append(_chunk({"content": word + " "}))
