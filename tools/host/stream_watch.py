@@ -7,6 +7,7 @@ piece knows anything about MCP: they watch a stream end and forward a child's st
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
 import os
@@ -15,6 +16,9 @@ from collections.abc import Callable
 from typing import Any
 
 __all__ = ["StderrPump", "WatchedStream"]
+
+_LAST_WORDS = 5
+"""Lines held back past the burst that are still logged when the server exits."""
 
 
 class WatchedStream:
@@ -74,6 +78,7 @@ class StderrPump:
             lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(self._read_fd, "rb")
         )
         window_start, sent, dropped = time.monotonic(), 0, 0
+        last_words: collections.deque[str] = collections.deque(maxlen=_LAST_WORDS)
         try:
             while line := await reader.readline():
                 now = time.monotonic()
@@ -81,14 +86,21 @@ class StderrPump:
                     if dropped:
                         self._log.warning("(%d stderr lines suppressed)", dropped)
                     window_start, sent, dropped = now, 0, 0
+                    last_words.clear()
+                text = line.decode("utf-8", "replace").rstrip()
                 if sent < self._burst:
                     sent += 1
-                    self._log.info("%s", line.decode("utf-8", "replace").rstrip())
+                    self._log.info("%s", text)
                 else:
                     dropped += 1
+                    last_words.append(text)
         finally:
-            if dropped:
-                self._log.warning("(%d stderr lines suppressed)", dropped)
+            # A server that floods stderr and then dies says why in its last lines: those of
+            # the lines held back are logged as it exits.
+            if dropped > len(last_words):
+                self._log.warning("(%d stderr lines suppressed)", dropped - len(last_words))
+            for text in last_words:
+                self._log.info("%s", text)
             transport.close()
 
     async def stop(self) -> None:
