@@ -204,6 +204,8 @@ async def review_decide(request: Request) -> Response:
             raise GlyphoxaError(f"unknown review action {action!r}")
     except GlyphoxaError as error:
         return HTMLResponse(hub.renderer.fragment("flash", text=str(error), error=True), 409)
+    for feed in hub.tables.values():  # the running tables see the decision at the next mention
+        feed.session.entities.forget()
     return HTMLResponse(hub.renderer.fragment("fact_decided", fact=fact))
 
 
