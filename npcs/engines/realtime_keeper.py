@@ -106,10 +106,11 @@ class SessionKeeper:
     async def aclose(self) -> None:
         """Stop renewing and close every NPC's session."""
         self._closed = True
-        tasks, self._tasks = list(self._tasks), set()
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        while self._tasks:  # a renewal cut short may have started its successor's watch
+            tasks, self._tasks = list(self._tasks), set()
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
         sessions, self._sessions = self._sessions, {}
         for session in sessions.values():
             await session.close()
@@ -117,6 +118,9 @@ class SessionKeeper:
     # -- renewal ------------------------------------------------------------------------------
 
     def _spawn(self, work: Coroutine[Any, Any, None], name: str) -> None:
+        if self._closed:
+            work.close()
+            return
         task = asyncio.create_task(work, name=name)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
