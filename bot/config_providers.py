@@ -138,6 +138,23 @@ class RealtimeOptions(_Strict):
     """The voice of realtime NPCs whose own voice is not an OpenAI one."""
     max_realtime_tier: TierName = Tier.STANDARD
     """Turns whose tools are slower go through the cascaded engine and ``providers.llm``."""
+    session_limit_s: float = Field(default=1800.0, gt=0)
+    """The provider's maximum session length in seconds (OpenAI: 30 minutes). Sessions are
+    renewed before it, carrying the conversation over."""
+    renew_margin_s: float = Field(default=120.0, ge=0)
+    """Renew this many seconds before ``session_limit_s``, between turns."""
+    carry_turns: int = Field(default=8, ge=0, le=100)
+    """The recent turns a renewed session is told word for word (older ones as a summary)."""
+
+    @model_validator(mode="after")
+    def _margin_fits_the_limit(self) -> Self:
+        if self.renew_margin_s >= self.session_limit_s:
+            raise ValueError(
+                f"renew_margin_s ({self.renew_margin_s:g}) must be smaller than "
+                f"session_limit_s ({self.session_limit_s:g}): sessions are renewed that long "
+                "before the limit"
+            )
+        return self
 
 
 class EmbeddingsOptions(_Strict):

@@ -7,8 +7,15 @@ re-declared when the tier changes. Function calls run through the host and go ba
 ``response.cancel`` and ``conversation.item.truncate`` with the audio actually played, so the
 model's memory matches what the players heard. A turn whose tier exposes tools slower than
 ``max_realtime_tier`` is answered entirely by the fallback (cascaded) engine instead of
-switching engines mid-utterance (docs/tools.md). The protocol's payloads are built in
-``realtime_wire``.
+switching engines mid-utterance (docs/tools.md).
+
+Providers end a session after a fixed time (OpenAI: 30 minutes). Each session is renewed before
+that, between turns (a turn in progress finishes first, a turn arriving meanwhile waits), and
+the new session is told a summary of the conversation and the recent turns (``realtime_carry``)
+and offered the same persona and tools. A session the server ends early is renewed at once the
+same way; a turn it ended before answering is asked again on the new session, once. The
+protocol's payloads are built in ``realtime_wire``, sessions in ``realtime_session``, and
+their renewal is kept by ``realtime_keeper``.
 """
 
 from __future__ import annotations
@@ -19,14 +26,13 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncGenerator
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 import openai
 from websockets.exceptions import ConnectionClosed
 
 from campaigns.basics import AudioChunk, GlyphoxaError, Tier
-from npcs.context import build_system_prompt, direction_note, render_scene
+from npcs.context import build_system_prompt
 from npcs.engines import realtime_wire as wire
 from npcs.engines.cascaded import DEFAULT_FILLERS, offered_tools
 from npcs.engines.chat_wire import await_confirmation
@@ -41,6 +47,9 @@ from npcs.engines.events import (
     TurnDone,
     TurnRequest,
 )
+from npcs.engines.realtime_carry import RenewalPolicy
+from npcs.engines.realtime_keeper import SessionKeeper
+from npcs.engines.realtime_session import RealtimeSession
 from npcs.engines.realtime_wire import BYTES_PER_MS, REALTIME_SAMPLE_RATE
 from npcs.inference.openai_client import openai_client
 from npcs.sentences import SentenceSplitter
@@ -52,7 +61,13 @@ if TYPE_CHECKING:
 
     from tools.host import ToolHost
 
-__all__ = ["DEFAULT_REALTIME_MODEL", "REALTIME_SAMPLE_RATE", "RealtimeEngine", "RealtimeSettings"]
+__all__ = [
+    "DEFAULT_REALTIME_MODEL",
+    "REALTIME_SAMPLE_RATE",
+    "RealtimeEngine",
+    "RealtimeSettings",
+    "RenewalPolicy",
+]
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +80,15 @@ class _RealtimeOptions(Protocol):
 
     @property
     def max_realtime_tier(self) -> Tier: ...
+
+    @property
+    def session_limit_s(self) -> float: ...
+
+    @property
+    def renew_margin_s(self) -> float: ...
+
+    @property
+    def carry_turns(self) -> int: ...
 
 
 class RealtimeSettings(Protocol):
@@ -83,20 +107,8 @@ class RealtimeSettings(Protocol):
     def options(self) -> _RealtimeOptions: ...
 
 
-@dataclass
-class _Session:
-    """One NPC's live Realtime connection and what has been declared on it."""
-
-    connection: Any
-    manager: Any
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    declared: tuple[Tier, tuple[str, ...]] | None = None
-    instructions: str = ""
-    scene_sent_at: float = float("-inf")
-    active_response: str | None = None
-    audio_item: tuple[str, int] | None = None
-    audio_ms: float = 0.0
-    first_audio_at: float | None = None
+class _Ended(Exception):
+    """The server ended the session (its time limit) in the middle of a turn."""
 
 
 class RealtimeEngine:
@@ -111,6 +123,8 @@ class RealtimeEngine:
         max_realtime_tier: the slowest tool tier realtime handles itself.
         voice: default voice when an NPC has no ``openai`` voice configured.
         max_depth: tool rounds per turn before the model must answer.
+        renewal: when sessions are renewed and what they carry over (OpenAI's limits by
+            default).
     """
 
     name = "realtime"
@@ -125,6 +139,7 @@ class RealtimeEngine:
         max_realtime_tier: Tier = Tier.STANDARD,
         voice: str = "alloy",
         max_depth: int = 4,
+        renewal: RenewalPolicy | None = None,
     ) -> None:
         self.client = client
         self.model = model
@@ -133,8 +148,8 @@ class RealtimeEngine:
         self.max_realtime_tier = max_realtime_tier
         self.voice = voice
         self.max_depth = max_depth
-        self._sessions: dict[str, _Session] = {}
-        self._connecting: dict[str, asyncio.Lock] = {}
+        self.sessions = SessionKeeper(client, model, renewal or RenewalPolicy())
+        """Each NPC's session and conversation, renewed before the provider's limit."""
 
     @classmethod
     def from_config(
@@ -145,7 +160,8 @@ class RealtimeEngine:
         fallback: Engine | None = None,
     ) -> RealtimeEngine:
         """From the ``providers.realtime`` section (``model``, ``base_url``, ``api_key``;
-        ``options.voice``, ``options.max_realtime_tier``)."""
+        ``options.voice``, ``max_realtime_tier``, ``session_limit_s``, ``renew_margin_s``,
+        ``carry_turns``)."""
         key = provider.api_key
         base_url = provider.base_url
         if key is None and base_url is None:
@@ -159,14 +175,16 @@ class RealtimeEngine:
             fallback=fallback,
             max_realtime_tier=options.max_realtime_tier,
             voice=options.voice,
+            renewal=RenewalPolicy(
+                limit_s=options.session_limit_s,
+                margin_s=options.renew_margin_s,
+                carry_turns=options.carry_turns,
+            ),
         )
 
     async def aclose(self) -> None:
-        """Close every NPC's connection."""
-        sessions, self._sessions = self._sessions, {}
-        for session in sessions.values():
-            with contextlib.suppress(Exception):
-                await session.manager.__aexit__(None, None, None)
+        """Stop renewing and close every NPC's connection."""
+        await self.sessions.aclose()
 
     def needs_cascade(self, request: TurnRequest) -> bool:
         """True when the turn's visible tools include one slower than realtime should wait."""
@@ -188,73 +206,54 @@ class RealtimeEngine:
                 async for event in events:
                     yield event
             return
-        session = await self._session(request)
-        async with session.lock:
-            try:
-                async for event in self._turn(session, request):
-                    yield event
-            except (asyncio.CancelledError, GeneratorExit):
-                await asyncio.shield(self._interrupt(session, request))
-                raise
-            except (ConnectionClosed, openai.OpenAIError, OSError) as error:
-                await self._drop(request.npc.name)
-                raise GlyphoxaError(
-                    f"realtime connection for {request.npc.name} lost: {error}"
-                ) from None
-
-    async def _drop(self, npc: str) -> None:
-        """Forget a broken connection; the next turn reconnects."""
-        session = self._sessions.pop(npc, None)
-        if session is not None:
-            with contextlib.suppress(Exception):
-                await session.manager.__aexit__(None, None, None)
+        npc = request.npc.name
+        sessions = self.sessions
+        async with sessions.lock(npc):  # one turn (or renewal) of an NPC at a time, in order
+            asked_again = False
+            while True:
+                session = await sessions.session(npc, *self._persona(request))
+                answered = False
+                try:
+                    async for event in self._turn(session, request):
+                        answered = True
+                        yield event
+                    return
+                except (asyncio.CancelledError, GeneratorExit):
+                    await asyncio.shield(self._interrupt(session, request))
+                    sessions.record(npc, session, cut=True)
+                    raise
+                except (_Ended, ConnectionClosed, openai.OpenAIError, OSError) as error:
+                    await sessions.retire(npc, session)
+                    if answered or asked_again:
+                        sessions.record(npc, session, cut=True)
+                        sessions.renew_now(npc, session)
+                        raise GlyphoxaError(
+                            f"realtime connection for {npc} lost: {error}"
+                        ) from None
+                    log.warning(
+                        "realtime session for %s ended by the server before it answered (%s): "
+                        "renewing it and asking again",
+                        npc,
+                        error,
+                    )
+                    asked_again = True
 
     async def interrupt(self, npc: str, played_ms: float | None = None) -> None:
         """Barge-in after a turn already finished streaming (its audio still playing):
         truncate what the NPC has not said yet out of the server's memory."""
-        session = self._sessions.get(npc)
+        session = self.sessions.current(npc)
         if session is not None:
             await self._interrupt(session, None, played_ms)
 
-    # -- connection -------------------------------------------------------------------------
-
-    async def _session(self, request: TurnRequest) -> _Session:
-        """The NPC's connection, opened and set up on first use. One connect per NPC at a time
-        (two turns never open two connections, one of them never closed); a connection that
-        fails while being set up is closed, not left open, and the turn fails clearly."""
+    def _persona(self, request: TurnRequest) -> tuple[str, str]:
+        """The NPC's instructions and realtime voice."""
         npc = request.npc
-        async with self._connecting.setdefault(npc.name, asyncio.Lock()):
-            session = self._sessions.get(npc.name)
-            if session is not None:
-                return session
-            manager = self.client.realtime.connect(model=self.model)
-            try:
-                connection = await manager.__aenter__()
-            except Exception as error:
-                raise GlyphoxaError(
-                    f"cannot reach the realtime API for {npc.name}: {error}"
-                ) from None
-            voice = (
-                npc.voice.voice
-                if npc.voice.provider == "openai" and npc.voice.voice
-                else self.voice
-            )
-            instructions = build_system_prompt(npc, has_tools=bool(npc.tools))
-            try:
-                await connection.session.update(session=wire.session_setup(instructions, voice))
-            except BaseException as error:
-                with contextlib.suppress(Exception):
-                    await manager.__aexit__(None, None, None)
-                if isinstance(error, ConnectionClosed | openai.OpenAIError | OSError):
-                    raise GlyphoxaError(
-                        f"realtime connection for {npc.name} lost while setting it up: {error}"
-                    ) from None
-                raise
-            session = _Session(connection=connection, manager=manager, instructions=instructions)
-            self._sessions[npc.name] = session
-            return session
+        voice = (
+            npc.voice.voice if npc.voice.provider == "openai" and npc.voice.voice else self.voice
+        )
+        return build_system_prompt(npc, has_tools=bool(npc.tools)), voice
 
-    async def _declare_tools(self, session: _Session, request: TurnRequest) -> None:
+    async def _declare_tools(self, session: RealtimeSession, request: TurnRequest) -> None:
         """Re-declare tools when the tier (or the visible set) changed, and the persona when
         the NPC file was hot-reloaded."""
         npc = request.npc
@@ -269,49 +268,21 @@ class RealtimeEngine:
         if session.declared == (request.tier, names):
             return
         await session.connection.session.update(session=wire.function_tools(tools))
-        session.declared = (request.tier, names)
-
-    async def _send_input(self, session: _Session, request: TurnRequest) -> None:
-        connection = session.connection
-        fresh = [
-            line
-            for line in request.scene
-            if line.at > session.scene_sent_at
-            and not (line.npc is None and line.text.strip() == request.text.strip())
-        ]
-        context = []
-        if fresh:
-            context.append("Meanwhile at the table:\n" + render_scene(fresh, request.npc.name))
-            session.scene_sent_at = max(line.at for line in fresh)
-        if request.entity_snapshot:
-            context.append(f"Facts from the campaign notes:\n{request.entity_snapshot.strip()}")
-        if request.direction:
-            context.append(direction_note(request.direction))
-        if context:
-            await connection.conversation.item.create(
-                item=wire.message("system", "\n\n".join(context))
-            )
-        if request.audio:
-            for piece in wire.audio_appends(request.audio):
-                await connection.input_audio_buffer.append(audio=piece)
-            await connection.input_audio_buffer.commit()
-        else:
-            text = f"{request.speaker} says to you: {request.text.strip()}"
-            await connection.conversation.item.create(item=wire.message("user", text))
+        session.declared, session.tools = (request.tier, names), tools
 
     # -- one turn ---------------------------------------------------------------------------
 
     async def _turn(
-        self, session: _Session, request: TurnRequest
+        self, session: RealtimeSession, request: TurnRequest
     ) -> AsyncGenerator[EngineEvent, None]:
         connection = session.connection
         await self._declare_tools(session, request)
-        await self._send_input(session, request)
+        await session.send_input(request, self.sessions.conversation(request.npc.name))
         session.audio_item = None
         session.audio_ms = 0.0
         session.first_audio_at = None
         await connection.response.create()
-        transcript: list[str] = []
+        transcript = session.transcript
         splitter = SentenceSplitter()
         calls: list[ToolCall] = []
         first = True
@@ -325,7 +296,10 @@ class RealtimeEngine:
                 waiting_for_created = False
                 continue
             if kind == "error":
-                message = getattr(getattr(event, "error", None), "message", "") or str(event)
+                error = getattr(event, "error", None)
+                message = getattr(error, "message", "") or str(event)
+                if getattr(error, "code", None) == wire.SESSION_EXPIRED:
+                    raise _Ended(f"{wire.SESSION_EXPIRED}: {message}")
                 if waiting_for_created:
                     raise GlyphoxaError(f"realtime API error for {request.npc.name}: {message}")
                 log.warning("realtime error for %s: %s", request.npc.name, message)
@@ -372,7 +346,9 @@ class RealtimeEngine:
                 rest = splitter.flush()
                 if rest:
                     yield Sentence(rest)
-                yield TurnDone("".join(transcript).strip(), engine=self.name)
+                answer = "".join(transcript).strip()
+                self.sessions.record(request.npc.name, session)
+                yield TurnDone(answer, engine=self.name)
                 return
 
     @staticmethod
@@ -382,7 +358,7 @@ class RealtimeEngine:
         return first
 
     async def _run_tools(
-        self, session: _Session, request: TurnRequest, calls: list[ToolCall]
+        self, session: RealtimeSession, request: TurnRequest, calls: list[ToolCall]
     ) -> ToolsUsed:
         npc = request.npc
         if self.host is None:
@@ -398,7 +374,7 @@ class RealtimeEngine:
         return ToolsUsed(report)
 
     async def _interrupt(
-        self, session: _Session, request: TurnRequest | None, played_ms: float | None = None
+        self, session: RealtimeSession, request: TurnRequest | None, played_ms: float | None = None
     ) -> None:
         """response.cancel for a running response; truncate the audio item to what was heard."""
         connection = session.connection
@@ -414,6 +390,7 @@ class RealtimeEngine:
                     elapsed = 0.0 if started is None else (time.monotonic() - started) * 1000
                     played_ms = elapsed
                 heard = int(max(0.0, min(played_ms, session.audio_ms)))
+                session.heard_share = heard / session.audio_ms if session.audio_ms else None
                 item_id, content_index = session.audio_item
                 await connection.conversation.item.truncate(
                     item_id=item_id, content_index=content_index, audio_end_ms=heard

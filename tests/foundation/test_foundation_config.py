@@ -224,3 +224,28 @@ def test_provider_options_are_typed_with_their_defaults(tmp_path: Path) -> None:
         None,
     )
     assert config.providers.stt.options.window_s == 10.0
+
+
+def test_realtime_session_renewal_is_typed_and_its_margin_must_fit_the_limit(
+    tmp_path: Path,
+) -> None:
+    realtime = "providers:\n  realtime:\n    name: openai\n    base_url: http://x/v1\n"
+    config = load_config(_write(tmp_path, realtime), environ={})
+    assert config.providers.realtime is not None
+    options = config.providers.realtime.options
+    assert (options.session_limit_s, options.renew_margin_s, options.carry_turns) == (
+        1800.0,
+        120.0,
+        8,
+    )
+    path = _write(
+        tmp_path, realtime + "    options:\n      session_limit_s: 600\n      renew_margin_s: 600\n"
+    )
+    with pytest.raises(ContentError) as raised:
+        load_config(path, environ={})
+    assert f"{path}:6:7: providers.realtime.options: renew_margin_s (600) must be smaller" in str(
+        raised.value
+    )
+    path = _write(tmp_path, realtime + "    options: {carry_turns: -1}\n")
+    with pytest.raises(ContentError, match=r"providers\.realtime\.options\.carry_turns"):
+        load_config(path, environ={})

@@ -13,7 +13,7 @@ from openai import AsyncOpenAI
 from campaigns.basics import AudioChunk, Tier
 from npcs.context import SceneLine
 from npcs.engines import CascadedEngine, FirstToken, ToolsUsed, TurnDone, TurnRequest
-from npcs.engines.realtime import RealtimeEngine
+from npcs.engines.realtime import RealtimeEngine, RenewalPolicy
 from npcs.schema import NpcDefinition
 
 from .npcs_fake_openai import FakeOpenAI, Step
@@ -188,7 +188,13 @@ async def test_from_config_uses_provider_settings(host) -> None:
                 model="gpt-realtime-mini",
                 base_url=server.base_url,
                 api_key="secret-key",
-                options={"voice": "verse", "max_realtime_tier": "fast"},
+                options={
+                    "voice": "verse",
+                    "max_realtime_tier": "fast",
+                    "session_limit_s": 900,
+                    "renew_margin_s": 60,
+                    "carry_turns": 4,
+                },
             )
         )
         engine = RealtimeEngine.from_config(provider, host=host)
@@ -196,23 +202,25 @@ async def test_from_config_uses_provider_settings(host) -> None:
         await run(engine, TurnRequest(npc, "Alice", "Halt?", Tier.FAST))
         await engine.aclose()
     assert engine.max_realtime_tier == Tier.FAST
+    assert engine.sessions.policy == RenewalPolicy(limit_s=900, margin_s=60, carry_turns=4)
     assert server.paths[0] == "/v1/realtime?model=gpt-realtime-mini"
     assert server.headers[0]["authorization"] == "Bearer secret-key"
     assert server.of_type("session.update")[0]["session"]["audio"]["output"]["voice"] == "verse"
 
 
 @pytest.mark.parametrize(
-    ("refuse", "first", "error"),
+    ("refuse", "first", "error", "connections"),
     [
-        # the websocket drops in the middle of an answer
-        (0, [Reply(close=True)], "realtime connection for Oracle lost: "),
+        # the websocket drops in the middle of an answer, and again when the turn is asked
+        # again on a new session (once); a third session is opened at once for the next turn
+        (0, [Reply(close=True)] * 2, "realtime connection for Oracle lost: ", 3),
         # the server drops it right after the handshake: the session set-up fails with our own
         # error, not websockets' ConnectionClosedError, and the connection is closed
-        (1, [], "realtime connection for Oracle lost while setting it up: "),
+        (1, [], "realtime connection for Oracle lost while setting it up: ", 2),
     ],
 )
 async def test_lost_connection_is_a_clear_error_and_the_next_turn_reconnects(
-    host, refuse: int, first: list[Reply], error: str
+    host, refuse: int, first: list[Reply], error: str, connections: int
 ) -> None:
     from campaigns.basics import GlyphoxaError
 
@@ -224,7 +232,7 @@ async def test_lost_connection_is_a_clear_error_and_the_next_turn_reconnects(
         events = await run(engine, TurnRequest(ORACLE, "Alice", "Hello again?", Tier.FAST))
         await engine.aclose()
     assert events[-1] == TurnDone("Back again.", engine="realtime")
-    assert len(server.paths) == 2
+    assert len(server.paths) == connections
 
 
 async def test_two_turns_at_once_share_one_connection(host) -> None:
