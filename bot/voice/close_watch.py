@@ -47,11 +47,13 @@ class CloseWatch:
     def watch(self, socket: Any) -> None:
         """Read the close frames of ``socket`` (an ``aiohttp.ClientWebSocketResponse``; a new
         one after each reconnect, so this is called for every gateway message and only wraps
-        a socket it has not seen)."""
-        if socket is None or socket is self._watched:
+        a socket it has not seen). A socket without ``receive`` (a stand-in that is fed its
+        messages another way) is left alone."""
+        found = getattr(socket, "receive", None)
+        if found is None or socket is self._watched:
             return
         self._watched = socket
-        receive: Callable[..., Awaitable[aiohttp.WSMessage]] = socket.receive
+        receive: Callable[..., Awaitable[aiohttp.WSMessage]] = found
 
         async def receive_and_note(*args: Any, **kwargs: Any) -> aiohttp.WSMessage:
             message = await receive(*args, **kwargs)
