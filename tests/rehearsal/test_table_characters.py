@@ -100,6 +100,10 @@ async def test_binding_is_kept_for_the_next_session_and_can_be_undone(
             await first.session.bind_character(TOBBLE, "arin")
         with pytest.raises(GlyphoxaError, match="the NPC Bartok's name"):
             await first.session.bind_character(TOBBLE, "Bartok")
+        first.driver.say("dusk_rider", "Bartok, a room for the night.")
+        await first.driver.run_until(lambda: len(first.driver.of_type(NpcSpoke)) == 1)
+    recap = await memory.recap(1)  # the session's summary, written when it ended
+    assert "Arin" in recap and "dusk_rider" not in recap
     async with _night(config, campaign, memory) as second:
         (kept,) = second.session.characters.bindings()
         assert (kept.user_id, kept.character, kept.bound_by) == ("1", "Arin", "Dana")
