@@ -63,7 +63,10 @@ class CharacterRoster:
         stored = await self._memory.character_bindings(self._campaign.name)
         for row in stored:
             problem = character_name_problem(row.character, self._campaign.npcs.values())
-            if problem is not None:  # an NPC took the name since: the player is asked again
+            other = self._player_of(row.character, besides=row.user_id)
+            if problem is None and other is not None:
+                problem = f"{row.character} is played by {other.user_id} ({other.source})"
+            if problem is not None:  # the name was taken since: the player binds another
                 log.warning("binding of %s not used: %s", row.user_id, problem)
                 continue
             self._table[row.user_id] = Binding(row.user_id, row.character, "table", row.bound_by)
@@ -102,9 +105,14 @@ class CharacterRoster:
             raise GlyphoxaError(problem[0].upper() + problem[1:] + ".")
         other = self._player_of(character, besides=user_id)
         if other is not None:
+            free = (
+                "edit characters: in campaign.yaml"
+                if other.source == "campaign.yaml"
+                else "`/character unbind` that player"
+            )
             raise GlyphoxaError(
-                f"{other.character} is already played by another player; the DM can free the "
-                "name with `/character unbind`."
+                f"{other.character} is already played by another player; to free the name, "
+                f"the DM can {free}."
             )
         if self._memory is not None:
             await self._memory.bind_character(

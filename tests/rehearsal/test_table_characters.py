@@ -124,7 +124,12 @@ async def test_campaign_yaml_binds_by_user_id_and_the_table_overrides_it(
     config: GlyphoxaConfig, campaign: Campaign, memory: MemoryStore
 ) -> None:
     campaign.meta.characters = {"2": "Tobble the Bold"}  # as loaded from campaign.yaml
+    # bound at an earlier session, before the DM gave the name to Tobble in campaign.yaml
+    await memory.bind_character(campaign.name, "1", "tobble the bold", bound_by="dusk_rider")
     async with _night(config, campaign, memory) as table:
+        assert [(b.user_id, b.source) for b in table.session.characters.bindings()] == [
+            ("2", "campaign.yaml")
+        ]
         table.driver.say("Tobble", "Bartok, what's the news?")
         await table.driver.run_until(lambda: len(table.driver.of_type(NpcSpoke)) == 1)
         assert table.engine.requests[-1].speaker == "Tobble the Bold"
