@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 __all__ = [
     "ENTITY_TYPES",
@@ -70,6 +70,20 @@ class CampaignMeta(_Strict):
     """Game system, e.g. ``dnd5e``; rules lookup uses it."""
     description: str = ""
     approval: CampaignApproval = Field(default_factory=CampaignApproval)
+    characters: dict[str, str] = Field(
+        default_factory=dict,
+        json_schema_extra={"propertyNames": {"pattern": r"^[0-9]{17,20}$"}},
+    )
+    """Who plays whom: a player's Discord user id -> their character's name. Transcripts, NPC
+    prompts, memory and recaps call the player by it; ``/iam`` at the table overrides it."""
+
+    @field_validator("characters", mode="before")
+    @classmethod
+    def _ids_as_text(cls, value: object) -> object:
+        """Unquoted ids read as YAML integers; they are ids, kept as written."""
+        if isinstance(value, dict):
+            return {str(k) if isinstance(k, int) else k: v for k, v in value.items()}
+        return value
 
 
 class EntitySeed(_Strict):

@@ -8,7 +8,9 @@ output, so matching survives misspellings ("Bartock", "Grey Mantel", "Bar talk")
 names ("Thornwood" for "Captain Vessa Thornwood"): the name index (``npcs.name_index``) is built
 once per NPC set, so a final costs a few dictionary lookups per word. Utterances and names share
 one normalisation (``normalize_text``), so punctuation, accents and invisible characters in
-either cannot change who is addressed.
+either cannot change who is addressed. Players' characters ("Arin") are names like the NPCs':
+"Arin, what do you think?" is table talk that no NPC answers, not even the one the player was
+talking with, and a character's name is never taken for a misheard NPC name.
 """
 
 from __future__ import annotations
@@ -65,6 +67,8 @@ class NameMention:
     """True when the NPC is spoken to, False when only talked about."""
     why: str = ""
     """What decided ``vocative`` ("set off at the start", "after 'ask'", "possessive")."""
+    character: bool = False
+    """The name of a player's character (``npc`` is the character), not of an NPC."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,9 +114,11 @@ class AddressDetector:
         *,
         continuation_window_s: float = 30.0,
         active: Iterable[str] | None = None,
+        characters: Iterable[str] = (),
     ) -> None:
         self.continuation_window_s = continuation_window_s
         self._last: dict[str, tuple[list[str], float]] = {}
+        self._characters = list(characters)
         self.set_npcs(npcs)
         if active is not None:
             self.set_active(active)
@@ -121,13 +127,30 @@ class AddressDetector:
         """Rebuild the name index (hot reload); continuation state is kept for known NPCs."""
         values = list(npcs.values()) if isinstance(npcs, Mapping) else list(npcs)
         self._npcs = {npc.name: npc for npc in values}
-        self._index = NpcNameIndex(values)
+        self._index = NpcNameIndex(values, self._characters)
         self._last_heard: tuple[str, _Heard] | None = None
         self._active = list(self._npcs)
+
+    def set_characters(self, names: Iterable[str]) -> None:
+        """The names players' characters go by: said to a player, they address no NPC."""
+        names = list(names)
+        if names == self._characters:
+            return
+        self._characters = names
+        npcs = list(self._npcs.values())
+        active = self._active
+        self.set_npcs(npcs)
+        self.set_active(active)
 
     def set_active(self, names: Iterable[str]) -> None:
         """The NPCs present in the current scene (unknown names are ignored)."""
         self._active = [name for name in names if name in self._npcs]
+
+    def rename_speaker(self, old: str, new: str) -> None:
+        """A player now goes by another name (their character): keep their conversation."""
+        last = self._last.pop(old, None)
+        if last is not None:
+            self._last[new] = last
 
     def forget(self, speaker: str | None = None) -> None:
         """Drop continuation state for one player or everyone."""
@@ -145,6 +168,8 @@ class AddressDetector:
     def _first_per_npc(heard: list[NameMention]) -> list[NameMention]:
         chosen: dict[str, NameMention] = {}
         for mention in heard:
+            if mention.character:
+                continue
             held = chosen.get(mention.npc)
             if held is None or (mention.vocative and not held.vocative):
                 chosen[mention.npc] = mention
@@ -182,6 +207,7 @@ class AddressDetector:
                 position=i,
                 vocative=role.vocative,
                 why=role.why,
+                character=form.character,
             )
             for (form, how, i, n), role in zip(found, roles, strict=True)
         ]
@@ -256,12 +282,25 @@ class AddressDetector:
                 return puppet
         heard, asked, unasked = self._hear(text)
         mentions = self._first_per_npc(heard)
+        # A player never speaks to their own character ("I'm Arin, Bartok").
+        asked = [k for k in asked if not (heard[k].character and heard[k].npc == speaker)]
+        players = [heard[k].npc for k in asked if heard[k].character]
+        asked = [k for k in asked if not heard[k].character]
+        if players and not asked:  # "Arin, what do you think?": table talk
+            if record:
+                self._last.pop(speaker, None)
+            who = ", ".join(dict.fromkeys(players))
+            return AddressDecision([], f"spoken to {who} (a player's character)", mentions)
         if asked:
             chosen = list({heard[k].npc: heard[k] for k in reversed(asked)}.values())[::-1]
             names = [m.npc for m in chosen]
             self._remember(speaker, names, now, record)
             reason = "named " + ", ".join(f"{m.npc} ({m.how} '{m.matched}')" for m in chosen)
-            passed = [heard[k].npc for k in unasked if heard[k].npc not in names]
+            passed = [
+                heard[k].npc
+                for k in unasked
+                if heard[k].npc not in names and not heard[k].character
+            ]
             if passed:
                 reason += f"; {', '.join(dict.fromkeys(passed))} only thanked or greeted"
             return AddressDecision(names, reason, mentions)
@@ -297,7 +336,7 @@ class AddressDetector:
                 continue
             words = [w for w in words if w not in ARTICLES] or words
             result = self._index.lookup("".join(words))
-            if result is not None:
+            if result is not None and not result[0].character:
                 npc = result[0].npc
                 return AddressDecision(
                     [npc], f"DM puppeting {npc}", puppet_text=match.group("text").strip()

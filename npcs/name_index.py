@@ -186,6 +186,10 @@ class NameForm:
     words: int
     part: bool = False
     """Derived from the NPC's name ("Thornwood"), not written by the DM."""
+    character: bool = False
+    """A player's character ("Arin"): ``npc`` holds the character's name. Heard like an NPC's
+    name, so a player speaking to a character is not taken for speaking to an NPC, and a
+    character's name never reads as a misheard NPC name."""
 
 
 class _Claims:
@@ -200,11 +204,15 @@ class _Claims:
         held = self.best.get(key)
         if held is None or rank < held[0]:
             self.best[key] = (rank, form)
-        elif rank == held[0] and held[1] is not None and held[1].npc != form.npc:
+        elif rank == held[0] and held[1] is not None and _owner(held[1]) != _owner(form):
             self.best[key] = (rank, None)
 
     def table(self) -> dict[str, NameForm]:
         return {key: form for key, (_, form) in self.best.items() if form is not None}
+
+
+def _owner(form: NameForm) -> tuple[str, bool]:
+    return form.npc, form.character
 
 
 class NpcNameIndex:
@@ -212,6 +220,8 @@ class NpcNameIndex:
 
     A key two NPCs would share is dropped (a nearer match wins first: an exact form over a
     one-letter deletion), so the answer never depends on the order the NPCs were loaded in.
+    Players' characters are indexed the same way: "Barton" said to a player is that
+    character's name, never a misheard "Bartok".
     """
 
     __slots__ = (
@@ -224,7 +234,8 @@ class NpcNameIndex:
         "wide",
     )
 
-    def __init__(self, npcs: Iterable[NpcDefinition]) -> None:
+    def __init__(self, npcs: Iterable[NpcDefinition], characters: Iterable[str] = ()) -> None:
+        """``characters``: the names players' characters go by, indexed beside the NPCs'."""
         self.name_words: set[str] = set()
         self.fuzzy_gate: set[tuple[str, int]] = set()
         """(first letter, length) of every word a one-edit fuzzy match may start from."""
@@ -240,6 +251,20 @@ class NpcNameIndex:
                         self._add(form, claims, 0)
             for words in name_parts(_name_variants(npc.name)[0], _COMMON_WORDS):
                 form = NameForm(npc.name, "".join(words), len(words), part=True)
+                if form.joined not in written:
+                    self.name_words.update(words)
+                    self._add(form, claims, _PART_RANK)
+        for character in characters:
+            variants = _name_variants(character)
+            written = set()
+            for words in variants:
+                form = NameForm(character, "".join(words), len(words), character=True)
+                if form.joined:
+                    self.name_words.update(words)
+                    written.add(form.joined)
+                    self._add(form, claims, 0)
+            for words in name_parts(variants[0], _COMMON_WORDS):
+                form = NameForm(character, "".join(words), len(words), True, True)
                 if form.joined not in written:
                     self.name_words.update(words)
                     self._add(form, claims, _PART_RANK)

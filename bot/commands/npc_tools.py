@@ -54,6 +54,13 @@ def register(sub: Subcommands) -> None:
     address.add_argument("text", help="what a player says (a final transcript)")
     add_campaign_option(address)
     address.add_argument("--dm", action="store_true", help="the line is said by the DM")
+    address.add_argument(
+        "--character",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a player's character at the table (repeatable; campaign.yaml's characters count)",
+    )
     add_json_option(address, "the decision")
     address.set_defaults(func=_address)
 
@@ -133,7 +140,9 @@ def _address(args: argparse.Namespace) -> int:
     config = load_config(args)
     campaign = load_campaign(args, config)
     detector = AddressDetector(
-        campaign.npcs, continuation_window_s=config.tiers.continuation_window_s
+        campaign.npcs,
+        continuation_window_s=config.tiers.continuation_window_s,
+        characters=[*campaign.meta.characters.values(), *args.character],
     )
     decision = detector.detect("DM" if args.dm else "Player", args.text, 0.0, is_dm=args.dm)
     if args.json:

@@ -1,6 +1,7 @@
 """Slash commands for the table. Thin: each command checks, calls the session, replies.
 
-DM-only commands carry :func:`~bot.discord_bot.permissions.dm_only`; ``/roll`` is for anyone.
+DM-only commands carry :func:`~bot.discord_bot.permissions.dm_only`; ``/roll`` is for anyone,
+and so are ``/iam`` and ``/character`` (``bot.discord_bot.characters``).
 Every error becomes a private (ephemeral) reply; a player using a DM command is refused
 politely and nothing changes.
 """
@@ -12,8 +13,8 @@ from typing import Any, Literal
 
 import discord
 from discord import app_commands
-from discord.ext import commands
 
+from bot.discord_bot.characters import CharacterCommands
 from bot.discord_bot.host import TableHost
 from bot.discord_bot.keeper import TableElsewhere, TableKeeper
 from bot.discord_bot.messages import MESSAGE_LIMIT, fit_message
@@ -36,7 +37,7 @@ log = logging.getLogger(__name__)
 TierChoice = Literal["fast", "standard", "deep", "auto"]
 
 
-class TableCog(commands.Cog):
+class TableCog(CharacterCommands):
     """Runs one table session per guild and lets the DM steer it."""
 
     session_group = app_commands.Group(name="session", description="Start, stop or inspect")

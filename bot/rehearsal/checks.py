@@ -48,9 +48,8 @@ def scene_checks(
         if not (line.expect_npc or line.expect_tier or line.expect_command):
             continue
         at = start * _TICK_S
-        match = next(
-            (r for r in routed if r["speaker"] == line.speaker and (r["t"] or 0) >= at), None
-        )
+        called = plan.scene.called(line.speaker)  # the character the table knows them by
+        match = next((r for r in routed if r["speaker"] == called and (r["t"] or 0) >= at), None)
         heard = f" (heard \u201c{match['text']}\u201d)" if match else " (nothing heard)"
         for kind, want, got, ok in tier_checks(line, match):
             checks.append(Check(ok, f"{at:.1f}s {line.speaker} -> expected {kind} {want}, "
@@ -64,7 +63,7 @@ def scene_checks(
                                 f"got {got}{heard}"))  # fmt: skip
         answer = next(
             (r for r in answers
-             if r["npc"] == line.expect_npc and r.get("speaker") == line.speaker
+             if r["npc"] == line.expect_npc and r.get("speaker") == called
              and (r["t"] or 0) >= at),
             None,
         )  # fmt: skip

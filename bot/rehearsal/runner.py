@@ -44,6 +44,8 @@ from bot.session.session import TableSession
 from bot.speech import CHANNELS, FRAME_MS, SAMPLE_RATE, SttProvider, TtsProvider, VoiceRouter
 from campaigns.basics import GlyphoxaError
 from npcs.campaign import Campaign, load_campaign
+from npcs.characters import character_name_problem
+from npcs.name_index import name_key
 
 __all__ = ["RehearsalResult", "rehearse"]
 
@@ -99,6 +101,19 @@ def _validate(scene: Scene, campaign: Campaign) -> None:
     for line in scene.lines:
         if line.expect_npc and campaign.find_npc(line.expect_npc) is None:
             raise GlyphoxaError(f"line at {line.at:g}s expects unknown NPC {line.expect_npc!r}")
+    played: dict[str, str] = {}
+    for speaker, character in scene.characters.items():
+        problem = character_name_problem(character, campaign.npcs.values())
+        other = played.setdefault(name_key(character), speaker)
+        if problem is None and other != speaker:
+            problem = f"character name '{character}' is already played by {other}"
+        if problem is not None:
+            raise GlyphoxaError(f"scene characters.{speaker}: {problem}")
+
+
+def _speaker_ids(plan: ScenePlan) -> dict[str, str]:
+    """Each speaker's id, as a Discord user id is a player's."""
+    return {name: f"player-{n}" for n, name in enumerate(plan.timelines, 1)}
 
 
 def _prepare_out(out_dir: Path) -> Path:
@@ -160,6 +175,9 @@ async def rehearse(
         dm_speakers=[scene.dm_speaker] if scene.dm_speaker else (),
     ) as session:
         session.listeners.append(lambda event: events.append((time.monotonic(), event)))
+        ids = _speaker_ids(plan)
+        for speaker, character in scene.characters.items():  # as /iam does at a Discord table
+            await session.bind_character(ids[speaker], character, bound_by="the scene")
         if session.tools is not None:  # the scene's scripted DM answers approval questions
             session.tools.approvals.configure(
                 approver=ScriptedApprover(scene.approvals, speed=speed)
@@ -220,7 +238,7 @@ async def _play(
     """
     mixed = _Wav(out_dir / "session.wav")
     npc_frames: dict[str, list[bytes]] = {}
-    speakers = {name: f"player-{n}" for n, name in enumerate(plan.timelines, 1)}
+    speakers = _speaker_ids(plan)
     settle = round(_SETTLE_S / _TICK_S)
     tail = round(plan.scene.tail_s / _TICK_S)
     ended_input: asyncio.Task[None] | None = None
@@ -229,7 +247,8 @@ async def _play(
     next_report = t0 + 5.0
     k = 0
     progress_at = t0  # wall time of the last line start or audible NPC frame
-    table_talk = plan.scene.table_talkers()  # nobody waits for players chatting among themselves
+    # nobody waits for players chatting among themselves
+    table_talk = {plan.scene.called(name) for name in plan.scene.table_talkers()}
     try:
         while True:
             quiet = not session.busy and not session.lanes.listening_except(table_talk)
@@ -366,7 +385,7 @@ def _transcript(
         item = plan.lines[index]
         at = start * _TICK_S
         records.append(
-            {"t": round(at, 3), "type": "scripted", "speaker": item.line.speaker,
+            {"t": round(at, 3), "type": "scripted", "speaker": plan.scene.called(item.line.speaker),
              "text": item.line.text or f"(wav {item.line.wav})",
              "speech_end": round(at + item.voiced_end_s, 3), "planned_at": item.line.at}
         )  # fmt: skip

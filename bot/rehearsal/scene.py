@@ -12,6 +12,8 @@ Example::
     players:
       Aria: {provider: piper, speed: 1.05}
       Bram: {provider: espeak, voice: en-us+m3}
+    characters:            # the table calls Aria "Arin" (as /iam Arin does on Discord)
+      Aria: Arin
     lines:
       - {at: 0.5, speaker: Aria, text: "Bartok, what's on tap tonight?"}
       - {at: 5, speaker: Dana, text: "Greymantle, take your time.",
@@ -139,6 +141,10 @@ class Scene(_Strict):
     same words is an ordinary player turn."""
     players: dict[str, VoiceSettings] = Field(default_factory=dict)
     """Voice per player; players not listed get distinct voices automatically."""
+    characters: dict[str, str] = Field(default_factory=dict)
+    """The character each speaker plays (speaker -> character name): transcripts, NPC prompts
+    and memory call the speaker by it, as ``/iam`` does at a Discord table. Speakers not
+    listed go by their own name."""
     lines: list[PlayerLine] = Field(min_length=1)
     dm: list[DmCommand] = Field(default_factory=list)
     approvals: list[ScriptedApproval] = Field(default_factory=list)
@@ -161,7 +167,17 @@ class Scene(_Strict):
                     f"line at {line.at:g}s: expect_command needs the speaker to be the "
                     f"scene's dm_speaker ({self.dm_speaker or 'none set'}), not {line.speaker}"
                 )
+        for speaker in self.characters:
+            if speaker not in self.speakers():
+                raise ValueError(
+                    f"characters: {speaker} speaks no line; the speakers are "
+                    + ", ".join(self.speakers())
+                )
         return self
+
+    def called(self, speaker: str) -> str:
+        """The name the table calls ``speaker`` by: their character, else their own."""
+        return self.characters.get(speaker, speaker)
 
     def speakers(self) -> list[str]:
         """Speakers in order of first appearance."""

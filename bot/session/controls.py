@@ -228,7 +228,12 @@ class DmControls:
             "session_id": self.recorder.session_id,
             "npcs": npcs,
             "speakers": {
-                s.name: {"speaking": s.speaking, "partial_tier": s.partial_tier} for s in self.lanes
+                s.name: {
+                    "speaking": s.speaking,
+                    "partial_tier": s.partial_tier,
+                    "display_name": s.display_name,
+                }
+                for s in self.lanes
             },
             "turns": len(self.traces),
             "queue_depth": self.queue_depth(),

@@ -24,6 +24,7 @@ from typing import Any
 from bot.config import GlyphoxaConfig
 from bot.metrics import METRICS, Metrics
 from bot.session.alerts import TroubleDesk
+from bot.session.characters import CharacterControls, CharacterRoster
 from bot.session.controls import Direction, DmControls
 from bot.session.entities import EntityLookup
 from bot.session.events import (
@@ -82,7 +83,7 @@ EngineResolver = Callable[[NpcDefinition], Engine | None]
 _MAX_SCENE = 40
 
 
-class TableSession(Routing, DmControls, VoiceCommands):
+class TableSession(Routing, DmControls, VoiceCommands, CharacterControls):
     """The whole table pipeline for one voice connection (Discord or rehearsal)."""
 
     def __init__(
@@ -128,8 +129,12 @@ class TableSession(Routing, DmControls, VoiceCommands):
         self._may_speculate = speculate if callable(speculate) else None
         self.dm_speakers = set(dm_speakers)
         self.dm_resolver: Callable[[str], bool] | None = None
+        self.characters = CharacterRoster(campaign, memory)
+        """Who plays whom: players are named by their character (``/iam``, campaign.yaml)."""
         self.addressing = AddressDetector(
-            campaign.npcs, continuation_window_s=config.tiers.continuation_window_s
+            campaign.npcs,
+            continuation_window_s=config.tiers.continuation_window_s,
+            characters=self.characters.names(),
         )
         self.dm_commands = DmCommandParser(self.addressing.mentions)
         self._private_next: dict[str, tuple[str, float]] = {}
@@ -164,7 +169,7 @@ class TableSession(Routing, DmControls, VoiceCommands):
             stt=stt,
             config=config.speech,
             metrics=metrics,
-            vocabulary=Vocabulary.from_campaign(campaign),
+            vocabulary=Vocabulary.from_campaign(campaign, self.characters.names()),
             vad_factory=vad_factory,
             spawn=self._spawn,
             on_event=self._on_lane_event,
@@ -201,6 +206,8 @@ class TableSession(Routing, DmControls, VoiceCommands):
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
         await self.recorder.start(self._title, resume=self._resume_memory)
+        await self.characters.load()
+        self._names_changed()
         # The watcher remembers every NPC file now, so reload_npcs() sees later edits even
         # when background hot reload is off.
         self._watcher = CampaignWatcher(self.campaign, checks=self._npc_checks)
@@ -288,7 +295,8 @@ class TableSession(Routing, DmControls, VoiceCommands):
 
     def _push(self, speaker_id: str, user_name: str, frame: bytes) -> None:
         if not self._stopped:
-            self.lanes.push(speaker_id, user_name, frame)
+            name = self.characters.name_for(speaker_id, user_name)
+            self.lanes.push(speaker_id, name, frame, display_name=user_name)
 
     def _on_lane_event(self, speaker: Speaker, event: LaneEvent) -> None:
         """After ``SpeakerLanes`` did the speaker's bookkeeping for ``event``."""
@@ -397,7 +405,13 @@ class TableSession(Routing, DmControls, VoiceCommands):
     def _npcs_changed(self) -> None:
         """NPCs were added, renamed or edited: address them and recognise their names now."""
         self.addressing.set_npcs(self.campaign.npcs)
-        self.lanes.set_vocabulary(Vocabulary.from_campaign(self.campaign))
+        self._names_changed()
+
+    def _names_changed(self) -> None:
+        """NPCs or characters changed: the recognizer and address detection know them all."""
+        self.addressing.set_characters(self.characters.names())
+        names = self.characters.names()
+        self.lanes.set_vocabulary(Vocabulary.from_campaign(self.campaign, names))
 
     def _npc_checks(self, npc: NpcDefinition, path: Path, doc: YamlDocument | None) -> list[Issue]:
         """What an edited NPC must pass beyond its file: its voice is installed."""

@@ -62,6 +62,9 @@ class Speaker:
     unheard: tuple[str, str] | None = None
     """(NPC, line): the speaker talked over the answer to their own line before a word of it
     was heard; if what they said is that NPC's name, the line is answered again, whole."""
+    display_name: str = ""
+    """The name the player joined with (Discord's display name); ``name`` is their character
+    when one is bound."""
 
     def drop_speculation(self, utterance_id: int | None = None) -> None:
         """Cancel the speculative answer (only if it was for ``utterance_id``, when given)."""
@@ -126,11 +129,15 @@ class SpeakerLanes:
             speaker.lane.set_vocabulary(vocabulary)
 
     # --- input -------------------------------------------------------------------------------
-    def push(self, speaker_id: str, user_name: str, frame: bytes) -> None:
-        """One frame on the event loop."""
+    def push(
+        self, speaker_id: str, user_name: str, frame: bytes, *, display_name: str | None = None
+    ) -> None:
+        """One frame on the event loop; ``user_name`` names a new lane (their character, or
+        ``display_name``, which defaults to it)."""
         speaker = self._speakers.get(speaker_id)
         if speaker is None:
             speaker = self._open(speaker_id, user_name)
+            speaker.display_name = display_name or user_name
         speaker.lane.push(frame)
         speaker.clock.record(time.monotonic())
 

@@ -85,7 +85,7 @@ class VoiceCommands:
 
     def is_dm(self, speaker: Speaker) -> bool:
         """Whether this voice lane is the DM's (by configured name or the table's resolver)."""
-        if speaker.name in self.dm_speakers:
+        if speaker.name in self.dm_speakers or speaker.display_name in self.dm_speakers:
             return True
         return self.dm_resolver is not None and self.dm_resolver(speaker.id)
 

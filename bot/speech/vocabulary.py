@@ -109,12 +109,14 @@ class Vocabulary:
         )
 
     @classmethod
-    def from_campaign(cls, campaign: Campaign) -> Vocabulary:
-        """NPC names and aliases, then entity names and aliases (places, factions, items)."""
+    def from_campaign(cls, campaign: Campaign, characters: Iterable[str] = ()) -> Vocabulary:
+        """NPC names and aliases, then the players' characters, then entity names and aliases
+        (places, factions, items)."""
         terms: list[str] = []
         for npc in campaign.npcs.values():
             terms += npc.names()
         names = list(terms)
+        terms += characters
         for entity in campaign.entities.entities:
             terms += [entity.name, *entity.aliases]
         return cls(terms, names=names)

@@ -26,6 +26,7 @@ from campaigns.memory.backup_format import FORMAT, VERSION, ChunkRow, Tables, lo
 from campaigns.memory.database import write_transaction
 from campaigns.memory.graph import search_names
 from campaigns.memory.models import (
+    CharacterBinding,
     Chunk,
     Entity,
     ProposedFact,
@@ -46,7 +47,7 @@ T = {
     model.__tablename__: table_of(model)
     for model in (
         Session, Utterance, Chunk, Entity, Relation, ProposedFact, Summary, ToolInvocation,
-        ToolCalibration,
+        ToolCalibration, CharacterBinding,
     )
 }  # fmt: skip
 
@@ -62,6 +63,7 @@ class ImportReport:
     facts: int
     tool_invocations: int
     calibrations: int
+    characters: int = 0
 
     def describe(self) -> str:
         return ", ".join(f"{key.replace('_', ' ')}: {value}" for key, value in asdict(self).items())
@@ -207,6 +209,7 @@ async def _merge(conn: AsyncConnection, path: Path, tables: Tables) -> ImportRep
         values = cal.model_dump()
         values["samples"] = [[ms, ok] for ms, ok in cal.samples]
         await conn.execute(insert(calibration).values(**values))
+    characters = await _merge_bindings(conn, tables)
     report = ImportReport(
         sessions_added=len(fresh),
         sessions_skipped=len(tables.sessions) - len(fresh),
@@ -217,9 +220,36 @@ async def _merge(conn: AsyncConnection, path: Path, tables: Tables) -> ImportRep
         facts=len(new_facts),
         tool_invocations=len(new_calls),
         calibrations=len(tables.tool_calibration),
+        characters=characters,
     )
     log.info("imported %s: %s", path, report.describe())
     return report
+
+
+async def _merge_bindings(conn: AsyncConnection, tables: Tables) -> int:
+    """Character bindings: per campaign and player, the newer binding wins; returns how many
+    rows of the file were written."""
+    bindings = T["character_bindings"]
+    held = {
+        (campaign, user_id): updated_at
+        for campaign, user_id, updated_at in await conn.execute(
+            select(bindings.c.campaign, bindings.c.user_id, bindings.c.updated_at)
+        )
+    }
+    written = 0
+    for row in tables.character_bindings:
+        key = (row.campaign, row.user_id)
+        if key in held and held[key] >= row.updated_at:
+            continue
+        await conn.execute(
+            bindings.delete().where(
+                bindings.c.campaign == row.campaign, bindings.c.user_id == row.user_id
+            )
+        )
+        await conn.execute(insert(bindings).values(**row.model_dump()))
+        held[key] = row.updated_at
+        written += 1
+    return written
 
 
 async def _new_fact_chunks(conn: AsyncConnection, chunks: list[ChunkRow]) -> list[ChunkRow]:

@@ -118,6 +118,14 @@ class CalibrationRow(_Row):
     updated_at: float
 
 
+class CharacterBindingRow(_Row):
+    campaign: str
+    user_id: str = Field(min_length=1, max_length=40)
+    character: str = Field(min_length=1, max_length=200)
+    bound_by: str | None = None
+    updated_at: float
+
+
 class Tables(_Row):
     sessions: list[SessionRow] = Field(default_factory=list)
     utterances: list[UtteranceRow] = Field(default_factory=list)
@@ -128,6 +136,8 @@ class Tables(_Row):
     summaries: list[SummaryRow] = Field(default_factory=list)
     tool_invocations: list[InvocationRow] = Field(default_factory=list)
     tool_calibration: list[CalibrationRow] = Field(default_factory=list)
+    character_bindings: list[CharacterBindingRow] = Field(default_factory=list)
+    """Who plays whom per campaign (absent from backups made before characters existed)."""
 
 
 class Backup(_Row):

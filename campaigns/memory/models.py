@@ -32,6 +32,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 __all__ = [
     "FACT_STATUSES",
     "Base",
+    "CharacterBinding",
     "Chunk",
     "Entity",
     "OpenTable",
@@ -212,6 +213,24 @@ class OpenTable(Base):
     owner: Mapped[str | None] = mapped_column(String(200))
     """host:pid of the process that last ran it (for people reading the table, not for locking)."""
     opened_at: Mapped[float] = mapped_column(Float)
+    updated_at: Mapped[float] = mapped_column(Float)
+
+
+class CharacterBinding(Base):
+    """A player bound to their character at the table (``/iam``): kept for the campaign, so
+    the next session knows who plays whom. ``campaign.yaml``'s ``characters:`` are not stored
+    here; a row overrides them for its player."""
+
+    __tablename__ = "character_bindings"
+    __table_args__ = (UniqueConstraint("campaign", "user_id", name="uq_character_binding"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    campaign: Mapped[str] = mapped_column(String(200))
+    user_id: Mapped[str] = mapped_column(String(40))
+    """The player's Discord user id (a rehearsal's speaker id)."""
+    character: Mapped[str] = mapped_column(String(200))
+    bound_by: Mapped[str | None] = mapped_column(String(200))
+    """Who made the binding (the player, or the DM by name)."""
     updated_at: Mapped[float] = mapped_column(Float)
 
 

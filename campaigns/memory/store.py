@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from campaigns.basics import GlyphoxaError
 from campaigns.content import EntitiesFile
 from campaigns.memory import backup, graph, proposals, records, transcripts
+from campaigns.memory.characters import CharactersMixin
 from campaigns.memory.database import create_engine, migrate, write_transaction
 from campaigns.memory.embedding_jobs import EmbeddingJobs
 from campaigns.memory.embeddings import Embedder
@@ -39,9 +40,9 @@ CHUNKS = table_of(Chunk)
 SUMMARIES = table_of(Summary)
 
 
-class MemoryStore(records.RecordsMixin, proposals.ProposalsMixin):
+class MemoryStore(records.RecordsMixin, proposals.ProposalsMixin, CharactersMixin):
     """Transcripts (L1), semantic recall (L2), knowledge graph (L3) with the review queue of
-    NPC-proposed facts, summaries and tool tables."""
+    NPC-proposed facts, summaries, tool tables and the players' characters."""
 
     def __init__(
         self,

@@ -5,6 +5,8 @@
   "the sage" on one NPC and "Sage" on another), and a name with no letters to be heard by,
 - an entity id defined twice, a relation to an entity that is not defined,
 - two random tables with the same name,
+- ``characters:`` entries of campaign.yaml that are no Discord user id, name an NPC, or give
+  two players one character,
 - entries of an NPC's ``tools:`` list that grant no tool (:func:`tool_issues`; the forms are
   read by ``tools.selection`` against a ``tools.catalog.ToolCatalog``, as the table reads them),
 - NPC voices that are not installed (:func:`voice_issues`, against ``npcs.voices``).
@@ -19,6 +21,7 @@ from campaigns.yamldoc import Loc
 from campaigns.yamlio import ContentError, Issue, YamlDocument, did_you_mean, read_yaml
 from campaigns.yamlmessages import dotted
 from npcs.campaign.model import Campaign, looks_like_copy
+from npcs.characters import character_name_problem, discord_id_problem
 from npcs.name_index import NameOwners, name_key
 from npcs.schema import NpcDefinition
 from npcs.voices import VoiceInventory
@@ -33,6 +36,30 @@ def content_issues(campaign: Campaign, documents: Mapping[Path, YamlDocument]) -
     issues.extend(_npc_name_issues(campaign, documents))
     issues.extend(_entity_issues(campaign, documents))
     issues.extend(_table_issues(campaign, documents))
+    issues.extend(_character_issues(campaign, documents))
+    return issues
+
+
+def _character_issues(campaign: Campaign, documents: Mapping[Path, YamlDocument]) -> list[Issue]:
+    """``characters:`` of campaign.yaml: Discord user ids, names that are no NPC's and that
+    two players do not share."""
+    doc = documents.get(campaign.path / "campaign.yaml")
+    if doc is None:
+        return []
+    issues: list[Issue] = []
+    taken: dict[str, str] = {}
+    for user_id, name in campaign.meta.characters.items():
+        problem = discord_id_problem(user_id)
+        if problem is not None:
+            issues.append(doc.issue(("characters", user_id), f"characters: {problem}", at_key=True))
+            continue
+        problem = character_name_problem(name, campaign.npcs.values())
+        key = name_key(name)
+        if problem is None and key in taken:
+            problem = f"character name '{name}' is already played by {taken[key]}"
+        if problem is not None:
+            issues.append(doc.issue(("characters", user_id), f"characters.{user_id}: {problem}"))
+        taken.setdefault(key, user_id)
     return issues
 
 

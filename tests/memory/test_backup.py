@@ -30,6 +30,7 @@ async def _fill(store: MemoryStore, entities: EntitiesFile) -> str:
     await store.log_tool_call(npc="Bartok", tool="roll", tier="fast", status="ok",
                               duration_ms=2.0, session_id=session)  # fmt: skip
     await store.save_calibration("laptop", "roll", [(2.0, True), (3.0, False)])
+    await store.bind_character("emberford", "123456789012345678", "Arin", bound_by="Dana")
     return session
 
 
@@ -45,6 +46,10 @@ async def _snapshot(store: MemoryStore) -> dict[str, Any]:
         "bartok": await store.get_summary("bartok"),
         "calls": [(c["npc"], c["tool"]) for c in await store.tool_calls()],
         "calibration": await store.load_calibration("laptop"),
+        "characters": [
+            (b.user_id, b.character, b.bound_by)
+            for b in await store.character_bindings("emberford")
+        ],
     }
 
 
@@ -61,10 +66,14 @@ async def test_export_import_round_trip_and_second_import_is_a_no_op(
     target = await MemoryStore.open(memory_url)  # both backends: SQLite -> PostgreSQL migration
     report = await target.import_json(tmp_path / "backup.json")
     assert report.sessions_added == 1 and report.utterances == 8 and report.chunks == 3
+    assert report.characters == 1 and expected["characters"] == [
+        ("123456789012345678", "Arin", "Dana")
+    ]
     assert await _snapshot(target) == expected
     again = await target.import_json(tmp_path / "backup.json")
     assert again.sessions_added == 0 and again.sessions_skipped == 1 and again.utterances == 0
     assert again.facts == 0 and again.tool_invocations == 0 and again.chunks == 0
+    assert again.characters == 0  # the binding held is as new as the file's
     assert await _snapshot(target) == expected
     await target.close()
 

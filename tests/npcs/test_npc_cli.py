@@ -112,3 +112,15 @@ async def test_chat_through_an_openai_compatible_server(config_file: Path) -> No
     assert body["model"] == "scripted"
     assert body["messages"][-1]["content"] == "Answer as Bartok. Player says to you: What's on tap?"
     assert "Bartok" in body["messages"][0]["content"]
+
+
+def test_address_knows_the_players_characters(
+    config_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    line = "Barton, pass the salt, will you?"
+    assert main(["--config", str(config_file), "address", line]) == 0
+    assert "answers: Bartok" in capsys.readouterr().out  # a misheard Bartok, without the cast
+    argv = ["--config", str(config_file), "address", line, "--character", "Barton"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "answers: (nobody)" in out and "spoken to Barton (a player's character)" in out
