@@ -44,6 +44,7 @@ from npcs.engines.events import (
 from npcs.engines.realtime_wire import BYTES_PER_MS, REALTIME_SAMPLE_RATE
 from npcs.inference.openai_client import openai_client
 from npcs.sentences import SentenceSplitter
+from npcs.usage import UsageSink, realtime_usage
 from tools.host.types import ToolCall
 
 if TYPE_CHECKING:
@@ -133,6 +134,7 @@ class RealtimeEngine:
         self.max_realtime_tier = max_realtime_tier
         self.voice = voice
         self.max_depth = max_depth
+        self.meter: UsageSink | None = None  # the table's spend meter: responses report usage
         self._sessions: dict[str, _Session] = {}
         self._connecting: dict[str, asyncio.Lock] = {}
 
@@ -357,6 +359,11 @@ class RealtimeEngine:
                 calls.append(ToolCall(event.call_id, event.name, event.arguments or "{}"))
             elif kind == "response.done":
                 session.active_response = None
+                used = realtime_usage(
+                    getattr(event.response, "usage", None), model=self.model, npc=request.npc.name
+                )
+                if used is not None and self.meter is not None:
+                    self.meter.record(used)
                 status = getattr(event.response, "status", "completed")
                 if calls and status == "completed" and depth < self.max_depth:
                     depth += 1

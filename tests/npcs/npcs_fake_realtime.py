@@ -27,6 +27,8 @@ class Reply:
     """Drop the websocket right after ``response.created`` (a network failure)."""
     hold: bool = False
     """Stop after the audio and wait for ``response.cancel`` (a barge-in)."""
+    usage: dict[str, Any] | None = None
+    """The ``response.usage`` the completed response reports (as OpenAI's does)."""
 
 
 @dataclass
@@ -145,7 +147,10 @@ class FakeRealtime:
             await self._send(ws, "response.output_audio_transcript.delta", delta=word + " ", **part)
         if reply.hold:
             return  # the client must cancel
-        await self._send(ws, "response.done", response={"id": response_id, "status": "completed"})
+        done: dict[str, Any] = {"id": response_id, "status": "completed"}
+        if reply.usage is not None:
+            done["usage"] = reply.usage
+        await self._send(ws, "response.done", response=done)
 
     async def _send(self, ws: ServerConnection, kind: str, **fields: Any) -> None:
         await ws.send(json.dumps({"type": kind, "event_id": self._id("evt"), **fields}))
