@@ -16,6 +16,7 @@ import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, fields
+from pathlib import PurePath
 from typing import Any
 
 from bot.config_spend import PricingConfig, SpendConfig
@@ -157,7 +158,7 @@ class SpendMeter:
             self.soft_reached = True
             if self.on_soft is not None:
                 self.on_soft(
-                    f"this session has spent ${total:.2f} of its ${soft:.2f} soft limit "
+                    f"this session has spent ${total:.2f}, past its ${soft:.2f} soft limit "
                     f"(session.spend.soft){self._hard_note()}; /session cost shows where"
                 )
         if hard is not None and not self.hard_reached and total >= hard:
@@ -219,7 +220,7 @@ class SpendMeter:
         npcs: dict[str, float] = {}
         estimated = False
         for row in self.rows.values():
-            name = f"{SERVICE_NAMES.get(row.service, row.service)} {row.model}"
+            name = _named(row)
             slot = providers.setdefault(name, {"cost_usd": 0.0, "calls": 0, "usage": ""})
             slot["cost_usd"] += row.cost_usd
             slot["calls"] += row.calls
@@ -251,7 +252,11 @@ class _ProviderSink:
 
 
 def _named(row: UsageRow) -> str:
-    return f"{SERVICE_NAMES.get(row.service, row.service)} {row.model}"
+    """``LLM gpt-4o-mini``; a local model file (the bundled server's) by its file name."""
+    model = row.model
+    if model.endswith(".gguf"):
+        model = PurePath(model).name
+    return f"{SERVICE_NAMES.get(row.service, row.service)} {model}"
 
 
 def _usage_text(rows: list[UsageRow]) -> str:
