@@ -24,7 +24,8 @@ def test_limits_act_once_and_a_local_model_is_free() -> None:
                            output_tokens=50_000))  # fmt: skip
         local.record(Usage("llm", gguf, "Vessa", input_tokens=900_000, output_tokens=9_000))
     assert meter.total_usd == pytest.approx(3.75)
-    assert len(told) == 1 and told[0].startswith("this session has spent $1.50, past its $1.00 soft")
+    assert len(told) == 1
+    assert told[0].startswith("this session has spent $1.50, past its $1.00 soft limit")
     assert switched == ["this session has spent $2.25, its hard limit is $2.00"]
     summary = meter.summary()
     assert summary["npcs"] == {"Bartok": pytest.approx(3.75), "Vessa": 0.0}

@@ -169,7 +169,7 @@ async def test_reopen_keeps_data_and_schema_matches_models(memory_url: str) -> N
 
         differences = await conn.run_sync(diff)
     await engine.dispose()
-    assert version == "0004"
+    assert version == "0005"
     assert differences == []
 
 
