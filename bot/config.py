@@ -17,6 +17,7 @@ from bot.config_providers import (
     SttProvider,
     TtsProvider,
 )
+from bot.config_spend import PricingConfig, SessionConfig
 from campaigns.basics import DEFAULT_CEILINGS_MS, Tier
 from tools.config import BuiltinToolsConfig, McpConfig
 
@@ -320,3 +321,7 @@ class GlyphoxaConfig(_Strict):
     logging: LoggingConfig = Field(default_factory=LoggingConfig)
     metrics: MetricsConfig = Field(default_factory=MetricsConfig)
     console: ConsoleConfig = Field(default_factory=ConsoleConfig)
+    pricing: PricingConfig = Field(default_factory=PricingConfig)
+    """What cloud models cost, per model; written prices override the defaults."""
+    session: SessionConfig = Field(default_factory=SessionConfig)
+    """Per-session limits: what a night may spend."""

@@ -13,6 +13,7 @@ from typing import TypeVar
 
 from bot.assembly.providers import llm_client, local_llm_server
 from bot.config import GlyphoxaConfig
+from bot.config_providers import LlmProvider
 from npcs.engines import CascadedEngine, Engine
 from npcs.inference.pools import InferencePool
 from npcs.schema import EngineKind, NpcDefinition
@@ -35,10 +36,23 @@ class Engines:
     by_kind: dict[EngineKind, Engine] = field(default_factory=dict)
     warm_up: asyncio.Task[None] | None = None
     """The background warm-up of the LLM's prompt cache, if any."""
+    fallback: CascadedEngine | None = None
+    """``session.spend.fallback``'s engine: every NPC's once the hard spending limit is hit."""
+    fallback_model: str = ""
+    switched: bool = False
+    """The hard limit was hit: every NPC answers through ``fallback``."""
 
     def for_npc(self, npc: NpcDefinition) -> Engine | None:
-        """The NPC's engine kind; the cascaded engine where that kind is not configured."""
+        """The NPC's engine kind; the cascaded engine where that kind is not configured; the
+        fallback for every NPC after the switch."""
+        if self.switched and self.fallback is not None:
+            return self.fallback
         return self.by_kind.get(npc.engine, self.cascaded)
+
+    def engines(self) -> list[Engine]:
+        """Every engine built, the fallback included (to attach the spend meter)."""
+        built = list(self.by_kind.values())
+        return built + ([self.fallback] if self.fallback is not None else [])
 
 
 async def open_engines(
@@ -61,6 +75,39 @@ async def open_engines(
     evaluate the scene and the player's words; answers stop where the small model starts
     another speaker's line."""
     llm = config.providers.llm
+    cascaded = await _cascaded_engine(
+        llm, host, stack, base_url=base_url, say=say, on_server_change=on_server_change, pool=pool
+    )
+    engines = Engines(cascaded, {EngineKind.CASCADED: cascaded})
+    bundled = llm.name == "local" and base_url is None and llm.base_url is None
+    if _or(llm.options.warm_up, bundled):
+        engines.warm_up = _warm_up_in_background(cascaded, list(npcs), stack)
+    await _optional_engines(config, host, engines, stack)
+    spend = config.session.spend
+    if spend.fallback is not None and spend.hard is not None and spend.on_hard == "fallback":
+        say("opening the spend fallback's model")  # now, so the switch at the limit is instant
+        engines.fallback = await _cascaded_engine(
+            spend.fallback, host, stack, say=say, on_server_change=on_server_change, pool=pool
+        )
+        local = spend.fallback.name == "local"  # the bundled server names its model by path
+        engines.fallback_model = spend.fallback.model or (
+            "the local model" if local else engines.fallback.model
+        )
+    return engines
+
+
+async def _cascaded_engine(
+    llm: LlmProvider,
+    host: ToolHost | None,
+    stack: contextlib.AsyncExitStack,
+    *,
+    base_url: str | None = None,
+    say: Callable[[str], None],
+    on_server_change: ServerChange | None,
+    pool: InferencePool | None,
+) -> CascadedEngine:
+    """A cascaded engine over one LLM provider section (``providers.llm``, the spend
+    fallback), starting the bundled server when the section asks for it."""
     local = llm.name == "local"
     options = llm.options
     bundled = local and base_url is None and llm.base_url is None
@@ -77,7 +124,7 @@ async def open_engines(
     # The supervised local server fails at once, never retried; an inference server is pooled.
     client = llm_client(llm, base_url=base_url, pool=None if bundled else pool)
     stack.push_async_callback(client.close)
-    cascaded = CascadedEngine(
+    return CascadedEngine(
         client,
         model=model,
         host=host,
@@ -92,11 +139,6 @@ async def open_engines(
         retry_in_character=_or(options.retry_in_character, bundled),
         health=server,
     )
-    engines = Engines(cascaded, {EngineKind.CASCADED: cascaded})
-    if _or(options.warm_up, bundled):
-        engines.warm_up = _warm_up_in_background(cascaded, list(npcs), stack)
-    await _optional_engines(config, host, engines, stack)
-    return engines
 
 
 def _or(written: _T | None, default: _T) -> _T:

@@ -13,8 +13,9 @@ from collections.abc import AsyncIterator, Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bot.assembly.engines import open_engines
+from bot.assembly.engines import Engines, open_engines
 from bot.assembly.providers import load_stt, voices
+from bot.assembly.spend import attach_meter, spend_meter
 from bot.config import GlyphoxaConfig
 from bot.metrics import METRICS, Metrics, start_metrics_server
 from bot.session.session import TableSession
@@ -144,6 +145,8 @@ async def open_table(
             for session in session_ref:
                 session.trouble.part_changed("llm_server", reason, message)
 
+        engines_ref: list[Engines] = []
+        meter = spend_meter(config, lambda: engines_ref[0] if engines_ref else None, session_ref)
         engines = await open_engines(
             config,
             host,
@@ -154,6 +157,8 @@ async def open_table(
             on_server_change=tell_dm,
             pool=inference,
         )
+        engines_ref.append(engines)
+        attach_meter(meter, config, stt=stt, tts=tts, engines=engines)
         session = TableSession(
             config=config,
             campaign=campaign,
@@ -171,11 +176,14 @@ async def open_table(
             turn_model=turn_model,
         )
         session.tools = host
+        session.spend = meter
         session.warm_up = engines.warm_up
         session_ref.append(session)
         context.session_id = None
         await session.start()
         context.session_id = session.recorder.session_id
+        stack.push_async_callback(meter.aclose)  # after the session: its last calls are kept
+        await meter.resume(memory, session.recorder.session_id)  # a resumed night continues
         stack.push_async_callback(session.stop)
         yield session
 

@@ -27,6 +27,7 @@ from bot.discord_bot.permissions import (
 from bot.discord_bot.runtime import TableRuntime
 from bot.discord_setup.needs import VOICE_PERMISSIONS, lacking
 from bot.session.controls import MAX_DIRECTION_CHARS, MAX_DIRECTION_TURNS
+from bot.session.spend import cost_lines
 from campaigns.basics import GlyphoxaError, Tier
 from tools.builtin.dice_engine import roll_expression
 
@@ -140,6 +141,15 @@ class TableCog(CharacterCommands):
                 f"{sum(counters.dropped.values())} dropped"
             )
         await _reply(interaction, "\n".join(lines))
+
+    @session_group.command(name="cost")
+    @dm_only()
+    async def session_cost(self, interaction: discord.Interaction) -> None:
+        """The night's cost so far, per provider and per NPC, and the spending limits."""
+        meter = self._table(interaction).session.spend
+        if meter is None:
+            raise GlyphoxaError("This session does not count its cost.")
+        await _reply(interaction, "\n".join(cost_lines(meter.summary())))
 
     # -- /tier, /npc ---------------------------------------------------------------------------
 

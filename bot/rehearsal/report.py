@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from bot.session.spend import cost_lines
 from campaigns.basics import percentile
 
 __all__ = ["latency_summary", "write_chart", "write_latency_json", "write_report"]
@@ -66,12 +67,18 @@ def latency_summary(turns: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 
 def write_latency_json(
-    path: Path, turns: Sequence[dict[str, Any]], turn_taking: dict[str, Any] | None = None
+    path: Path,
+    turns: Sequence[dict[str, Any]],
+    turn_taking: dict[str, Any] | None = None,
+    cost: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """latency.json: the summary (with ``turn_taking`` when given) and every turn."""
+    """latency.json: the summary (with ``turn_taking`` and the night's ``cost`` when given)
+    and every turn."""
     summary = latency_summary(turns)
     if turn_taking is not None:
         summary["turn_taking"] = turn_taking
+    if cost is not None:
+        summary["cost"] = cost
     path.write_text(json.dumps({"summary": summary, "turns": list(turns)}, indent=2) + "\n")
     return summary
 
@@ -156,6 +163,8 @@ def write_report(
         lines += [*verdict, ""]
     if alerts:
         lines += ["## What the DM was told", "", *[f"- {alert}" for alert in alerts], ""]
+    if summary.get("cost") is not None:
+        lines += ["## Cost", "", *cost_lines(summary["cost"]), ""]
     stages = summary["stages"]
     lines += [
         f"- Turns: {summary['turns']} ({summary['interrupted']} interrupted, "

@@ -204,8 +204,9 @@ async def rehearse(
         await session.recorder.flush()
         turns = [trace.as_dict() for trace in session.traces]
         leftovers = _leftovers(session, plan)
+        cost = session.spend.summary() if session.spend is not None else None
     say("writing outputs")
-    return _write_outputs(scene, out_dir, turns, events, walls, plan, npc_frames, leftovers)
+    return _write_outputs(scene, out_dir, turns, events, walls, plan, npc_frames, leftovers, cost)
 
 
 def _leftovers(session: TableSession, plan: ScenePlan) -> list[str]:
@@ -321,6 +322,7 @@ def _write_outputs(
     plan: ScenePlan,
     npc_frames: dict[str, list[bytes]],
     leftovers: list[str],
+    cost: dict[str, Any] | None = None,
 ) -> RehearsalResult:
     records = _transcript(events, walls, plan)
     with (out_dir / "transcript.jsonl").open("w", encoding="utf-8") as handle:
@@ -336,7 +338,7 @@ def _write_outputs(
         wav.close()
         npc_wavs[npc] = path
         npc_audio_s[npc] = round(len(frames) * _TICK_S, 2)
-    summary = write_latency_json(out_dir / "latency.json", turns, turn_taking(records))
+    summary = write_latency_json(out_dir / "latency.json", turns, turn_taking(records), cost)
     chart = write_chart(out_dir / "latency.png", turns, f"Rehearsal: {scene.title}")
     checks = scene_checks(plan, records, turns, leftovers)
     head = verdict(checks, turns)
@@ -344,7 +346,7 @@ def _write_outputs(
         "session.wav": "everything the table heard (NPC voices and ambience), 48 kHz stereo",
         **{p.name: f"{npc}'s voice only ({npc_audio_s[npc]:.1f} s)" for npc, p in npc_wavs.items()},
         "transcript.jsonl": "player lines (scripted and as heard), routing, NPC replies, DM",
-        "latency.json": "per-turn stage breakdown and p50/p95 summary",
+        "latency.json": "per-turn stage breakdown and p50/p95 summary (and the cost)",
     }
     if chart:
         outputs["latency.png"] = "voice-to-voice latency per turn, stacked by stage"

@@ -53,6 +53,10 @@ class TroubleDesk:
             self._said.clear()  # the next failure is news again
             self._say(message, message, None)
 
+    def tell(self, key: str, message: str) -> None:
+        """Something the DM must know that is not a failure (the night's spending limits)."""
+        self._say(key, message, None)
+
     def _say(self, key: str, message: str, npc: str | None) -> None:
         now = time.monotonic()
         said = self._said.get(key)

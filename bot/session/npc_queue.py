@@ -23,6 +23,7 @@ from npcs.campaign import Campaign
 from npcs.context import SceneLine
 from npcs.engines import Engine
 from npcs.schema import NpcDefinition
+from npcs.usage import serving_npc
 
 __all__ = ["NpcQueues"]
 
@@ -143,6 +144,7 @@ class NpcQueues:
 
     # --- workers -------------------------------------------------------------------------------
     async def _worker(self, name: str, state: _NpcState) -> None:
+        serving_npc.set(name)  # this task's calls (its voice too) count toward this NPC's cost
         while not state.queue.empty():
             turn = state.queue.get_nowait()
             npc = self._campaign.npcs.get(name)

@@ -115,6 +115,8 @@ class TableSession(Routing, DmControls, VoiceCommands, CharacterControls):
         self.memory = memory
         self.tools: Any = None
         """The tool host serving this table (set by ``open_table``; for ``/tools``)."""
+        self.spend: Any = None
+        """The night's cost (``bot.session.spend.SpendMeter``, set by ``open_table``)."""
         self.warm_up: asyncio.Task[None] | None = None
         """The LLM prompt-cache warm-up running in the background (set by ``open_table``)."""
         self._stt = stt

@@ -10,7 +10,7 @@ from __future__ import annotations
 import io
 import logging
 import wave
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from pydantic import SecretStr
@@ -19,6 +19,7 @@ from bot.speech.audio import STT_SAMPLE_RATE, float_to_pcm16
 from bot.speech.vocabulary import Vocabulary
 from campaigns.basics import GlyphoxaError
 from npcs.inference.openai_client import openai_client
+from npcs.usage import Usage, UsageSink
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -61,6 +62,8 @@ class OpenAiStt:
         self.partials = partials
         self.language = language
         self.cpu_bound = False  # a remote service: the CPU scheduler need not wait for it
+        self.meter: UsageSink | None = None
+        """The table's spend meter: each request reports the seconds of audio it sent."""
 
     def __repr__(self) -> str:
         return f"OpenAiStt(model={self.model!r}, base_url={str(self._client.base_url)!r})"
@@ -76,25 +79,32 @@ class OpenAiStt:
         language = self.language or openai.omit
         upload = ("speech.wav", wav_bytes(audio), "audio/wav")
         try:
-            if not self.stream:
-                result = await self._client.audio.transcriptions.create(
-                    file=upload,
-                    model=self.model,
-                    response_format="json",
-                    prompt=prompt,
-                    language=language,
-                )
-                return " ".join(result.text.split())
-            stream = await self._client.audio.transcriptions.create(
-                file=upload, model=self.model, stream=True, prompt=prompt, language=language
-            )
-            pieces: list[str] = []
-            final: str | None = None
-            async for event in stream:
-                if event.type == "transcript.text.delta":
-                    pieces.append(event.delta)
-                elif event.type == "transcript.text.done":
-                    final = event.text
-            return " ".join((final if final is not None else "".join(pieces)).split())
+            text = await self._request(upload, prompt, language)
         except openai.APIError as error:
             raise GlyphoxaError(f"transcription service failed: {error}") from None
+        if self.meter is not None:  # billed per second of audio sent, partials too
+            seconds = len(audio) / STT_SAMPLE_RATE
+            self.meter.record(Usage("stt", self.model, audio_seconds=seconds))
+        return text
+
+    async def _request(self, upload: tuple[str, bytes, str], prompt: Any, language: Any) -> str:
+        if not self.stream:
+            result = await self._client.audio.transcriptions.create(
+                file=upload,
+                model=self.model,
+                response_format="json",
+                prompt=prompt,
+                language=language,
+            )
+            return " ".join(result.text.split())
+        stream = await self._client.audio.transcriptions.create(
+            file=upload, model=self.model, stream=True, prompt=prompt, language=language
+        )
+        pieces: list[str] = []
+        final: str | None = None
+        async for event in stream:
+            if event.type == "transcript.text.delta":
+                pieces.append(event.delta)
+            elif event.type == "transcript.text.done":
+                final = event.text
+        return " ".join((final if final is not None else "".join(pieces)).split())

@@ -16,6 +16,7 @@ from bot.speech.tts_piper import pitch_factor
 from campaigns.basics import AudioChunk, GlyphoxaError
 from npcs.inference.openai_client import openai_client
 from npcs.schema import VoiceSettings
+from npcs.usage import Usage, UsageSink, serving_npc
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -45,6 +46,8 @@ class OpenAiTts:
         self._client = client or openai_client(api_key, base_url, timeout_s=timeout_s)
         self.model = model
         self.default_voice = default_voice
+        self.meter: UsageSink | None = None
+        """The table's spend meter: each request reports the characters it sent."""
 
     def __repr__(self) -> str:
         return f"OpenAiTts(model={self.model!r}, base_url={str(self._client.base_url)!r})"
@@ -62,6 +65,9 @@ class OpenAiTts:
                 response_format="pcm",
                 speed=voice.speed,
             ) as response:
+                if self.meter is not None:  # billed per character sent, however much is played
+                    used = Usage("tts", self.model, serving_npc.get(), characters=len(text))
+                    self.meter.record(used)
                 async for data in response.iter_bytes(_CHUNK_BYTES):
                     data = carry + data
                     usable = len(data) - len(data) % 2

@@ -39,6 +39,7 @@ __all__ = [
     "ProposedFact",
     "Relation",
     "Session",
+    "SessionUsage",
     "Summary",
     "ToolCalibration",
     "ToolInvocation",
@@ -231,6 +232,33 @@ class CharacterBinding(Base):
     character: Mapped[str] = mapped_column(String(200))
     bound_by: Mapped[str | None] = mapped_column(String(200))
     """Who made the binding (the player, or the DM by name)."""
+
+
+class SessionUsage(Base):
+    """What a session used of one model for one NPC (``npc`` empty: the players' speech
+    recognition), and what that cost when it was used; a resumed session continues it."""
+
+    __tablename__ = "session_usage"
+    __table_args__ = (UniqueConstraint("session_id", "service", "model", "npc", name="uq_usage"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    session_id: Mapped[str] = mapped_column(
+        ForeignKey("sessions.id", ondelete="CASCADE"), index=True
+    )
+    service: Mapped[str] = mapped_column(String(20))
+    """``llm``, ``realtime``, ``tts`` or ``stt``."""
+    model: Mapped[str] = mapped_column(String(200))
+    npc: Mapped[str] = mapped_column(String(200))
+    calls: Mapped[int] = mapped_column(Integer)
+    estimated_calls: Mapped[int] = mapped_column(Integer)
+    """Calls whose provider reported no usage: their counts are estimated from text."""
+    input_tokens: Mapped[int] = mapped_column(BigInteger)
+    output_tokens: Mapped[int] = mapped_column(BigInteger)
+    audio_input_tokens: Mapped[int] = mapped_column(BigInteger)
+    audio_output_tokens: Mapped[int] = mapped_column(BigInteger)
+    characters: Mapped[int] = mapped_column(BigInteger)
+    audio_seconds: Mapped[float] = mapped_column(Float)
+    cost_usd: Mapped[float] = mapped_column(Float)
     updated_at: Mapped[float] = mapped_column(Float)
 
 

@@ -6,6 +6,8 @@ the call returns; embedding runs in background tasks this store owns and cancels
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import time
 import uuid
@@ -17,6 +19,7 @@ from typing import Any
 from sqlalchemy import func, insert, select, text, update
 from sqlalchemy.exc import DBAPIError, IntegrityError, InterfaceError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.pool import StaticPool
 
 from campaigns.basics import GlyphoxaError
 from campaigns.content import EntitiesFile
@@ -29,6 +32,7 @@ from campaigns.memory.models import Chunk, Session, Summary, Utterance, table_of
 from campaigns.memory.records import tier_label
 from campaigns.memory.search import VectorIndex, fulltext, hybrid
 from campaigns.memory.summaries import ExtractiveSummarizer, Summarizer
+from campaigns.memory.usage_records import UsageRecordsMixin
 
 __all__ = ["MemoryStore"]
 
@@ -40,9 +44,12 @@ CHUNKS = table_of(Chunk)
 SUMMARIES = table_of(Summary)
 
 
-class MemoryStore(records.RecordsMixin, proposals.ProposalsMixin, CharactersMixin):
+class MemoryStore(
+    records.RecordsMixin, proposals.ProposalsMixin, CharactersMixin, UsageRecordsMixin
+):
     """Transcripts (L1), semantic recall (L2), knowledge graph (L3) with the review queue of
-    NPC-proposed facts, summaries, tool tables and the players' characters."""
+    NPC-proposed facts, summaries, tool tables, the players' characters and what each session
+    spent."""
 
     def __init__(
         self,
@@ -62,6 +69,8 @@ class MemoryStore(records.RecordsMixin, proposals.ProposalsMixin, CharactersMixi
         self._jobs = EmbeddingJobs(embeddings, self._read, self._write)
         self._closed = False
         self._close_helpers = False
+        shared = isinstance(engine.sync_engine.pool, StaticPool)
+        self._one_connection = asyncio.Lock() if shared else None
 
     @classmethod
     async def open(
@@ -128,8 +137,10 @@ class MemoryStore(records.RecordsMixin, proposals.ProposalsMixin, CharactersMixi
 
     @asynccontextmanager
     async def _write(self) -> AsyncIterator[AsyncConnection]:
+        # An in-memory SQLite database is one connection: its writers take turns here.
+        turns = self._one_connection or contextlib.nullcontext()
         try:
-            async with write_transaction(self._engine) as connection:
+            async with turns, write_transaction(self._engine) as connection:
                 yield connection
         except _UNAVAILABLE as error:
             raise _unavailable(error) from error

@@ -53,6 +53,7 @@ from npcs.engines.guard import (
 )
 from npcs.inference.health import LlmHealth, LlmUnavailable
 from npcs.sentences import SentenceSplitter, split_sentences
+from npcs.usage import UsageSink, record_round
 from tools.host.types import ToolCall
 
 if TYPE_CHECKING:
@@ -151,6 +152,7 @@ class CascadedEngine:
         self.retry_in_character = retry_in_character
         self.health = health
         self.fillers = FillerPicker(rng)
+        self.meter: UsageSink | None = None  # the table's spend meter: requests report usage
         self._turns = 0
         self._idle = asyncio.Event()
         self._idle.set()
@@ -207,10 +209,11 @@ class CascadedEngine:
                 params = self._params(npc, messages, tools, None)
                 params["max_tokens"] = 1
                 try:
-                    await self._create(stream=False, **params)
+                    response = await self._create(stream=False, **params)
                 except GlyphoxaError as error:
                     log.warning("warm-up of %s failed: %s", npc.name, error)
                     continue
+                record_round(self.meter, getattr(response, "usage", None), params, npc.name)
                 warmed += 1
         return warmed
 
@@ -241,9 +244,10 @@ class CascadedEngine:
         self._idle.clear()
         try:
             if client is None:
-                await self._create(stream=False, **params)
+                response = await self._create(stream=False, **params)
             else:
-                await client.chat.completions.create(stream=False, **params)
+                response = await client.chat.completions.create(stream=False, **params)
+            record_round(self.meter, getattr(response, "usage", None), params, request.npc.name)
         except (GlyphoxaError, openai.APIError) as error:
             log.debug("prefill for %s failed: %s", request.npc.name, error)
             return False
@@ -283,7 +287,9 @@ class CascadedEngine:
             calls: list[ToolCall] = []
             guard = ContentGuard(names, own=[npc.name, *npc.aliases])
             if offered and not self.stream_tool_rounds:
-                text, calls = completion_parts(await self._create(stream=False, **params))
+                response = await self._create(stream=False, **params)
+                record_round(self.meter, getattr(response, "usage", None), params, npc.name)
+                text, calls = completion_parts(response)
                 raw.append(text)
                 if text or calls:
                     if first:
@@ -300,9 +306,12 @@ class CascadedEngine:
                 # The turn's very first piece may end at a comma: TTS starts sooner.
                 clause = _FIRST_CLAUSE_WORDS if not spoken and prefix is None else None
                 splitter = SentenceSplitter(first_clause_words=clause, first_phrase_words=clause)
-                stream = await self._create(stream=True, **params)
+                usage = {"stream_options": {"include_usage": True}} if self.meter else {}
+                stream = await self._create(stream=True, **params, **usage)
+                reported = None
                 try:
                     async for chunk in stream:
+                        reported = getattr(chunk, "usage", None) or reported
                         if not chunk.choices:
                             continue
                         delta = chunk.choices[0].delta
@@ -326,6 +335,8 @@ class CascadedEngine:
                     raise await self._explained(stream_error(self.client, error)) from None
                 finally:
                     await stream.close()
+                    # cut off (barge-in, another speaker's line): no usage came, estimate it
+                    record_round(self.meter, reported, params, npc.name, "".join(raw))
                 last = guard.flush()
                 content_parts.append(last)
                 pieces = splitter.push(last)

@@ -53,6 +53,7 @@ from npcs.engines.realtime_session import RealtimeSession
 from npcs.engines.realtime_wire import BYTES_PER_MS, REALTIME_SAMPLE_RATE
 from npcs.inference.openai_client import openai_client
 from npcs.sentences import SentenceSplitter
+from npcs.usage import UsageSink, realtime_usage
 from tools.host.types import ToolCall
 
 if TYPE_CHECKING:
@@ -150,6 +151,7 @@ class RealtimeEngine:
         self.max_depth = max_depth
         self.sessions = SessionKeeper(client, model, renewal or RenewalPolicy())
         """Each NPC's session and conversation, renewed before the provider's limit."""
+        self.meter: UsageSink | None = None  # the table's spend meter: responses report usage
 
     @classmethod
     def from_config(
@@ -331,6 +333,11 @@ class RealtimeEngine:
                 calls.append(ToolCall(event.call_id, event.name, event.arguments or "{}"))
             elif kind == "response.done":
                 session.active_response = None
+                used = realtime_usage(
+                    getattr(event.response, "usage", None), model=self.model, npc=request.npc.name
+                )
+                if used is not None and self.meter is not None:
+                    self.meter.record(used)
                 status = getattr(event.response, "status", "completed")
                 if calls and status == "completed" and depth < self.max_depth:
                     depth += 1

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import AsyncGenerator
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import openai
 
@@ -19,6 +19,7 @@ from npcs.engines.cascaded import CascadedEngine, request_messages, speaker_name
 from npcs.engines.events import EngineEvent, FirstToken, Sentence, TurnDone, TurnRequest
 from npcs.engines.guard import ContentGuard, parrots
 from npcs.sentences import SentenceSplitter
+from npcs.usage import record_round
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -92,13 +93,16 @@ class SentenceCascadeEngine:
         npc = request.npc
         messages = request_messages(request)
         messages.append({"role": "system", "content": npc.cascade.opener_instruction})
+        meter = self.strong.meter
+        params: dict[str, Any] = {
+            "model": npc.cascade.fast_model or self.fast_model,
+            "messages": messages,
+            "max_tokens": self.opener_max_tokens,
+        }
+        usage = {"stream_options": {"include_usage": True}} if meter is not None else {}
         try:
-            stream: Any = await self.fast_client.chat.completions.create(
-                model=npc.cascade.fast_model or self.fast_model,
-                messages=cast(Any, messages),
-                max_tokens=self.opener_max_tokens,
-                stream=True,
-            )
+            create: Any = self.fast_client.chat.completions.create
+            stream: Any = await create(**params, stream=True, **usage)
         except openai.APIError as error:
             raise GlyphoxaError(f"fast LLM request failed: {error}") from None
         splitter = SentenceSplitter(first_clause_words=4)  # the opener may end at a comma
@@ -106,10 +110,14 @@ class SentenceCascadeEngine:
         guard = ContentGuard(speaker_names(request), own=[npc.name, *npc.aliases])
         first = True
         sentence: str | None = None
+        written: list[str] = []
+        reported = None
         try:
             async for chunk in stream:
+                reported = getattr(chunk, "usage", None) or reported
                 if not chunk.choices or not chunk.choices[0].delta.content:
                     continue
+                written.append(chunk.choices[0].delta.content)
                 if first:
                     first = False
                     yield FirstToken()
@@ -124,6 +132,7 @@ class SentenceCascadeEngine:
             raise stream_error(self.fast_client, error) from None
         finally:
             await stream.close()
+            record_round(meter, reported, params, npc.name, "".join(written))
         if sentence is None:
             done = splitter.push(guard.flush())
             sentence = done[0] if done else splitter.flush()

@@ -520,3 +520,68 @@ async def test_direct_steers_an_npc_privately_for_the_dm_only(
         table_session.listeners.remove(runtime._on_event)
         if runtime._poster is not None:
             runtime._poster.cancel()
+
+
+async def test_session_cost_and_the_spend_notices(
+    harness: Harness, whisper_stt: Any, tmp_path: Path
+) -> None:
+    """A real table (``open_table``) whose LLM is the local OpenAI-compatible server priced as
+    a cloud model: the soft limit's notice reaches the channel once, ``/session cost`` shows
+    the night's cost per provider and per NPC."""
+    from bot.assembly.table import open_table
+    from bot.bench.doubles.instant_llm import InstantLlm
+    from bot.speech import EspeakTts
+    from campaigns.basics import Tier
+    from npcs.engines import TurnRequest
+
+    async with InstantLlm() as llm:
+        config = GlyphoxaConfig.model_validate(
+            {
+                "providers": {"llm": {"name": "openai", "base_url": llm.base_url,
+                                      "model": "scripted", "api_key": "scripted"}},
+                "campaign": {"path": str(EXAMPLE), "hot_reload": False},
+                "tools": {"sandbox_dir": str(tmp_path / "files"),
+                          "calibration_path": str(tmp_path / "calibration.json")},
+                "pricing": {"llm": {"scripted": {"input_per_million": 1000,
+                                                 "output_per_million": 2000}}},
+                "session": {"spend": {"soft": 0.1}},
+            }
+        )  # fmt: skip
+        memory = f"sqlite+aiosqlite:///{tmp_path / 'memory.db'}"
+        table = open_table(
+            config, memory_url=memory, stt=whisper_stt, tts=EspeakTts(), serve_metrics=False
+        )
+        async with table as session:
+            channel = harness.bot.get_channel(CHANNEL)
+            runtime = TableRuntime(TableParts(session), channel)  # type: ignore[arg-type]
+            runtime.start_transcript()
+            harness.cog.tables[GUILD] = runtime
+            try:
+                npc = session.campaign.npcs["Bartok"]
+                engine = session.engine_for(npc)
+                assert engine is not None
+                for text in ("what's on tap?", "and a room?"):
+                    async for _ in engine.respond(TurnRequest(npc, "Arin", text, Tier.FAST)):
+                        pass
+                _, _, body = await harness.api.wait_for_call(
+                    lambda c: c[1] == f"channels/{CHANNEL}/messages" and "soft" in c[2]["content"]
+                )
+                assert "soft limit (session.spend.soft)" in body["content"]
+                reply = await harness.run(interaction("session", sub("cost"), roles=(DM_ROLE,)))
+                total = session.spend.total_usd
+                assert reply["flags"] & 64  # only the DM sees it
+                content = reply["content"]
+                assert content.startswith(f"Cost so far: ${total:.4f} (soft limit $0.10)")
+                assert "- LLM scripted: $" in content and "- Bartok: $" in content
+                refused = await harness.run(interaction("session", sub("cost"), member=PLAYER))
+                assert refused["content"] == REFUSAL
+            finally:
+                harness.cog.tables.clear()
+                session.listeners.remove(runtime._on_event)
+                if runtime._poster is not None:
+                    runtime._poster.cancel()
+            notices = [
+                c for c in harness.api.calls
+                if c[1] == f"channels/{CHANNEL}/messages" and "soft limit" in c[2]["content"]
+            ]  # fmt: skip
+            assert len(notices) == 1  # said once, though both turns were past the limit

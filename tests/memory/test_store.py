@@ -169,7 +169,7 @@ async def test_reopen_keeps_data_and_schema_matches_models(memory_url: str) -> N
 
         differences = await conn.run_sync(diff)
     await engine.dispose()
-    assert version == "0006"
+    assert version == "0007"
     assert differences == []
 
 
@@ -180,3 +180,22 @@ async def test_bad_url_is_a_clear_error(tmp_path) -> None:
         await MemoryStore.open("mysql+aiomysql://x@localhost/db")
     with pytest.raises(GlyphoxaError, match="cannot open campaign memory"):
         await MemoryStore.open("postgresql+asyncpg://nobody@127.0.0.1:9/none")
+
+
+async def test_session_usage_is_kept_whole_and_read_back(store: MemoryStore) -> None:
+    """The spend meter's rows: written whole (a second write replaces the first), read back
+    most expensive first."""
+    session = await store.start_session("test", "a costly night")
+    row = {
+        "service": "llm", "model": "gpt-4o-mini", "npc": "Bartok", "calls": 3,
+        "estimated_calls": 1, "input_tokens": 4_500_000_000, "output_tokens": 900,
+        "audio_input_tokens": 0, "audio_output_tokens": 0, "characters": 0,
+        "audio_seconds": 0.0, "cost_usd": 0.0012,
+    }  # fmt: skip
+    ears = {**row, "service": "stt", "model": "whisper-1", "npc": "", "calls": 9,
+            "estimated_calls": 0, "input_tokens": 0, "output_tokens": 0,
+            "audio_seconds": 41.5, "cost_usd": 0.0042}  # fmt: skip
+    await store.save_usage(session, [row])
+    await store.save_usage(session, [{**row, "calls": 4}, ears])
+    assert await store.session_usage(session) == [ears, {**row, "calls": 4}]
+    assert await store.session_usage("no-such-session") == []

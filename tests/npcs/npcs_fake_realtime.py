@@ -36,6 +36,8 @@ class Reply:
     """Stop after the audio and wait for ``response.cancel`` (a barge-in)."""
     chunk_delay_s: float = 0.0
     """Pause between audio chunks (a long answer still streaming)."""
+    usage: dict[str, Any] | None = None
+    """The ``response.usage`` the completed response reports (as OpenAI's does)."""
 
 
 def user_texts(received: list[dict[str, Any]]) -> list[str]:
@@ -225,7 +227,10 @@ class FakeRealtime:
             await self._send(ws, "response.output_audio_transcript.delta", delta=word + " ", **part)
         if reply.hold:
             return  # the client must cancel
-        await self._send(ws, "response.done", response={"id": response_id, "status": "completed"})
+        done: dict[str, Any] = {"id": response_id, "status": "completed"}
+        if reply.usage is not None:
+            done["usage"] = reply.usage
+        await self._send(ws, "response.done", response=done)
 
     async def _respond_text(self, ws: ServerConnection, request: dict[str, Any], text: str) -> None:
         response_id = self._id("resp")

@@ -261,3 +261,36 @@ async def test_hot_reloaded_persona_updates_the_instructions(host) -> None:
     ]
     assert len(instructions) == 2
     assert "A cryptic oracle." in instructions[0] and "A cheerful oracle." in instructions[1]
+
+
+async def test_each_response_reports_its_text_and_audio_tokens(host) -> None:
+    """``response.done`` carries the response's usage; the spend meter prices text and audio
+    tokens apart at the realtime model's prices."""
+    from bot.config_spend import PricingConfig, SpendConfig
+    from bot.session.spend import SpendMeter
+
+    usage = {
+        "total_tokens": 1500, "input_tokens": 1200, "output_tokens": 300,
+        "input_token_details": {"text_tokens": 1000, "audio_tokens": 200, "cached_tokens": 0},
+        "output_token_details": {"text_tokens": 60, "audio_tokens": 240},
+    }  # fmt: skip
+    reply = Reply(transcript="Yes.", audio_chunks=1, usage=usage)
+    meter = SpendMeter(PricingConfig(), SpendConfig())
+    async with FakeRealtime(lambda _: reply) as server:
+        engine = engine_for(server, host)
+        engine.meter = meter.sink(free=False)
+        await run(engine, TurnRequest(ORACLE, "Alice", "Will it rain?", Tier.FAST))
+        await run(engine, TurnRequest(ORACLE, "Alice", "And tomorrow?", Tier.FAST))
+        await engine.aclose()
+    (row,) = meter.rows.values()
+    assert (row.service, row.model, row.npc, row.calls) == (
+        "realtime",
+        "gpt-realtime",
+        ORACLE.name,
+        2,
+    )
+    assert (row.input_tokens, row.output_tokens) == (2000, 120)
+    assert (row.audio_input_tokens, row.audio_output_tokens) == (400, 480)
+    # gpt-realtime: text $4 / $16, audio $32 / $64 per million tokens
+    expected = (2000 * 4 + 120 * 16 + 400 * 32 + 480 * 64) / 1e6
+    assert meter.total_usd == pytest.approx(expected)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import numpy as np
 import pytest
 import soxr
@@ -80,3 +82,40 @@ async def test_openai_tts_streams_24khz_pcm(whisper: FasterWhisperStt, piper: Pi
     audio = np.frombuffer(b"".join(c.pcm for c in chunks), "<i2").astype(np.float32) / 32768
     mono = soxr.resample(audio, 24_000, 16_000).astype(np.float32)
     assert heard_as(text, whisper.transcribe_sync(np.pad(mono, 4000)), 0.1)
+
+
+async def test_remote_speech_is_priced_per_character_and_per_second(
+    whisper: FasterWhisperStt, piper: PiperTts
+) -> None:
+    """The spend meter counts what the voices and the recognizer sent, at the default prices;
+    a voice speaking inside an NPC's turn is counted to that NPC; a failed request is free."""
+    from bot.config_spend import PricingConfig, SpendConfig
+    from bot.session.spend import SpendMeter
+    from npcs.usage import serving_npc
+
+    text = "The gates close when the sun goes down."
+    audio = player_16k(piper, text)
+    meter = SpendMeter(PricingConfig(), SpendConfig())
+    async with LocalOpenAiAudio(whisper, piper) as server:
+        tts = OpenAiTts(base_url=server.base_url, api_key="sk-x")
+        stt = OpenAiStt(base_url=server.base_url, api_key="sk-x")
+        tts.meter = stt.meter = meter.sink(free=False)
+
+        async def bartok_speaks() -> None:
+            serving_npc.set("Bartok")  # what the NPC's turn worker does
+            _ = [c async for c in tts.synthesize(text, VoiceSettings(provider="openai"))]
+
+        await asyncio.create_task(bartok_speaks())
+        assert await stt.transcribe(audio)
+        server.fail_with = 503
+        with pytest.raises(GlyphoxaError):
+            await stt.transcribe(audio)
+    rows = {(r.service, r.npc): r for r in meter.rows.values()}
+    voice, ears = rows[("tts", "Bartok")], rows[("stt", "")]
+    assert (voice.calls, voice.characters, voice.model) == (1, len(text), "gpt-4o-mini-tts")
+    assert voice.cost_usd == pytest.approx(len(text) * 15.00 / 1e6)
+    assert ears.calls == 1 and ears.audio_seconds == pytest.approx(len(audio) / 16_000)
+    assert ears.cost_usd == pytest.approx(len(audio) / 16_000 / 60 * 0.003)
+    summary = meter.summary()
+    assert set(summary["npcs"]) == {"Bartok", "players (speech recognition)"}
+    assert summary["providers"]["voices gpt-4o-mini-tts"]["usage"] == f"{len(text)} characters"

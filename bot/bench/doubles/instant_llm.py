@@ -2,7 +2,10 @@
 and SSE) with scripted answers, for measuring the pipeline's own floor (``glyphoxa bench e2e``)
 and for deterministic tests. With tools offered and no tool result yet it calls ``roll`` (an
 NPC offered ``propose_memory`` but no ``roll`` proposes :data:`PROPOSED_FACT` instead);
-otherwise it streams a fixed line per NPC. Every request body is recorded."""
+otherwise it streams a fixed line per NPC. Every request body is recorded. Like OpenAI, it
+reports a response's ``usage`` (the prompt's tokens counted as its JSON's length / 4, one token
+per word written), in a streamed answer's last chunk when ``stream_options.include_usage``
+asks for it."""
 
 from __future__ import annotations
 
@@ -36,6 +39,25 @@ def _chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
         "created": int(time.time()),
         "model": "scripted",
         "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
+    return f"data: {json.dumps(payload)}\n\n".encode()
+
+
+def usage(body: dict[str, Any], written: int) -> dict[str, int]:
+    """The usage reported for a request: its prompt's tokens and ``written`` tokens."""
+    prompt = len(json.dumps(body.get("messages", [])) + json.dumps(body.get("tools", []))) // 4
+    return {"prompt_tokens": prompt, "completion_tokens": written,
+            "total_tokens": prompt + written}  # fmt: skip
+
+
+def _usage_chunk(body: dict[str, Any], written: int) -> bytes:
+    payload = {
+        "id": "chatcmpl-scripted",
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": "scripted",
+        "choices": [],
+        "usage": usage(body, written),
     }
     return f"data: {json.dumps(payload)}\n\n".encode()
 
@@ -81,10 +103,13 @@ class InstantLlm:
                 b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
                 b"Cache-Control: no-cache\r\nConnection: close\r\n\r\n"
             )
-            for piece in self._answer(body):
+            pieces = self._answer(body)
+            for piece in pieces:
                 writer.write(piece)
                 await writer.drain()
                 await asyncio.sleep(0.01)
+            if (body.get("stream_options") or {}).get("include_usage"):
+                writer.write(_usage_chunk(body, len(pieces) - 2))  # without role and finish
             writer.write(b"data: [DONE]\n\n")
             await writer.drain()
         except (ConnectionError, asyncio.IncompleteReadError):
@@ -124,4 +149,5 @@ class InstantLlm:
                     "finish_reason": "stop",
                 }
             ],
+            "usage": usage(body, 5),
         }
