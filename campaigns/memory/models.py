@@ -232,6 +232,7 @@ class CharacterBinding(Base):
     character: Mapped[str] = mapped_column(String(200))
     bound_by: Mapped[str | None] = mapped_column(String(200))
     """Who made the binding (the player, or the DM by name)."""
+    updated_at: Mapped[float] = mapped_column(Float)
 
 
 class SessionUsage(Base):
