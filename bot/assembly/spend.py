@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlsplit
 
 from bot.assembly.engines import Engines
 from bot.config import GlyphoxaConfig
@@ -21,7 +23,7 @@ from bot.speech.tts_openai import OpenAiTts
 from campaigns.basics import Tier
 from npcs.engines import CascadedEngine, RealtimeEngine
 
-__all__ = ["attach_meter", "spend_meter"]
+__all__ = ["attach_meter", "runs_here", "spend_meter"]
 
 log = logging.getLogger(__name__)
 
@@ -75,17 +77,38 @@ def attach_meter(
     """Give every provider that reports usage its sink: free for a local LLM (``name:
     local``), priced for everything remote."""
     if isinstance(stt, OpenAiStt):
-        stt.meter = meter.sink(free=False)
+        stt.meter = meter.sink(free=_free(meter, "stt", config.providers.stt))
     if isinstance(tts, VoiceRouter):
         for voice in tts.providers.values():
             if isinstance(voice, OpenAiTts):
-                voice.meter = meter.sink(free=False)
-    llm_free = config.providers.llm.name == "local"
+                voice.meter = meter.sink(free=_free(meter, "tts", config.providers.tts))
+    llm_free = _free(meter, "llm", config.providers.llm)
     fallback = config.session.spend.fallback
     for engine in engines.engines():
         if engine is engines.fallback and isinstance(engine, CascadedEngine):
-            engine.meter = meter.sink(free=fallback is not None and fallback.name == "local")
+            engine.meter = meter.sink(free=fallback is not None and _free(meter, "llm", fallback))
         elif isinstance(engine, CascadedEngine):
             engine.meter = meter.sink(free=llm_free)
         elif isinstance(engine, RealtimeEngine):
             engine.meter = meter.sink(free=False)
+
+
+def runs_here(provider: Any) -> bool:
+    """A model that costs nothing per call: the bundled one (``name: local``) or any server on
+    this machine (a ``base_url`` on localhost: Ollama, a llama.cpp or vLLM server, a local
+    speech server). A server elsewhere is priced; one that is free too can be given a price of
+    0 under ``pricing``."""
+    if getattr(provider, "name", "") == "local":
+        return True
+    url = getattr(provider, "base_url", None)
+    host = (urlsplit(str(url)).hostname or "") if url else ""
+    return host == "localhost" or host == "::1" or host.startswith("127.")
+
+
+def _free(meter: SpendMeter, service: str, provider: Any) -> bool:
+    """Whether ``provider``'s calls cost nothing: it runs here and ``pricing`` names no price
+    for its model (a price the DM wrote counts even for a server on this machine)."""
+    if getattr(provider, "name", "") == "local":
+        return True
+    prices = getattr(meter.prices, service, {})
+    return runs_here(provider) and getattr(provider, "model", None) not in prices

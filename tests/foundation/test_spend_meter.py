@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from bot.assembly.spend import runs_here
+from bot.config_providers import LlmProvider
 from bot.config_spend import PricingConfig, SpendConfig, TokenPrice
 from bot.session.spend import SpendMeter, cost_lines
 from npcs.usage import Usage
@@ -38,3 +40,34 @@ def test_limits_act_once_and_a_local_model_is_free() -> None:
 def test_a_night_without_calls() -> None:
     meter = SpendMeter(PricingConfig(), SpendConfig())
     assert cost_lines(meter.summary()) == ["Cost so far: $0.0000", "No provider calls yet."]
+
+
+def test_a_remote_model_without_a_price_is_told_once_and_counted() -> None:
+    told: list[str] = []
+    meter = SpendMeter(PricingConfig(), SpendConfig(), on_unpriced=told.append)
+    remote = meter.sink(free=False)
+    for _ in range(3):
+        remote.record(Usage("llm", "my-finetune", "Bartok", input_tokens=900, output_tokens=40))
+    assert told == [
+        "no price for the LLM model 'my-finetune': its use is counted but costs nothing in "
+        "/session cost; set pricing.llm.my-finetune in glyphoxa.yaml"
+    ]
+    (row,) = meter.rows.values()
+    assert row.calls == 3 and row.input_tokens == 2700 and row.cost_usd == 0.0
+
+
+@pytest.mark.parametrize(
+    ("name", "base_url", "here"),
+    [
+        ("local", None, True),
+        ("openai", "http://localhost:11434/v1", True),
+        ("openai", "http://127.0.0.1:8080/v1", True),
+        ("openai", "http://[::1]:8000/v1", True),
+        ("openai", None, False),  # OpenAI itself
+        ("openai", "https://api.groq.com/openai/v1", False),
+        ("openai", "http://192.168.1.20:8000/v1", False),  # another machine: priced or told
+    ],
+)
+def test_which_servers_run_here(name: str, base_url: str | None, here: bool) -> None:
+    provider = LlmProvider(name=name, base_url=base_url, model="m")
+    assert runs_here(provider) is here
