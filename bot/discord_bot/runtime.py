@@ -239,6 +239,8 @@ def _transcript_line(event: object) -> str | None:
         return f"**{event.speaker}:** {event.text}"
     if isinstance(event, session_events.NpcSpoke):
         trace = event.trace
+        if trace.dropped:  # a reaction nobody heard
+            return None
         return f"**{trace.npc}** *(NPC, {trace.tier})*: {trace.spoken}"
     if isinstance(event, session_events.DmAction) and event.heard:  # a DM voice command
         return f"*DM by voice: {event.action} {event.detail} (heard \u201c{event.heard}\u201d)*"
