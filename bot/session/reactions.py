@@ -18,14 +18,17 @@ A part of ``TableSession`` (as ``Routing`` is): it reads the session state decla
 from __future__ import annotations
 
 import logging
+import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from bot.session.events import TurnQueued
 from campaigns.basics import Tier
 
 if TYPE_CHECKING:
+    from bot.session.events import LiveEvent
     from bot.session.npc_queue import NpcQueues
     from bot.session.speakers import SpeakerLanes
     from bot.session.trace import TurnTrace
@@ -65,6 +68,8 @@ class Reactions:
     if TYPE_CHECKING:  # provided by TableSession and DmControls
 
         def is_muted(self, npc: str) -> bool: ...
+        def take_direction(self, npc: str) -> str | None: ...
+        def _show(self, event: LiveEvent) -> None: ...
         def _new_trace(
             self, npc: str, speaker: str, text: str, tier: Tier, reason: str
         ) -> TurnTrace: ...
@@ -116,8 +121,10 @@ class Reactions:
             reaction,
             reacting_to=answer.npc,
             max_sentences=REACTION_SENTENCES,
+            direction=self.take_direction(npc.name),  # the DM's private direction holds too
         )
         self._pending_reaction = _Pending(turn, answer)
+        self._show(TurnQueued(reaction, time.monotonic()))  # live displays (the DM's console)
         log.info("%s reacts to %s's answer (%s)", npc.name, answer.npc, reaction.address_reason)
         return True
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import EXAMPLE, Table
 
-from bot.session.events import BargedIn, NpcSpoke
+from bot.session.events import BargedIn, NpcSpoke, TurnQueued
 from campaigns.basics import Tier
 from npcs.campaign import Campaign, load_campaign
 
@@ -41,6 +41,8 @@ async def test_an_npc_named_in_an_answer_reacts_once_after_it(table: Table) -> N
     # Her reaction names Bartok back: no chain, and only two of her sentences are said.
     table.engine.replies[VESSA] = ["Ha!", "Bartok flatters me.", "The docks are never quiet."]
     driver = table.driver
+    shown: list[object] = []
+    table.session.watchers.append(shown.append)  # what the DM's console sees
     driver.say("Arin", "Bartok, who keeps the docks safe?")
     await driver.run_until(lambda: len(spoken(table)) == 2)
     for _ in range(100):  # two seconds more: nothing else follows
@@ -50,6 +52,8 @@ async def test_an_npc_named_in_an_answer_reacts_once_after_it(table: Table) -> N
     assert reaction.reaction_to == "Bartok" and reaction.speaker == "Arin"
     assert reaction.spoken == "Ha! Bartok flatters me." and not reaction.interrupted
     assert reaction.address_reason == "named in Bartok's answer ('vessa')"
+    queued = [e.trace for e in shown if isinstance(e, TurnQueued)]
+    assert [(t.npc, t.reaction_to) for t in queued] == [("Bartok", None), (VESSA, "Bartok")]
     (request,) = requests_of(table, VESSA)
     assert request.reacting_to == "Bartok" and request.tier is Tier.FAST  # type: ignore[attr-defined]
     assert request.text == "Vessa keeps the docks quiet. Ask her yourself."  # type: ignore[attr-defined]
@@ -63,6 +67,16 @@ async def test_an_npc_named_in_an_answer_reacts_once_after_it(table: Table) -> N
         "flatters", session_id=table.session.recorder.session_id
     )
     assert [r["text"] for r in rows] == ["Ha! Bartok flatters me."]
+
+
+async def test_a_reaction_keeps_the_dms_private_direction(table: Table) -> None:
+    table.session.direct(VESSA, "Hide that you saw the thief tonight.", 1)
+    table.engine.replies["Bartok"] = ["Vessa saw everything."]
+    table.driver.say("Arin", "Bartok, who saw the thief?")
+    await table.driver.run_until(lambda: len(spoken(table)) == 2)
+    (request,) = requests_of(table, VESSA)
+    assert request.direction == "Hide that you saw the thief tonight."  # type: ignore[attr-defined]
+    assert VESSA not in table.session.directions  # the reaction was its one turn
 
 
 async def test_one_reaction_per_player_turn_even_when_two_answers_name_npcs(
