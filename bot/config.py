@@ -32,6 +32,7 @@ __all__ = [
     "MemoryConfig",
     "MetricsConfig",
     "ProvidersConfig",
+    "SessionConfig",
     "SpeechConfig",
     "TiersConfig",
     "TurnConfig",
@@ -324,4 +325,4 @@ class GlyphoxaConfig(_Strict):
     pricing: PricingConfig = Field(default_factory=PricingConfig)
     """What cloud models cost, per model; written prices override the defaults."""
     session: SessionConfig = Field(default_factory=SessionConfig)
-    """Per-session limits: what a night may spend."""
+    """Per-session limits: what a night may spend, and when a table nobody is at closes."""

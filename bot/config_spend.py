@@ -173,7 +173,13 @@ class SpendConfig(_Strict):
 
 
 class SessionConfig(_Strict):
-    """How a session runs beyond its parts: its spending limits."""
+    """How a session runs beyond its parts: its spending limits, and how a table nobody is at
+    ends itself."""
 
     spend: SpendConfig = Field(default_factory=SpendConfig)
     """Soft and hard spending limits per session, and what the hard one does."""
+    idle_close_s: float = Field(default=600.0, ge=0)
+    """End the session once nobody (bots aside) has been in its voice channel for this many
+    seconds: it is saved as by ``/session stop``, the DM is told in the session's text channel
+    and the bot leaves. The countdown starts when the last person leaves; anyone joining before
+    it ends cancels it. 0: never."""

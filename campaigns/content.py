@@ -7,9 +7,17 @@
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
 
 __all__ = [
     "ENTITY_TYPES",
@@ -19,6 +27,7 @@ __all__ = [
     "EntitiesFile",
     "EntitySeed",
     "RandomTable",
+    "ReactionMode",
     "RelationSeed",
     "TableEntry",
     "ToolApproval",
@@ -64,6 +73,30 @@ class CampaignApproval(_Strict):
     """Mode per tool name for every NPC of the campaign."""
 
 
+ReactionMode = Literal["off", "mentioned"]
+"""Whether NPCs react to each other: ``off``, or ``mentioned`` (an NPC named in another NPC's
+answer may add one short reaction after it)."""
+
+
+def _unquoted_off(value: object) -> object:
+    """YAML reads an unquoted ``off`` (and ``no``, ``false``) as false: that is ``off``. True
+    (``on``, ``yes``) names no mode, so it is refused with the choices."""
+    if value is False:
+        return "off"
+    if value is True:
+        raise ValueError("write reactions: mentioned (NPCs react when another NPC's answer "
+                         "names them) or reactions: off")  # fmt: skip
+    return value
+
+
+_REACTIONS_SCHEMA = {
+    "anyOf": [
+        {"enum": ["off", "mentioned"], "type": "string"},
+        {"const": False, "description": "an unquoted off (YAML reads it as false)"},
+    ]
+}
+
+
 class CampaignMeta(_Strict):
     name: str = Field(min_length=1)
     system: str = "dnd5e"
@@ -84,6 +117,13 @@ class CampaignMeta(_Strict):
         if isinstance(value, dict):
             return {str(k) if isinstance(k, int) else k: v for k, v in value.items()}
         return value
+
+    reactions: Annotated[
+        ReactionMode, BeforeValidator(_unquoted_off), WithJsonSchema(_REACTIONS_SCHEMA)
+    ] = "off"
+    """NPCs reacting to each other: ``mentioned`` lets an NPC named in another NPC's answer add
+    one short reaction after it (at most one per player turn, never while a player speaks);
+    ``off`` (default): only the NPCs players speak to answer."""
 
 
 class EntitySeed(_Strict):

@@ -142,6 +142,11 @@ class AddressDetector:
         self.set_npcs(npcs)
         self.set_active(active)
 
+    @property
+    def active(self) -> list[str]:
+        """The NPCs present in the current scene (every NPC unless ``set_active`` said)."""
+        return list(self._active)
+
     def set_active(self, names: Iterable[str]) -> None:
         """The NPCs present in the current scene (unknown names are ignored)."""
         self._active = [name for name in names if name in self._npcs]

@@ -19,6 +19,7 @@ __all__ = [
     "build_messages",
     "build_system_prompt",
     "direction_note",
+    "reaction_instruction",
     "render_scene",
 ]
 
@@ -192,6 +193,7 @@ def build_messages(
     has_tools: bool = False,
     scene_chars: int = MAX_SCENE_CHARS,
     direction: str | None = None,
+    reacting_to: str | None = None,
 ) -> list[dict[str, Any]]:
     """Chat Completions messages for one turn: the stable system prompt, then one user message
     with what changes every turn (the scene, campaign facts, the player's words; at most
@@ -201,6 +203,9 @@ def build_messages(
     keeps the KV cache of a prompt prefix (llama.cpp; OpenAI's prompt caching) evaluates the
     persona, rules and tool descriptions once per NPC instead of on every turn: the bundled
     server renders the tool descriptions at the end of the system message.
+
+    ``reacting_to``: the turn is a reaction to what that NPC just said (``text``, which named
+    this NPC), not an answer to ``speaker``.
     """
     if scene and scene[-1].npc is None and scene[-1].text.strip() == text.strip():
         scene = scene[:-1]  # the current line may already be in the transcript
@@ -219,8 +224,22 @@ def build_messages(
     # partial is this one cut where the words go on, and the turn evaluates only the new words
     # and the template's tail. Small models need the instruction: without it they answer as
     # another speaker far more often, and it works best here, before the words.
-    parts.append(f"Answer as {npc.name}. {speaker} says to you: {text.strip()}".rstrip())
+    parts.append(_instruction(npc.name, speaker, text, reacting_to))
     return [
         {"role": "system", "content": system},
         {"role": "user", "content": "\n\n".join(parts)},
     ]
+
+
+def reaction_instruction(npc_name: str, reacting_to: str, text: str) -> str:
+    """What an NPC named in another NPC's answer is asked: one short reaction to it."""
+    return (
+        f"{reacting_to} just said this at the table, naming you. React as {npc_name} in one "
+        f"short spoken sentence: {text.strip()}"
+    ).rstrip()
+
+
+def _instruction(npc_name: str, speaker: str, text: str, reacting_to: str | None) -> str:
+    if reacting_to:
+        return reaction_instruction(npc_name, reacting_to, text)
+    return f"Answer as {npc_name}. {speaker} says to you: {text.strip()}".rstrip()

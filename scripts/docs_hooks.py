@@ -32,8 +32,8 @@ SCHEMA_PAGES: dict[str, tuple[str, str, str]] = {
     "campaign": (
         "reference/campaign.md",
         "campaign.yaml",
-        "The campaign's identity and its tool-approval defaults, in "
-        "`campaigns/<campaign>/campaign.yaml`.",
+        "The campaign's identity, its tool-approval defaults and whether NPCs react to each "
+        "other, in `campaigns/<campaign>/campaign.yaml`.",
     ),
     "entities": (
         "reference/entities.md",

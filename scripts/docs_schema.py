@@ -61,6 +61,9 @@ class _Renderer:
             return " or ".join(dict.fromkeys(parts))
         if "enum" in schema:
             return "one of " + ", ".join(f"`{value}`" for value in schema["enum"])
+        if "const" in schema:  # a variant's tag, or false (how YAML reads an unquoted off)
+            value = schema["const"]
+            return f"`{value if isinstance(value, str) else json.dumps(value)}`"
         kind = schema.get("type")
         if kind == "array":
             items = schema.get("items", {})

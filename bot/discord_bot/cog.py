@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 import discord
 from discord import app_commands
+from discord.ext import commands
 
 from bot.discord_bot.characters import CharacterCommands
 from bot.discord_bot.host import TableHost
@@ -65,6 +66,16 @@ class TableCog(CharacterCommands):
         if await self.keeper.held_elsewhere(interaction.guild_id or 0):
             raise TableElsewhere("the table runs in another process")
         return True
+
+    @commands.Cog.listener()
+    async def on_voice_state_update(
+        self, member: discord.Member, before: discord.VoiceState, after: discord.VoiceState
+    ) -> None:
+        """Someone joined, left or moved in voice: the guild's table may start or cancel its
+        idle countdown (``session.idle_close_s``)."""
+        table = self.tables.get(member.guild.id)
+        if table is not None and before.channel != after.channel:
+            table.people_changed()
 
     def _table(self, interaction: discord.Interaction) -> TableRuntime:
         table = self.tables.get(interaction.guild_id or 0)

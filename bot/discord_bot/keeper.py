@@ -210,6 +210,7 @@ class TableKeeper:
             deaf_after_s=settings.deaf_after_s,
             console=getattr(self.bot, "console", None),
             end=lambda: self.stop_table(guild_id, close=True),
+            idle_close_s=self.bot.config.session.idle_close_s,
         )
         if state is not None:
             for problem in snapshot.restore(table.session, state):

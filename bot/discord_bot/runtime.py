@@ -5,7 +5,9 @@ Discord layer does not decide which STT/TTS/LLM providers run; ``glyphoxa run`` 
 from the configuration, tests pass one built from real local parts. The voice connection is a
 :class:`~bot.discord_bot.voice_link.VoiceLink`: it rejoins when a connection ends, and when the
 table cannot stay in voice the runtime stops, tells the Dungeon Master in the session's text
-channel and calls ``on_ended`` so the cog forgets it.
+channel and calls ``on_ended`` so the cog forgets it. A table nobody is at ends the same way
+once ``session.idle_close_s`` has passed (:mod:`bot.discord_bot.idle`), saved as by
+``/session stop``.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 
 import discord
 
+from bot.discord_bot.idle import IdleWatch, people_in, spell_duration
 from bot.discord_bot.voice_link import LinkLost, VoiceLink
 from bot.metrics import METRICS
 from bot.session import events as session_events
@@ -64,6 +67,8 @@ class TableRuntime:
         deaf_after_s: players' packets with nothing decoded this long runs recovery.
         console: the DM's console (``bot.console.ConsoleHub``) shows the table while it runs.
         end: how the console's "End session" ends the table (as ``/session stop``).
+        idle_close_s: end the table once nobody has been in its voice channel this long
+            (``bot.discord_bot.idle``); 0 never.
     """
 
     def __init__(
@@ -77,19 +82,24 @@ class TableRuntime:
         deaf_after_s: float = 2.0,
         console: Any = None,
         end: Callable[[], Awaitable[object]] | None = None,
+        idle_close_s: float = 0.0,
     ) -> None:
         self.parts = parts
         self.session = parts.session
         self.link: VoiceLink | None = None
         self.playback: PlaybackKeeper | None = None
         self.ended: LinkLost | None = None
-        """Why the table stopped on its own, if it did."""
+        """Why the table stopped on its own, if it did (voice lost for good)."""
+        self.idle_closed = False
+        """The table ended itself because nobody was in its voice channel."""
         self._transcript = transcript or alerts
         self._alerts_only = transcript is None
         self._alerts = alerts
         self._on_ended = on_ended
         self._rejoin_attempts = rejoin_attempts
         self._deaf_after_s = deaf_after_s
+        self._idle_close_s = idle_close_s
+        self._idle: IdleWatch | None = None
         self._metrics = getattr(self.session, "metrics", METRICS)
         self._lines: asyncio.Queue[str] = asyncio.Queue(200)
         self._poster: asyncio.Task[None] | None = None
@@ -126,6 +136,14 @@ class TableRuntime:
                 members=lambda: [m.display_name for m in channel.members if not m.bot],
                 on_end=self._console_end,
             )
+        self._idle = IdleWatch(lambda: people_in(channel), self._idle_close_s, self._close_idle)
+        self._idle.check()
+
+    def people_changed(self) -> None:
+        """Someone joined or left voice in the table's guild (the cog's voice state updates):
+        the idle countdown starts or stops."""
+        if self._idle is not None and not self._stopped:
+            self._idle.check()
 
     def start_transcript(self) -> None:
         """Post what players and NPCs say to the transcript channel, if one is configured."""
@@ -144,6 +162,8 @@ class TableRuntime:
         if self._feed is not None:
             with contextlib.suppress(Exception):  # the console never holds a table up
                 await self._console.detach(self._feed)
+        if self._idle is not None:
+            await self._idle.aclose()
         self._detach_receiver()
         if self.playback is not None:
             await self.playback.stop()
@@ -193,6 +213,23 @@ class TableRuntime:
         await self._notify(lost.message)
         await self.stop()
 
+    async def _close_idle(self) -> None:
+        """Nobody came back in time: end the session as ``/session stop`` does (transcript and
+        memory saved, the bot leaves), then tell the DM."""
+        if self._stopped:  # stopped meanwhile (/session stop, shutdown): nothing to close
+            return
+        self.idle_closed = True
+        if self._on_ended is not None:  # the cog forgets the table; nobody resumes it
+            self._on_ended(self)
+        await self.stop()
+        link = self.link
+        where = getattr(link.channel, "mention", "the voice channel") if link else "voice"
+        await self._notify(
+            f"Nobody has been in {where} for {spell_duration(self._idle_close_s)}, so I ended "
+            "the session and left (the transcript and campaign memory are saved). Run "
+            "`/session start` when you play again."
+        )
+
     async def _notify(self, text: str) -> None:
         channel = self._alerts or self._transcript
         if channel is None:
@@ -239,6 +276,8 @@ def _transcript_line(event: object) -> str | None:
         return f"**{event.speaker}:** {event.text}"
     if isinstance(event, session_events.NpcSpoke):
         trace = event.trace
+        if trace.dropped:  # a reaction nobody heard
+            return None
         return f"**{trace.npc}** *(NPC, {trace.tier})*: {trace.spoken}"
     if isinstance(event, session_events.DmAction) and event.heard:  # a DM voice command
         return f"*DM by voice: {event.action} {event.detail} (heard \u201c{event.heard}\u201d)*"

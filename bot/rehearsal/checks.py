@@ -64,7 +64,7 @@ def scene_checks(
         answer = next(
             (r for r in answers
              if r["npc"] == line.expect_npc and r.get("speaker") == called
-             and (r["t"] or 0) >= at),
+             and not r.get("reaction_to") and (r["t"] or 0) >= at),
             None,
         )  # fmt: skip
         checks.append(_answered(where, answer))

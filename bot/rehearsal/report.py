@@ -195,7 +195,9 @@ def write_report(
         flag = " (interrupted)" if turn.get("interrupted") else ""
         flag += f" (error: {turn['error']})" if turn.get("error") else ""
         flag += f' (said "{turn["fallback"]}" instead)' if turn.get("fallback") else ""
-        heard = f"{turn['speaker']}: \u201c{turn['heard']}\u201d -> " if turn["heard"] else ""
+        flag += f" (reaction dropped: {turn['dropped']})" if turn.get("dropped") else ""
+        who = turn.get("reaction_to") or turn["speaker"]  # a reaction hears an NPC's answer
+        heard = f"{who}: \u201c{turn['heard']}\u201d -> " if turn["heard"] else ""
         lines.append(
             f"- #{turn['turn']} {heard}**{turn['npc']}** [{turn['tier']}{_why(turn)}; {latency}; "
             f"{tools}]"

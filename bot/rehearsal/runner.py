@@ -411,7 +411,8 @@ def _transcript(
                  "interrupted": trace.interrupted, "tier": trace.tier,
                  "tier_reason": trace.tier_reason,
                  "tools": [t.name for t in trace.tools], "turn": trace.turn_id,
-                 "error": trace.error, "fallback": trace.fallback}
+                 "error": trace.error, "fallback": trace.fallback,
+                 "reaction_to": trace.reaction_to, "dropped": trace.dropped}
             )  # fmt: skip
         elif isinstance(event, BargedIn):
             records.append(

@@ -69,6 +69,7 @@ class DmControls:
         def _npcs_changed(self) -> None: ...
         def _emit(self, event: SessionEvent) -> None: ...
         def _show(self, event: LiveEvent) -> None: ...
+        def _drop_reaction(self, why: str) -> None: ...
 
     # --- DM controls -------------------------------------------------------------------------
     def set_tier_override(
@@ -93,6 +94,7 @@ class DmControls:
         """The DM's barge-in: cut what ``npc`` (or every NPC) is saying and drop queued answers;
         the words already heard stay in the scene and in memory."""
         names = self.turns.names() if npc is None else [self._npc_name(npc)]
+        self._drop_reaction("the DM stopped the NPCs")
         for name in names:
             self.turns.cancel(name)
         self._dm("stop", npc or "all", heard)
@@ -106,6 +108,7 @@ class DmControls:
             name = self._npc_name(npc)
             self.muted.add(name)
             targets = [name]
+        self._drop_reaction(f"the DM muted {npc or 'all'}")
         for name in targets:
             self.turns.cancel(name)
         self._dm("mute", npc or "all", heard)

@@ -105,6 +105,8 @@ class NpcQueues:
         snapshot: Callable[[], Any] | None = None,
         speculation: Speculation | None = None,
         direction: str | None = None,
+        reacting_to: str | None = None,
+        max_sentences: int | None = None,
     ) -> NpcTurn:
         turn = NpcTurn(
             npc=npc,
@@ -117,6 +119,8 @@ class NpcQueues:
             snapshot=snapshot,
             speculation=speculation,
             direction=direction,
+            reacting_to=reacting_to,
+            max_sentences=max_sentences,
         )
         state = self._states.setdefault(npc, _NpcState())
         state.queue.put_nowait(turn)
@@ -135,6 +139,14 @@ class NpcQueues:
             state.current.handle.cancel()
             if state.current.task is not None:
                 state.current.task.cancel()
+
+    def drop(self, turn: NpcTurn) -> None:
+        """Cut one turn (queued or running) and nothing else of its NPC."""
+        turn.handle.cancel()
+        if turn.task is not None and not turn.task.done():
+            turn.task.cancel()
+        if turn.speculation is not None:
+            turn.speculation.cancel()
 
     def interrupt(self, name: str) -> None:
         """Barge-in: the mixer already cut the voice; stop the engine turn too."""

@@ -247,7 +247,8 @@ class Routing:
         turn = self.turns.current(barge.npc)
         speaker = self.lanes.get(barge.speaker)
         if turn is not None and speaker is not None and turn.speaker == speaker.name:
-            if not barge.heard.played_text.strip() and turn.verbatim is None:
+            answered = turn.verbatim is None and turn.reacting_to is None  # their line
+            if not barge.heard.played_text.strip() and answered:
                 speaker.unheard = (barge.npc, turn.text)
         self.turns.interrupt(barge.npc)
         who = speaker.name if speaker else barge.speaker

@@ -4,9 +4,10 @@ Flow: ``push_frame`` -> a ``SpeakerLane`` per speaker (created on the first fram
 Partials feed the tier selector and a speculative entity lookup; a judged pause may start the
 answer speculatively; finals go through address detection to a per-NPC turn queue (its depth
 feeds the tier selector) -> ``run_turn`` (engine -> sentences -> TTS -> the NPC's mixer handle).
-Barge-in cancels the engine turn and records only the words played. Transcripts are committed to
-campaign memory as they happen. One ``CpuScheduler`` orders the table's CPU work: the end of a
-speaker's turn, then the answering NPC's voice, then partials.
+Barge-in cancels the engine turn and records only the words played; an answer naming another NPC
+may get its short reaction (``reactions``). Transcripts are committed to campaign memory as they
+happen. One ``CpuScheduler`` orders the table's CPU work: the end of a speaker's turn, then the
+answering NPC's voice, then partials.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from bot.session.events import (
 )
 from bot.session.npc_queue import NpcQueues
 from bot.session.prefill import Prefiller
+from bot.session.reactions import Reactions
 from bot.session.recorder import TranscriptRecorder
 from bot.session.routing import Routing
 from bot.session.speakers import Speaker, SpeakerLanes
@@ -83,7 +85,7 @@ EngineResolver = Callable[[NpcDefinition], Engine | None]
 _MAX_SCENE = 40
 
 
-class TableSession(Routing, DmControls, VoiceCommands, CharacterControls):
+class TableSession(Routing, Reactions, DmControls, VoiceCommands, CharacterControls):
     """The whole table pipeline for one voice connection (Discord or rehearsal)."""
 
     def __init__(
@@ -191,6 +193,7 @@ class TableSession(Routing, DmControls, VoiceCommands, CharacterControls):
         )
         self.prefiller = Prefiller(engines, prefill)
         """Evaluates NPC prompts ahead of their turns (a local LLM's prompt cache)."""
+        self._init_reactions()
         self._turn_ids = 0
         self._tasks: set[asyncio.Task[Any]] = set()
         self._watcher: CampaignWatcher | None = None
@@ -303,7 +306,9 @@ class TableSession(Routing, DmControls, VoiceCommands, CharacterControls):
     def _on_lane_event(self, speaker: Speaker, event: LaneEvent) -> None:
         """After ``SpeakerLanes`` did the speaker's bookkeeping for ``event``."""
         self.barge_in.observe(event)
-        if isinstance(event, SpeechProgress):
+        if isinstance(event, SpeechStarted):
+            self._player_started(speaker.name)
+        elif isinstance(event, SpeechProgress):
             spec = speaker.speculation
             if spec is not None and event.trailing_silence_ms < self._resume_ms:
                 speaker.drop_speculation(event.utterance_id)  # talking on after the pause
@@ -359,6 +364,7 @@ class TableSession(Routing, DmControls, VoiceCommands, CharacterControls):
             self.metrics.observe_turn(trace.stages_ms())
         outcome = "failed" if trace.error else "interrupted" if trace.interrupted else "done"
         self.metrics.turns.labels(outcome, trace.tier).inc()
+        self._answer_ended(turn)
         now = time.monotonic()
         if trace.spoken:
             self._add_scene(SceneLine(turn.npc, trace.spoken, turn.npc, now))
@@ -388,17 +394,17 @@ class TableSession(Routing, DmControls, VoiceCommands, CharacterControls):
         self.prefiller.ahead(npc, turn.speaker, tier, shown)
 
     def _prefill_written(self, turn: NpcTurn) -> None:
-        """The answer is written but still playing: prepare the reply to it now, with the
-        answer as the scene's next line. When the scene window moves, that is a few hundred
-        tokens, which on a small CPU take longer than a player leaves between the end of an
-        answer and the end of their reply. After a barge-in, the reply's turn
-        evaluates again from the answer's line.
+        """The answer is written but still playing: queue a reaction to it if one is due, else
+        prepare the reply to it now, with the answer as the scene's next line. When the scene
+        window moves, that is a few hundred tokens, which on a small CPU take longer than a
+        player leaves between the end of an answer and the end of their reply. After a
+        barge-in, the reply's turn evaluates again from the answer's line.
 
         The line is the voiced sentences as the transcript will hold them, not the model's raw
         reply: a reply's line breaks (joined by spaces once spoken) or a filler put the prompt
         off from that point, and the reply's turn evaluated ~100 tokens again."""
         voiced = turn.handle.full_text
-        if not voiced:
+        if self._react_to(turn) or not voiced:
             return
         line = SceneLine(turn.npc, voiced, turn.npc, time.monotonic(), self._scene_seq)
         self._prefill_reply(turn, line.at, [*self.scene, line][-_MAX_SCENE:])

@@ -82,6 +82,10 @@ class TurnTrace:
     """The answer was started on an STT partial that the final transcript confirmed."""
     speculative_entities: int = 0
     """Entities found by the lookup started on STT partials."""
+    reaction_to: str | None = None
+    """A reaction: the NPC whose answer named this one (``heard`` holds that answer)."""
+    dropped: str | None = None
+    """Why a reaction was dropped before anyone heard it (a player started speaking)."""
 
     def stages_ms(self) -> dict[str, float | None]:
         """Duration of every stage in milliseconds, None where a timestamp is missing."""
@@ -151,6 +155,8 @@ class TurnTrace:
             "floor_wait_ms": round(self.floor_wait_ms, 2),
             "speculative": self.speculative,
             "speculative_entities": self.speculative_entities,
+            "reaction_to": self.reaction_to,
+            "dropped": self.dropped,
             "stages_ms": self.stages_ms(),
             "model_ms": round(self.model_ms(), 2),
             "overhead_ms": self.overhead_ms(),

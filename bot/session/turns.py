@@ -79,6 +79,10 @@ class NpcTurn:
     task: asyncio.Task[None] | None = None
     floor_at: float | None = None
     cancelled_by: str | None = field(default=None)
+    reacting_to: str | None = None
+    """A reaction to what this NPC just said (``text``); see ``bot.session.reactions``."""
+    max_sentences: int | None = None
+    """Say at most this many sentences (a short reaction); None: the whole answer."""
 
 
 async def run_turn(
@@ -137,6 +141,7 @@ async def run_turn(
                 entity_snapshot=snapshot,
                 played_ms=lambda: handle.played_s * 1000.0,
                 direction=turn.direction,
+                reacting_to=turn.reacting_to,
             )
             trace.engine_start = time.monotonic()
             source = engine.respond(request)
@@ -148,6 +153,8 @@ async def run_turn(
                 elif isinstance(event, Sentence):
                     spoken.append(event.text)
                     say(event.text)
+                    if turn.max_sentences is not None and len(spoken) >= turn.max_sentences:
+                        break  # closing the stream ends the engine's turn
                 elif isinstance(event, Filler):
                     say(event.text)
                 elif isinstance(event, AudioChunk):

@@ -388,6 +388,7 @@ class CascadedEngine:
                     request.text,
                     entity_snapshot=request.entity_snapshot,
                     direction=request.direction,
+                    reacting_to=request.reacting_to,
                 )[1]
             messages.append(assistant_tool_message("".join(content_parts), calls))
             messages.extend(tool_message(result) for result in report.results)

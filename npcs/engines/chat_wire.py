@@ -96,13 +96,14 @@ def request_messages(
         has_tools=has_tools,
         scene_chars=scene_chars,
         direction=request.direction,
+        reacting_to=request.reacting_to,
     )
 
 
 def speaker_names(request: TurnRequest) -> list[str]:
-    """Everyone whose line the model might write: the NPC (and aliases), the player speaking and
-    every speaker of the scene."""
-    names = [request.npc.name, *request.npc.aliases, request.speaker]
+    """Everyone whose line the model might write: the NPC (and aliases), the player speaking, the
+    NPC a reaction answers and every speaker of the scene."""
+    names = [request.npc.name, *request.npc.aliases, request.speaker, request.reacting_to or ""]
     for line in request.scene:
         names.append(line.npc or line.speaker)
     return list(dict.fromkeys(name for name in names if name and name.strip()))

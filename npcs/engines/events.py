@@ -48,6 +48,9 @@ class TurnRequest:
     confirmed: Callable[[], Awaitable[object]] | None = None
     """A speculative turn (started on a partial transcript): awaited before any tool that is not
     read-only runs, so a guess that is dropped changes nothing (no file written, no music)."""
+    reacting_to: str | None = None
+    """A reaction: the NPC whose words (``text``) this NPC reacts to, because they named it;
+    ``speaker`` is then the player whose turn it belongs to."""
 
 
 @dataclass(frozen=True, slots=True)

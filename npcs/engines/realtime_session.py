@@ -20,7 +20,7 @@ import openai
 from websockets.exceptions import ConnectionClosed
 
 from campaigns.basics import GlyphoxaError, Tier
-from npcs.context import direction_note, render_scene
+from npcs.context import direction_note, reaction_instruction, render_scene
 from npcs.engines import realtime_wire as wire
 
 if TYPE_CHECKING:
@@ -133,6 +133,8 @@ class RealtimeSession:
                 item=wire.message("system", "\n\n".join(context))
             )
         text = f"{request.speaker} says to you: {request.text.strip()}"
+        if request.reacting_to:
+            text = reaction_instruction(request.npc.name, request.reacting_to, request.text)
         self.said = text if request.text.strip() else f"{request.speaker} spoke to you"
         self.context = context[0] if fresh else None
         self.transcript = []

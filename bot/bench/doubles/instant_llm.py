@@ -2,7 +2,8 @@
 and SSE) with scripted answers, for measuring the pipeline's own floor (``glyphoxa bench e2e``)
 and for deterministic tests. With tools offered and no tool result yet it calls ``roll`` (an
 NPC offered ``propose_memory`` but no ``roll`` proposes :data:`PROPOSED_FACT` instead);
-otherwise it streams a fixed line per NPC. Every request body is recorded. Like OpenAI, it
+otherwise it streams a fixed line per NPC (``answers``, which a test may change). Every request
+body is recorded. Like OpenAI, it
 reports a response's ``usage`` (the prompt's tokens counted as its JSON's length / 4, one token
 per word written), in a streamed answer's last chunk when ``stream_options.include_usage``
 asks for it."""
@@ -27,9 +28,9 @@ ANSWERS = {
 PROPOSED_FACT = "The Black Candle meets under the old mill at night."
 
 
-def _npc(body: dict[str, Any]) -> str:
+def _npc(body: dict[str, Any], names: Any) -> str:
     system = body["messages"][0]["content"]
-    return next((name for name in ANSWERS if f"You are {name}" in system), "")
+    return next((name for name in names if f"You are {name}" in system), "")
 
 
 def _chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
@@ -66,6 +67,8 @@ class InstantLlm:
     """``async with InstantLlm() as llm:`` serves ``llm.base_url`` until the block ends."""
 
     def __init__(self) -> None:
+        self.answers = dict(ANSWERS)
+        """NPC name -> the line it streams (others get ``DEFAULT_ANSWER``)."""
         self.requests: list[dict[str, Any]] = []
         self.base_url = ""
         self._server: asyncio.Server | None = None
@@ -131,7 +134,7 @@ class InstantLlm:
             call = {"index": 0, "id": "call_propose", "type": "function",
                     "function": {"name": "propose_memory", "arguments": arguments}}  # fmt: skip
             return [*out, _chunk({"tool_calls": [call]}), _chunk({}, "tool_calls")]
-        for word in ANSWERS.get(_npc(body), DEFAULT_ANSWER).split(" "):
+        for word in self.answers.get(_npc(body, self.answers), DEFAULT_ANSWER).split(" "):
             out.append(_chunk({"content": word + " "}))
         return [*out, _chunk({}, "stop")]
 

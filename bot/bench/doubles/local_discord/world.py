@@ -45,7 +45,8 @@ def _user(user_id: int, name: str, *, bot: bool = False) -> dict[str, Any]:
 
 
 class LocalDiscord:
-    """One guild, its text and voice channel, a bot and players (user id -> name)."""
+    """One guild, its text and voice channel, a bot and players (user id -> name); players
+    named in ``bots`` are other bots (a music bot in the channel)."""
 
     def __init__(
         self,
@@ -58,8 +59,10 @@ class LocalDiscord:
         app_id: int = 4000,
         roles: dict[int, str] | None = None,
         member_roles: dict[int, list[int]] | None = None,
+        bots: Sequence[int] = (),
     ) -> None:
         self.players = players
+        self.bots = set(bots)
         self.roles = roles or {}
         """Roles besides @everyone (id -> name), e.g. the DM role."""
         self.member_roles = member_roles or {}
@@ -232,7 +235,8 @@ class LocalDiscord:
     def _member(self, user_id: int) -> dict[str, Any]:
         name = "Glyphoxa" if user_id == self.bot_id else self.players.get(user_id, str(user_id))
         roles = [str(role) for role in self.member_roles.get(user_id, [])]
-        return {"user": _user(user_id, name, bot=user_id == self.bot_id), "roles": roles,
+        bot = user_id == self.bot_id or user_id in self.bots
+        return {"user": _user(user_id, name, bot=bot), "roles": roles,
                 "joined_at": "2026-01-01T00:00:00+00:00", "deaf": False, "mute": False,
                 "flags": 0}  # fmt: skip
 
