@@ -9,6 +9,7 @@ import re
 import shutil
 import socket
 import wave
+from difflib import SequenceMatcher
 from pathlib import Path
 
 import numpy as np
@@ -103,11 +104,15 @@ def test_rehearse_command_end_to_end(tmp_path: Path, llm: InstantLlm) -> None:
     assert all(t["overhead_ms"] is not None for t in latency["turns"] if t["heard"])
     assert (out / "latency.png").stat().st_size > 1000
     assert "Bartok" in (out / "report.md").read_text()
-    # Bartok's own track says what he said
-    heard = _words(_transcribe(out / "npc-bartok.wav"))
-    said = set(_words(ANSWERS["Bartok"] + " Last call, friends!"))
-    assert sum(word in said for word in heard) / max(1, len(heard)) >= 0.7, heard
-    assert len(heard) >= 8
+    # Bartok's own track says what he said, and nobody else's words. Piper samples noise, so each
+    # run's audio differs a little and Whisper tiny hears "is on tap" as "was untapped" or "last"
+    # as "west" now and then: letters are compared, not whole words (0.84-0.9 for such runs,
+    # about 0.25 for Greymantle's answer or a track that stops after three words).
+    heard = " ".join(_words(_transcribe(out / "npc-bartok.wav")))
+    said = " ".join(_words(ANSWERS["Bartok"] + " Last call, friends!"))
+    other = " ".join(_words(ANSWERS["Greymantle"]))
+    assert SequenceMatcher(None, said, heard).ratio() >= 0.7, heard
+    assert SequenceMatcher(None, other, heard).ratio() < 0.5, heard
 
 
 def test_rehearse_fails_loudly_and_names_the_cause_when_the_llm_is_unreachable(
