@@ -50,7 +50,7 @@ def spend_meter(
             what = f"every NPC now answers through {built.fallback_model}"
         else:
             for table in session:
-                table.set_tier_override(Tier.FAST)
+                table.controls.set_tier_override(Tier.FAST)
             what = "every NPC now answers at the FAST tier (/tier auto lifts it)"
         tell("spend:hard")(
             f"{message} (session.spend.hard): {what}; voices and speech recognition keep "

@@ -125,13 +125,13 @@ async def control(request: Request) -> Response:
 
 def _apply(session: Any, action: str, npc: str | None, form: dict[str, Any]) -> str:
     if action == "mute":
-        session.mute(npc)
+        session.controls.mute(npc)
         return f"Muted {npc or 'every NPC'}."
     if action == "unmute":
-        session.unmute(npc)
+        session.controls.unmute(npc)
         return f"{npc or 'Every NPC'} may speak again."
     if action == "stop":
-        session.stop_speaking(npc)
+        session.controls.stop_speaking(npc)
         return f"Stopped {npc or 'everyone'}."
     if action == "tier":
         level = str(form.get("tier") or "auto")
@@ -139,18 +139,20 @@ def _apply(session: Any, action: str, npc: str | None, form: dict[str, Any]) -> 
             raise GlyphoxaError(f"unknown tier {level!r}: fast, standard, deep or auto")
         minutes = _number(form.get("minutes"), "minutes", 0, 600)
         value = None if level == "auto" else Tier.parse(level)
-        session.set_tier_override(value, npc=npc, duration_s=minutes * 60 if minutes else None)
+        session.controls.set_tier_override(
+            value, npc=npc, duration_s=minutes * 60 if minutes else None
+        )
         until = f" for {minutes:g} min" if minutes else ""
         return f"Tier {level} for {npc or 'all NPCs'}{until}."
     if npc is None:
         raise GlyphoxaError("choose an NPC")
     if action == "say":
-        session.say(npc, str(form.get("text") or ""))
+        session.controls.say(npc, str(form.get("text") or ""))
         return f"{npc} will say it."
     if action == "direct":
         raw = str(form.get("turns") or "").strip()
         turns = int(_number(raw, "turns", 1, 20)) if raw else None  # empty: until cleared
-        direction = session.direct(npc, str(form.get("text") or ""), turns)
+        direction = session.controls.direct(npc, str(form.get("text") or ""), turns)
         if direction is None:
             return f"{npc}'s direction cleared."
         return f"{npc} follows your direction, {direction.describe()}."

@@ -94,7 +94,7 @@ class CharacterCommands(commands.Cog):
             f"- {discord.utils.escape_markdown(speaker.display_name)}: no character (called by "
             "their display name)"
             for speaker in session.lanes
-            if speaker.id not in bound and not session.is_dm(speaker)
+            if speaker.id not in bound and not session.voice.is_dm(speaker)
         ]
         text = "\n".join(lines) or "No characters yet: players bind theirs with `/iam`."
         await interaction.response.send_message(text, ephemeral=True, allowed_mentions=_NONE)

@@ -181,7 +181,9 @@ class TableCog(CharacterCommands):
         """Force how long NPCs may think (which tools they may use)."""
         table = self._table(interaction)
         value = None if level == "auto" else Tier[level.upper()]
-        table.session.set_tier_override(value, npc=npc, duration_s=duration and duration * 60)
+        table.session.controls.set_tier_override(
+            value, npc=npc, duration_s=duration and duration * 60
+        )
         scope = npc or "all NPCs"
         until = f" for {duration:g} min" if duration else ""
         await _reply(interaction, f"Tier {level} for {scope}{until}.")
@@ -194,7 +196,7 @@ class TableCog(CharacterCommands):
         campaign = table.session.campaign if table else await self.bot.default_campaign()
         lines = [
             f"- **{npc.name}** ({npc.engine.value}, budget {npc.budget_tier.label})"
-            + (" (muted)" if table and table.session.is_muted(npc.name) else "")
+            + (" (muted)" if table and table.session.controls.is_muted(npc.name) else "")
             for npc in campaign.npcs.values()
         ]
         await _reply(interaction, "\n".join(lines) or "This campaign has no NPCs.")
@@ -204,7 +206,7 @@ class TableCog(CharacterCommands):
     @dm_only()
     async def npc_mute(self, interaction: discord.Interaction, name: str) -> None:
         """Silence an NPC (or all): cuts what it is saying."""
-        self._table(interaction).session.mute(None if name.lower() == "all" else name)
+        self._table(interaction).session.controls.mute(None if name.lower() == "all" else name)
         await _reply(interaction, f"Muted {name}.")
 
     @npc_group.command(name="unmute")
@@ -212,7 +214,7 @@ class TableCog(CharacterCommands):
     @dm_only()
     async def npc_unmute(self, interaction: discord.Interaction, name: str) -> None:
         """Let an NPC (or all) speak again."""
-        self._table(interaction).session.unmute(None if name.lower() == "all" else name)
+        self._table(interaction).session.controls.unmute(None if name.lower() == "all" else name)
         await _reply(interaction, f"Unmuted {name}.")
 
     @npc_group.command(name="say")
@@ -220,7 +222,7 @@ class TableCog(CharacterCommands):
     @dm_only()
     async def npc_say(self, interaction: discord.Interaction, name: str, text: str) -> None:
         """Speak a line in an NPC's voice."""
-        self._table(interaction).session.say(name, text)
+        self._table(interaction).session.controls.say(name, text)
         await _reply(interaction, f"{name} will say it.")
 
     @app_commands.command(name="direct")
@@ -242,12 +244,12 @@ class TableCog(CharacterCommands):
         found = session.campaign.find_npc(npc)
         name = found.name if found is not None else npc  # unknown: the session says so
         if text.strip().lower() in ("clear", "stop", "off", "none"):
-            cleared = session.clear_direction(npc)
+            cleared = session.controls.clear_direction(npc)
             await _reply(
                 interaction, f"{name}'s direction cleared." if cleared else f"{name} had none."
             )
             return
-        direction = session.direct(npc, text, turns)
+        direction = session.controls.direct(npc, text, turns)
         how_long = direction.describe() if direction is not None else "cleared"
         await _reply(
             interaction,
@@ -259,7 +261,7 @@ class TableCog(CharacterCommands):
     @dm_only()
     async def npc_reload(self, interaction: discord.Interaction) -> None:
         """Re-read the NPC files now."""
-        changes = await self._table(interaction).session.reload_npcs()
+        changes = await self._table(interaction).session.controls.reload_npcs()
         await _reply(interaction, "Reloaded: " + (", ".join(changes) or "no changes"))
 
     @npc_mute.autocomplete("name")

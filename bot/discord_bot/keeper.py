@@ -194,7 +194,7 @@ class TableKeeper:
         else:
             parts = await factory(campaign)
         # DM voice commands: the DM's own voice lane steers the table (the slash commands' rule).
-        parts.session.dm_resolver = dm_voice_resolver(channel.guild, dm_rule_of(self.bot))
+        parts.session.voice.dm_resolver = dm_voice_resolver(channel.guild, dm_rule_of(self.bot))
         if parts.tools is not None and dm is not None:  # approvals go to this DM in private
             approver = DiscordApprover(dm)
             parts.tools.approvals.configure(approver=approver)

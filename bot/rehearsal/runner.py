@@ -126,13 +126,13 @@ def _prepare_out(out_dir: Path) -> Path:
 
 def _apply(session: TableSession, cmd: DmCommand) -> None:
     if cmd.tier is not None:
-        session.set_tier_override(cmd.tier_value, npc=cmd.npc, duration_s=cmd.duration_s)
+        session.controls.set_tier_override(cmd.tier_value, npc=cmd.npc, duration_s=cmd.duration_s)
     elif cmd.mute is not None:
-        session.mute(None if cmd.mute.lower() == "all" else cmd.mute)
+        session.controls.mute(None if cmd.mute.lower() == "all" else cmd.mute)
     elif cmd.unmute is not None:
-        session.unmute(None if cmd.unmute.lower() == "all" else cmd.unmute)
+        session.controls.unmute(None if cmd.unmute.lower() == "all" else cmd.unmute)
     elif cmd.say is not None and cmd.npc is not None:
-        session.say(cmd.npc, cmd.say)
+        session.controls.say(cmd.npc, cmd.say)
 
 
 async def rehearse(

@@ -10,6 +10,7 @@ campaign memory, so the next session remembers it. Every character name passes t
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -151,17 +152,28 @@ class CharacterRoster:
 
 
 class CharacterControls:
-    """Binding characters while the table runs (a mixin of ``TableSession``, as
-    ``DmControls`` is): the player's open lane is renamed at once, and address detection and
-    the recognizer's vocabulary learn the name."""
+    """Binding characters while the table runs: the player's open lane is renamed at once, and
+    address detection and the recognizer's vocabulary learn the name.
 
-    characters: CharacterRoster
-    addressing: AddressDetector
-    lanes: SpeakerLanes
+    Args:
+        roster: the table's bindings.
+        lanes: the players' open lanes.
+        addressing: keeps a renamed player's conversation with an NPC.
+        names_changed: tells address detection and the recognizer every name again.
+    """
 
-    if TYPE_CHECKING:  # provided by TableSession
-
-        def _names_changed(self) -> None: ...
+    def __init__(
+        self,
+        *,
+        roster: CharacterRoster,
+        lanes: SpeakerLanes,
+        addressing: AddressDetector,
+        names_changed: Callable[[], None],
+    ) -> None:
+        self.characters = roster
+        self._lanes = lanes
+        self._addressing = addressing
+        self._names_changed = names_changed
 
     async def bind_character(
         self, user_id: str | int, character: str, *, bound_by: str | None = None
@@ -185,10 +197,10 @@ class CharacterControls:
     def _rename_speaker(self, user_id: str) -> None:
         """The player's open lane takes the name they go by now; their conversation with an
         NPC (continuation) is kept under the new name."""
-        speaker = self.lanes.get(user_id)
+        speaker = self._lanes.get(user_id)
         if speaker is None:
             return
         name = self.characters.name_for(user_id, speaker.display_name)
         if name != speaker.name:
-            self.addressing.rename_speaker(speaker.name, name)
+            self._addressing.rename_speaker(speaker.name, name)
             speaker.name = name

@@ -1,77 +1,69 @@
-"""What the DM steers while the table runs: tier overrides, mute, puppeting, private directions,
-reload, status.
+"""``DmControls``: what the DM steers while the table runs: tier overrides, mute, puppeting,
+private directions, reload.
 
-A mixin of ``TableSession`` (the Discord cog and the rehearsal call these on the session).
+The Discord cog, the DM's console, DM voice commands and rehearsal all steer through one
+object (``TableSession.controls``), so a control means the same wherever it is given, and each
+is told to the table as a ``DmAction``.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
+from bot.session.dm_orders import Direction, DmOrders
 from bot.session.events import DmAction, TurnQueued
 from campaigns.basics import GlyphoxaError, Tier
 
 if TYPE_CHECKING:
-    from bot.session.events import LiveEvent, SessionEvent
     from bot.session.npc_queue import NpcQueues
-    from bot.session.recorder import TranscriptRecorder
-    from bot.session.speakers import SpeakerLanes
-    from bot.session.trace import TurnTrace
-    from bot.speech import Mixer
-    from npcs.campaign import Campaign, CampaignWatcher
+    from bot.session.seams import EventSink, ReactionDropper, TraceMaker
+    from npcs.campaign import Campaign
     from npcs.tier_selector import TierSelector
 
-__all__ = ["Direction", "DmControls"]
+__all__ = ["MAX_DIRECTION_CHARS", "MAX_DIRECTION_TURNS", "DmControls"]
 
 #: The most turns one private direction may last, and the longest direction (characters).
 MAX_DIRECTION_TURNS = 20
 MAX_DIRECTION_CHARS = 600
 
 
-@dataclass(slots=True)
-class Direction:
-    """A private direction for an NPC's next ``turns_left`` answers, or (None) for every answer
-    until the DM clears it (``DmControls.direct``)."""
-
-    text: str
-    turns_left: int | None
-
-    def describe(self) -> str:
-        """How long it lasts, as the DM reads it: "3 turns", "1 turn", "until cleared"."""
-        if self.turns_left is None:
-            return "until cleared"
-        return f"{self.turns_left} turn{'s' if self.turns_left != 1 else ''}"
-
-
 class DmControls:
-    """DM controls over the session state declared below (provided by ``TableSession``)."""
+    """The DM's controls over one table.
 
-    campaign: Campaign
-    tiers: TierSelector
-    turns: NpcQueues
-    mixer: Mixer
-    recorder: TranscriptRecorder
-    traces: list[TurnTrace]
-    muted: set[str]
-    all_muted: bool
-    directions: dict[str, Direction]
-    _watcher: CampaignWatcher | None
-    lanes: SpeakerLanes
+    Args:
+        campaign: the NPCs the controls name (found by name or alias).
+        tiers: the tier selector whose overrides the DM sets.
+        turns: the NPC turn queues that mute and stop cut.
+        orders: the mutes and directions the controls change and answers obey.
+        reactions: the pending reaction a mute or a stop drops with the answers.
+        events: where each control is told (``DmAction``) and a puppeted line shown queued.
+        new_trace: numbers the turns ``say`` queues.
+        reload: applies NPC file edits now and says what changed (the hot-reload path).
+    """
 
-    if TYPE_CHECKING:  # provided by TableSession
+    def __init__(
+        self,
+        *,
+        campaign: Campaign,
+        tiers: TierSelector,
+        turns: NpcQueues,
+        orders: DmOrders,
+        reactions: ReactionDropper,
+        events: EventSink,
+        new_trace: TraceMaker,
+        reload: Callable[[], Awaitable[list[str]]],
+    ) -> None:
+        self._campaign = campaign
+        self._tiers = tiers
+        self._turns = turns
+        self.orders = orders
+        self._reactions = reactions
+        self._events = events
+        self._new_trace = new_trace
+        self._reload = reload
 
-        def queue_depth(self) -> int: ...
-        def _new_trace(
-            self, npc: str, speaker: str, text: str, tier: Tier, reason: str
-        ) -> TurnTrace: ...
-        def _npcs_changed(self) -> None: ...
-        def _emit(self, event: SessionEvent) -> None: ...
-        def _show(self, event: LiveEvent) -> None: ...
-        def _drop_reaction(self, why: str) -> None: ...
-
-    # --- DM controls -------------------------------------------------------------------------
     def set_tier_override(
         self,
         tier: Tier | str | None,
@@ -84,8 +76,8 @@ class DmControls:
 
         ``heard``: the DM voice command this came from (for the transcript).
         """
-        name = self._npc_name(npc) if npc else None
-        self.tiers.set_override(tier, npc=name, duration_s=duration_s, now=time.monotonic())
+        name = self.npc_name(npc) if npc else None
+        self._tiers.set_override(tier, npc=name, duration_s=duration_s, now=time.monotonic())
         label = tier.label if isinstance(tier, Tier) else str(tier or "auto")
         until = f" for {duration_s:g}s" if duration_s and label != "auto" else ""
         self._dm("tier", f"{label} for {name or 'all NPCs'}{until}", heard)
@@ -93,47 +85,49 @@ class DmControls:
     def stop_speaking(self, npc: str | None = None, *, heard: str | None = None) -> None:
         """The DM's barge-in: cut what ``npc`` (or every NPC) is saying and drop queued answers;
         the words already heard stay in the scene and in memory."""
-        names = self.turns.names() if npc is None else [self._npc_name(npc)]
-        self._drop_reaction("the DM stopped the NPCs")
+        names = self._turns.names() if npc is None else [self.npc_name(npc)]
+        self._reactions.drop("the DM stopped the NPCs")
         for name in names:
-            self.turns.cancel(name)
+            self._turns.cancel(name)
         self._dm("stop", npc or "all", heard)
 
     def mute(self, npc: str | None = None, *, heard: str | None = None) -> None:
         """Silence one NPC (or all): cut what it is saying and drop its queued turns."""
         if npc is None or npc.lower() == "all":
-            self.all_muted = True
-            targets = self.turns.names()
+            self.orders.all_muted = True
+            targets = self._turns.names()
         else:
-            name = self._npc_name(npc)
-            self.muted.add(name)
+            name = self.npc_name(npc)
+            self.orders.muted.add(name)
             targets = [name]
-        self._drop_reaction(f"the DM muted {npc or 'all'}")
+        self._reactions.drop(f"the DM muted {npc or 'all'}")
         for name in targets:
-            self.turns.cancel(name)
+            self._turns.cancel(name)
         self._dm("mute", npc or "all", heard)
 
     def unmute(self, npc: str | None = None, *, heard: str | None = None) -> None:
+        """Let one NPC (or all) answer again."""
         if npc is None or npc.lower() == "all":
-            self.all_muted = False
-            self.muted.clear()
+            self.orders.all_muted = False
+            self.orders.muted.clear()
         else:
-            self.muted.discard(self._npc_name(npc))
+            self.orders.muted.discard(self.npc_name(npc))
         self._dm("unmute", npc or "all", heard)
 
     def is_muted(self, npc: str) -> bool:
-        return self.all_muted or npc in self.muted
+        """``npc`` answers nothing (muted by name, or every NPC is)."""
+        return self.orders.is_muted(npc)
 
     def say(self, npc: str, text: str) -> None:
         """DM puppeting: ``npc`` speaks ``text`` verbatim in its voice (queued like a turn)."""
-        name = self._npc_name(npc)
+        name = self.npc_name(npc)
         if not text.strip():
             raise GlyphoxaError("nothing to say")
-        npc_def = self.campaign.npcs[name]
+        npc_def = self._campaign.npcs[name]
         trace = self._new_trace(name, "DM", "", npc_def.budget_tier, "DM say")
         trace.address_reason = "DM say"
-        self.turns.enqueue(name, "DM", "", npc_def.budget_tier, trace, verbatim=text)
-        self._show(TurnQueued(trace, time.monotonic()))
+        self._turns.enqueue(name, "DM", "", npc_def.budget_tier, trace, verbatim=text)
+        self._events.show(TurnQueued(trace, time.monotonic()))
         self._dm("say", f"{name}: {text}")
 
     def direct(
@@ -147,7 +141,7 @@ class DmControls:
 
         ``heard``: set when the DM spoke it (the DM's log line says so, never its words).
         """
-        name = self._npc_name(npc)
+        name = self.npc_name(npc)
         text = " ".join(text.split())
         if not text:
             self.clear_direction(name, heard=heard)
@@ -162,93 +156,36 @@ class DmControls:
                 f"not {turns}"
             )
         direction = Direction(text, turns)
-        self.directions[name] = direction
+        self.orders.directions[name] = direction
         how = " by voice" if heard else ""
         self._dm("direct", f"{name}: a private direction{how}, {direction.describe()}")
         return direction
 
     def clear_direction(self, npc: str, *, heard: str | None = None) -> bool:
         """Drop ``npc``'s private direction; False when it had none."""
-        name = self._npc_name(npc)
-        if self.directions.pop(name, None) is None:
+        name = self.npc_name(npc)
+        if self.orders.directions.pop(name, None) is None:
             return False
         self._dm("direct", f"{name}: direction cleared{' by voice' if heard else ''}")
         return True
 
     def take_direction(self, npc: str) -> str | None:
         """The direction for the turn ``npc`` is about to answer; counts one of its turns."""
-        direction = self.directions.get(npc)
-        if direction is None:
-            return None
-        if direction.turns_left is not None:
-            direction.turns_left -= 1
-            if direction.turns_left <= 0:
-                del self.directions[npc]
-        return direction.text
+        return self.orders.take_direction(npc)
 
     async def reload_npcs(self) -> list[str]:
         """Apply NPC file edits now (the same path as hot reload); returns change summaries."""
-        watcher = self._watcher
-        if watcher is None:
-            raise GlyphoxaError("the session is not started")
-        changes = await watcher.poll_once()
-        changes += await watcher.poll_once()  # a change counts once it was stable for one poll
-        self._npcs_changed()
-        summary = [f"{c.kind} {c.name or c.path.name}" for c in changes]
+        summary = await self._reload()
         self._dm("reload", ", ".join(summary) or "no changes")
         return summary
 
-    def status(self) -> dict[str, Any]:
-        """A snapshot for the DM: NPCs, speakers, overrides, recent latency."""
-        now = time.monotonic()
-        holder = self.mixer.current
-        last_turns = {trace.npc: trace for trace in self.traces if trace.heard}
-        npcs = {}
-        for name, npc in self.campaign.npcs.items():
-            override = self.tiers.override_for(name, now)
-            last = last_turns.get(name)
-            npcs[name] = {
-                "muted": self.is_muted(name),
-                "speaking": holder is not None and holder.npc == name and self.mixer.npc_speaking,
-                "thinking": self.turns.current(name) is not None,
-                "queued": self.turns.queued(name),
-                "override": override[1] if override else None,
-                "engine": npc.engine.value,
-                "budget_tier": npc.budget_tier.label,
-                "last_tier": last.tier if last else None,
-                "last_tier_reason": last.tier_reason if last else None,
-                "direction": (
-                    self.directions[name].describe() if name in self.directions else None
-                ),
-                "direction_turns": (
-                    self.directions[name].turns_left or 0 if name in self.directions else 0
-                ),
-            }
-        recent = [t.stages_ms()["voice_to_voice"] for t in self.traces[-20:]]
-        v2v = [ms for ms in recent if ms is not None]
-        return {
-            "campaign": self.campaign.name,
-            "session_id": self.recorder.session_id,
-            "npcs": npcs,
-            "speakers": {
-                s.name: {
-                    "speaking": s.speaking,
-                    "partial_tier": s.partial_tier,
-                    "display_name": s.display_name,
-                }
-                for s in self.lanes
-            },
-            "turns": len(self.traces),
-            "queue_depth": self.queue_depth(),
-            "recent_voice_to_voice_ms": v2v,
-        }
-
-    def _npc_name(self, name: str) -> str:
-        npc = self.campaign.find_npc(name)
+    def npc_name(self, name: str) -> str:
+        """The NPC ``name`` (or an alias of it) stands for; GlyphoxaError lists the known."""
+        npc = self._campaign.find_npc(name)
         if npc is None:
-            known = ", ".join(sorted(self.campaign.npcs)) or "none"
+            known = ", ".join(sorted(self._campaign.npcs)) or "none"
             raise GlyphoxaError(f"no NPC named {name!r}; known: {known}")
         return npc.name
 
     def _dm(self, action: str, detail: str, heard: str | None = None) -> None:
-        self._emit(DmAction(action, detail, time.monotonic(), heard))
+        self._events.emit(DmAction(action, detail, time.monotonic(), heard))

@@ -10,9 +10,10 @@ answer, so it thinks while the answer plays and takes the floor after it.
 A table keeps its players first: one reaction per player turn and never a reaction to a
 reaction (no chains); a reaction never starts while a player speaks (one who starts before it
 is heard drops it); once it plays, a player's speech cuts it like any barge-in; and a reaction
-to an answer that was cut off is dropped with it.
+to an answer that was cut off is dropped with it. A dropped reaction gives back the turn of the
+DM's private direction it took.
 
-A part of ``TableSession`` (as ``Routing`` is): it reads the session state declared below.
+A part of ``TableSession``: what follows an answer asks it for a reaction (``react_to``).
 """
 
 from __future__ import annotations
@@ -28,10 +29,9 @@ from bot.session.events import TurnQueued
 from campaigns.basics import Tier
 
 if TYPE_CHECKING:
-    from bot.session.events import LiveEvent
     from bot.session.npc_queue import NpcQueues
+    from bot.session.seams import EventSink, NpcGate, TraceMaker
     from bot.session.speakers import SpeakerLanes
-    from bot.session.trace import TurnTrace
     from bot.session.turns import NpcTurn
     from npcs.addressing import AddressDetector, NameMention
     from npcs.campaign import Campaign
@@ -57,39 +57,54 @@ class _Pending:
 
 
 class Reactions:
-    """Queues and drops reactions over the session state declared below."""
+    """Queues and drops the reactions of one table (a ``seams.ReactionDropper``).
 
-    campaign: Campaign
-    addressing: AddressDetector
-    turns: NpcQueues
-    lanes: SpeakerLanes
-    _engines: Callable[[NpcDefinition], Engine | None]
+    Args:
+        campaign: the NPCs (``reactions:`` in campaign.yaml turns them on).
+        addressing: finds whom an answer speaks to or names, and who is in the scene.
+        turns: the queues a reaction joins right behind the answer.
+        lanes: the players' lanes (a reaction never starts while one speaks).
+        engines: the engine that would voice the reaction (None: that NPC cannot react).
+        orders: the DM's mutes and directions (a muted NPC does not react).
+        events: where a queued reaction is shown.
+        new_trace: numbers the reaction's turn.
+    """
 
-    if TYPE_CHECKING:  # provided by TableSession and DmControls
-
-        def is_muted(self, npc: str) -> bool: ...
-        def take_direction(self, npc: str) -> str | None: ...
-        def _show(self, event: LiveEvent) -> None: ...
-        def _new_trace(
-            self, npc: str, speaker: str, text: str, tier: Tier, reason: str
-        ) -> TurnTrace: ...
-
-    def _init_reactions(self) -> None:
-        self._pending_reaction: _Pending | None = None
+    def __init__(
+        self,
+        *,
+        campaign: Campaign,
+        addressing: AddressDetector,
+        turns: NpcQueues,
+        lanes: SpeakerLanes,
+        engines: Callable[[NpcDefinition], Engine | None],
+        orders: NpcGate,
+        events: EventSink,
+        new_trace: TraceMaker,
+    ) -> None:
+        self._campaign = campaign
+        self._addressing = addressing
+        self._turns = turns
+        self._lanes = lanes
+        self._engines = engines
+        self._orders = orders
+        self._events = events
+        self._new_trace = new_trace
+        self._pending: _Pending | None = None
         self._reacted: deque[tuple[str, float]] = deque(maxlen=_REMEMBERED)
 
     @property
-    def reactions_on(self) -> bool:
+    def enabled(self) -> bool:
         """The campaign lets NPCs react to answers that name them (campaign.yaml is read when
         the session starts)."""
-        return self.campaign.meta.reactions == "mentioned"
+        return self._campaign.meta.reactions == "mentioned"
 
-    def _react_to(self, answer: NpcTurn) -> bool:
+    def react_to(self, answer: NpcTurn) -> bool:
         """``answer`` is written and still playing: queue a reaction to it if one is due.
         True when one was queued."""
         trace = answer.trace
         if (
-            not self.reactions_on
+            not self.enabled
             or answer.reacting_to is not None  # a reaction never gets one: no chains
             or answer.verbatim is not None  # the DM's puppeting is not an answer
             or trace.final_transcript is None  # nor anything but an answer to a player's line
@@ -97,9 +112,9 @@ class Reactions:
         ):
             return False
         player_turn = (answer.speaker, trace.final_transcript)
-        if player_turn in self._reacted or self._pending_reaction is not None:
+        if player_turn in self._reacted or self._pending is not None:
             return False
-        if self.lanes.listening:  # a player is talking: a reaction would start over them
+        if self._lanes.listening:  # a player is talking: a reaction would start over them
             return False
         words = answer.handle.full_text or trace.reply
         found = self._reactor(answer.npc, words)
@@ -113,7 +128,7 @@ class Reactions:
         role = "spoken to" if mention.vocative else "named"
         reaction.address_reason = f"{role} in {answer.npc}'s answer ('{mention.matched}')"
         reaction.reaction_to = answer.npc
-        turn = self.turns.enqueue(
+        turn = self._turns.enqueue(
             npc.name,
             answer.speaker,
             words,
@@ -121,54 +136,52 @@ class Reactions:
             reaction,
             reacting_to=answer.npc,
             max_sentences=REACTION_SENTENCES,
-            direction=self.take_direction(npc.name),  # the DM's private direction holds too
+            direction=self._orders.take_direction(npc.name),  # the DM's private direction holds too
         )
-        self._pending_reaction = _Pending(turn, answer)
-        self._show(TurnQueued(reaction, time.monotonic()))  # live displays (the DM's console)
+        self._pending = _Pending(turn, answer)
+        self._events.show(TurnQueued(reaction, time.monotonic()))  # the DM's console
         log.info("%s reacts to %s's answer (%s)", npc.name, answer.npc, reaction.address_reason)
         return True
 
     def _reactor(self, answerer: str, words: str) -> tuple[NpcDefinition, NameMention] | None:
         """The NPC that reacts to ``answerer``'s ``words``: spoken to before named, in the
         order heard; present in the scene, free, unmuted and with an engine."""
-        present = set(self.addressing.active)
+        present = set(self._addressing.active)
         mentions = [
             mention
-            for mention in self.addressing.mentions(words)
+            for mention in self._addressing.mentions(words)
             if mention.npc != answerer and mention.npc in present
         ]
         mentions.sort(key=lambda mention: not mention.vocative)  # stable: keeps the order heard
         for mention in mentions:
-            npc = self.campaign.npcs.get(mention.npc)
-            if npc is None or self.is_muted(npc.name) or self.turns.npc_busy(npc.name):
+            npc = self._campaign.npcs.get(mention.npc)
+            if npc is None or self._orders.is_muted(npc.name) or self._turns.npc_busy(npc.name):
                 continue
             if self._engines(npc) is not None:
                 return npc, mention
         return None
 
-    def _player_started(self, speaker: str) -> None:
-        """A player started speaking: a reaction not yet heard is dropped."""
-        self._drop_reaction(f"{speaker} started speaking")
-
-    def _answer_ended(self, turn: NpcTurn) -> None:
+    def answer_ended(self, turn: NpcTurn) -> None:
         """An NPC turn ended: a reaction to an answer that was cut off goes with it."""
-        pending = self._pending_reaction
+        pending = self._pending
         if pending is None:
             return
         if turn is pending.reaction:
-            self._pending_reaction = None
+            self._pending = None
         elif turn is pending.answer and (turn.trace.interrupted or turn.trace.error):
-            self._drop_reaction(f"{turn.npc}'s answer was cut off")
+            self.drop(f"{turn.npc}'s answer was cut off")
 
-    def _drop_reaction(self, why: str) -> None:
+    def drop(self, why: str) -> None:
         """Drop the pending reaction unless players already hear it (then only a barge-in
         stops it, as any NPC)."""
-        pending = self._pending_reaction
+        pending = self._pending
         if pending is None:
             return
         reaction = pending.reaction
         if reaction.handle.playback_started_at is None and not reaction.handle.done():
             reaction.trace.dropped = why
-            self.turns.drop(reaction)
+            self._turns.drop(reaction)
+            if reaction.direction is not None:  # unheard: the DM's direction keeps its turn
+                self._orders.give_back(reaction.npc)
             log.info("%s's reaction to %s dropped: %s", reaction.npc, pending.answer.npc, why)
-        self._pending_reaction = None
+        self._pending = None

@@ -2,7 +2,8 @@
 player talks to an NPC; a judged pause may start a speculative answer; a final finds its
 addressees and queues their turns, adopting the speculation when it guessed right.
 
-A part of ``TableSession`` (as ``DmControls`` is): it reads the session state declared below.
+A part of ``TableSession``: the session hands it each event of the players' lanes (speech
+starts and ends, partials, judged pauses, finals) and each barge-in.
 """
 
 from __future__ import annotations
@@ -12,36 +13,51 @@ from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING
 
-from bot.session.events import BargedIn, PlayerPartial, PlayerSpoke, Routed, TurnQueued
+from bot.session.events import (
+    BargedIn,
+    PlayerPartial,
+    PlayerSpoke,
+    Routed,
+    SpeakingChanged,
+    TurnEnded,
+    TurnQueued,
+)
 from bot.session.speculation import Speculation, normalize
+from bot.speech import (
+    Backchannel,
+    FinalTranscript,
+    LaneEvent,
+    PartialTranscript,
+    SpeechEnded,
+    SpeechProgress,
+    SpeechStarted,
+)
+from bot.speech.events import TurnCheck
 from bot.speech.turn_end import name_alone
-from npcs.context import SceneLine, SceneWindow
+from npcs.context import SceneLine
 
 if TYPE_CHECKING:
     import asyncio
     from typing import Any
 
     from bot.session.entities import EntityLookup
-    from bot.session.events import LiveEvent, SessionEvent
     from bot.session.npc_queue import NpcQueues
     from bot.session.prefill import Prefiller
     from bot.session.recorder import TranscriptRecorder
+    from bot.session.scene_log import SceneLog
+    from bot.session.seams import DmVoice, EventSink, NpcGate, ReactionDropper, TraceMaker
     from bot.session.speakers import Speaker, SpeakerLanes
     from bot.session.timing import TimedTts
-    from bot.session.trace import TurnTrace
-    from bot.speech import FinalTranscript, PartialTranscript
     from bot.speech.barge_in import BargeIn
-    from bot.speech.events import TurnCheck
     from bot.speech.scheduler import CpuScheduler
     from campaigns.basics import Tier
     from npcs.addressing import AddressDetector
     from npcs.campaign import Campaign
-    from npcs.dm_voice import DmVoiceCommand
     from npcs.engines import Engine
     from npcs.schema import NpcDefinition
     from npcs.tier_selector import TierSelector
 
-__all__ = ["Routing"]
+__all__ = ["Router"]
 
 #: A partial that arrives after this much silence prefills nothing: the speaker may be done,
 #: and the answer's request must not queue behind a prefill at the one-slot server.
@@ -53,76 +69,135 @@ me," then a breath the turn ended on, then "Bartok."), which the NPC already ans
 _WORDS_UNFINISHED = ("ends with", "trails off", "a name alone")
 
 
-class Routing:
-    """Player utterances -> NPC turns, over the session state declared below."""
+class Router:
+    """Player utterances -> NPC turns at one table.
 
-    campaign: Campaign
-    addressing: AddressDetector
-    tiers: TierSelector
-    entities: EntityLookup
-    turns: NpcQueues
-    prefiller: Prefiller
-    recorder: TranscriptRecorder
-    scene: list[SceneLine]
-    scene_window: SceneWindow
-    lanes: SpeakerLanes
-    scheduler: CpuScheduler
-    speculate: bool
-    _may_speculate: Callable[[NpcDefinition, Tier], bool] | None
-    _engines: Callable[[NpcDefinition], Engine | None]
-    _tts: TimedTts
-    _tasks: set[asyncio.Task[Any]]
-    directions: dict[str, Any]
+    Args:
+        campaign: the NPCs.
+        addressing: whom a line speaks to.
+        tiers: how much time an answer may take.
+        entities: campaign entities looked up ahead (prefetched on partials).
+        turns: the per-NPC queues a final's turns join.
+        prefiller: evaluates the addressed NPC's prompt while the player talks.
+        recorder: players' lines into campaign memory.
+        scene: the scene a final joins.
+        scene_for: the scene as a speaker had heard it when their line began.
+        lanes: the players' lanes (who spoke, their speculation).
+        scheduler: orders the table's CPU work (a speculation's voice).
+        engines: the engine that answers for an NPC (None: it only speaks lines).
+        tts: voices a speculative answer ahead.
+        orders: the DM's mutes and directions.
+        dm: who the DM is, their private words and voice commands.
+        events: where routing is told and shown.
+        new_trace: numbers each queued turn.
+        adopt: the session owns (and cancels) each speculation's task.
+        reactions: a reaction not yet heard is dropped when a player starts speaking.
+        resume_ms: speech this soon after a judged pause goes on with the line (the
+            speculation on it is dropped).
+        speculate: start answers on a judged pause; ``may_speculate`` decides per NPC and tier.
+    """
 
-    if TYPE_CHECKING:  # provided by TableSession, DmControls and VoiceCommands
+    def __init__(
+        self,
+        *,
+        campaign: Campaign,
+        addressing: AddressDetector,
+        tiers: TierSelector,
+        entities: EntityLookup,
+        turns: NpcQueues,
+        prefiller: Prefiller,
+        recorder: TranscriptRecorder,
+        scene: SceneLog,
+        scene_for: Callable[[str], list[SceneLine]],
+        lanes: SpeakerLanes,
+        scheduler: CpuScheduler,
+        engines: Callable[[NpcDefinition], Engine | None],
+        tts: TimedTts,
+        orders: NpcGate,
+        dm: DmVoice,
+        events: EventSink,
+        new_trace: TraceMaker,
+        adopt: Callable[[asyncio.Task[Any]], None],
+        reactions: ReactionDropper,
+        resume_ms: float,
+        speculate: bool = True,
+        may_speculate: Callable[[NpcDefinition, Tier], bool] | None = None,
+    ) -> None:
+        self._campaign = campaign
+        self._addressing = addressing
+        self._tiers = tiers
+        self._entities = entities
+        self._turns = turns
+        self._prefiller = prefiller
+        self._recorder = recorder
+        self._scene = scene
+        self._scene_for = scene_for
+        self._lanes = lanes
+        self._scheduler = scheduler
+        self._engines = engines
+        self._tts = tts
+        self._orders = orders
+        self._dm = dm
+        self._events = events
+        self._new_trace = new_trace
+        self._adopt = adopt
+        self._reactions = reactions
+        self._resume_ms = resume_ms
+        self.speculate = speculate
+        self._may_speculate = may_speculate
 
-        def is_muted(self, npc: str) -> bool: ...
-        def take_direction(self, npc: str) -> str | None: ...
-        def is_dm(self, speaker: Speaker) -> bool: ...
-        def private_words(self, speaker: Speaker, text: str) -> bool: ...
-        def _voice_command(self, speaker: Speaker, text: str) -> DmVoiceCommand | None: ...
-        def queue_depth(self) -> int: ...
-        def _new_trace(
-            self, npc: str, speaker: str, text: str, tier: Tier, reason: str
-        ) -> TurnTrace: ...
-        def _add_scene(self, line: SceneLine) -> None: ...
-        def _emit(self, event: SessionEvent) -> None: ...
-        def _show(self, event: LiveEvent) -> None: ...
-
-    def scene_for(self, speaker: str) -> list[SceneLine]:
-        """The scene as ``speaker`` had heard it when their current line began: other players'
-        lines that came while they talked are left out (the next turn has them). Their prompt
-        is evaluated while they talk; at a full table, a line of table talk landing meanwhile
-        moved everything after it, and the turn evaluated those tokens again."""
-        began = next(
-            (s.clock.wall_at(s.onset) for s in self.lanes if s.name == speaker),
-            None,
-        )
-        if began is None:
-            return self.scene_window.shown(self.scene)
-        return self.scene_window.shown(
-            [
-                line
-                for line in self.scene
-                if line.npc is not None or line.speaker == speaker or line.at <= began
-            ]
-        )
+    def on_lane_event(self, speaker: Speaker, event: LaneEvent) -> None:
+        """One event of a player's lane, after the lane's own bookkeeping."""
+        if isinstance(event, SpeechStarted):
+            self._reactions.drop(f"{speaker.name} started speaking")
+            self._events.show(SpeakingChanged(speaker.name, True, time.monotonic()))
+        elif isinstance(event, SpeechProgress):
+            spec = speaker.speculation
+            if spec is not None and event.trailing_silence_ms < self._resume_ms:
+                speaker.drop_speculation(event.utterance_id)  # talking on after the pause
+        elif isinstance(event, PartialTranscript):
+            self._on_partial(speaker, event)
+        elif isinstance(event, TurnCheck):
+            self._on_turn_check(speaker, event)
+        elif isinstance(event, SpeechEnded):
+            self._events.show(SpeakingChanged(speaker.name, False, time.monotonic()))
+            clock = speaker.clock
+            self._events.emit(
+                TurnEnded(
+                    speaker.name,
+                    clock.wall_at(event.started_at),
+                    clock.wall_at(event.stream_time),
+                    event.reason,
+                    event.silence_ms,
+                    event.wall_time,
+                )
+            )
+        elif isinstance(event, FinalTranscript):
+            self._on_final(speaker, event)
+        elif isinstance(event, Backchannel):
+            speaker.drop_speculation(event.utterance_id)
 
     def _on_partial(self, speaker: Speaker, event: PartialTranscript) -> None:
+        """Words so far: shown live (the DM's private words as nothing), a tier guessed, the
+        addressed NPC's prompt prepared."""
         now = time.monotonic()
-        mentions = self.addressing.mentions(event.text)
+        if self._dm.private_words(speaker, event.text):  # the DM's "between us": unseen
+            self._events.show(PlayerPartial(speaker.name, "", now))
+            return
+        self._events.show(PlayerPartial(speaker.name, event.text, now))
+        mentions = self._addressing.mentions(event.text)
         # The budget that caps the tier is the one of the NPC spoken to, not one talked about.
         named = next((m for m in mentions if m.vocative), mentions[0] if mentions else None)
-        npc = self.campaign.npcs.get(named.npc) if named is not None else None
-        decision = self.tiers.select(event.text, npc=npc, queue_depth=self.queue_depth(), now=now)
+        npc = self._campaign.npcs.get(named.npc) if named is not None else None
+        decision = self._tiers.select(event.text, npc=npc, queue_depth=self._turns.depth(), now=now)
         speaker.partial_tier = decision.tier.label
-        self.entities.prefetch(event.text)
+        self._entities.prefetch(event.text)
         if event.utterance_id != speaker.utterance_id:
             return
         speaker.last_partial = event.text
         addressee = self._addressee(speaker, event.text, now)
         # Whom the player talks to decides which partials go first when the CPU is busy.
-        speaker.lane.addressing = bool(mentions or addressee is not None or self.is_dm(speaker))
+        speaker.lane.addressing = bool(mentions or addressee is not None or self._dm.is_dm(speaker))
         if speaker.lane.trailing_silence_ms < _PREFILL_QUIET_MS:  # not when an answer may
             self._prefill_for(speaker, event.text, now)  # start any moment: it would wait
         spec = speaker.speculation
@@ -142,6 +217,7 @@ class Routing:
             self._speculate(speaker)
 
     def _on_final(self, speaker: Speaker, event: FinalTranscript) -> None:
+        """The utterance is final: route it (its times in the table's clock)."""
         self._route(
             speaker,
             event.utterance_id,
@@ -167,29 +243,30 @@ class Routing:
     ) -> None:
         """A player's utterance is final: record it, find the addressees, queue their turns."""
         now = time.monotonic()
-        if self.private_words(speaker, text):  # the DM's private direction: in no transcript
+        if self._dm.private_words(speaker, text):  # the DM's private direction: in no transcript
             speaker.drop_speculation()
-            command = self._voice_command(speaker, text)
+            command = self._dm.apply(speaker, text)
             reason = f"DM voice command: {command.describe()}" if command else "not applied"
-            self._show(PlayerPartial(speaker.name, "", now))
-            self._emit(Routed(speaker.name, "(private)", (), reason, None, None, now))
+            self._events.show(PlayerPartial(speaker.name, "", now))
+            self._events.emit(Routed(speaker.name, "(private)", (), reason, None, None, now))
             return
-        self._emit(PlayerSpoke(speaker.name, text, speech_start, speech_end, now))
-        self.recorder.player(speaker.name, text, speech_start or now, speech_end or now)
-        command = self._voice_command(speaker, text)
+        self._events.emit(PlayerSpoke(speaker.name, text, speech_start, speech_end, now))
+        self._recorder.player(speaker.name, text, speech_start or now, speech_end or now)
+        command = self._dm.apply(speaker, text)
         if command is not None:  # the DM steered the table: no NPC answers this line
             reason = f"DM voice command: {command.describe()}"
-            self._emit(Routed(speaker.name, text, (), reason, None, None, now))
+            self._events.emit(Routed(speaker.name, text, (), reason, None, None, now))
             return
-        self._add_scene(SceneLine(speaker.name, text, None, now))
-        decision = self.addressing.detect(speaker.name, text, now, is_dm=self.is_dm(speaker))
-        self.entities.prefetch(text)
-        names = [n for n in decision.npcs if n in self.campaign.npcs and not self.is_muted(n)]
+        self._scene.add(SceneLine(speaker.name, text, None, now))
+        decision = self._addressing.detect(speaker.name, text, now, is_dm=self._dm.is_dm(speaker))
+        self._entities.prefetch(text)
+        known, muted = self._campaign.npcs, self._orders.is_muted
+        names = [n for n in decision.npcs if n in known and not muted(n)]
         unheard, speaker.unheard = speaker.unheard, None
         if self._named_again(speaker, text, names, speech_start):
             if unheard is None or unheard[0] != names[0]:
                 reason = f"{names[0]} named again right after the line to them: part of that line"
-                self._emit(Routed(speaker.name, text, (), reason, None, None, now))
+                self._events.emit(Routed(speaker.name, text, (), reason, None, None, now))
                 return
             text = _joined(unheard[1], text)  # its answer was cut before a word: answer it whole
         speaker.last_line = (speech_end or now, tuple(names))
@@ -200,10 +277,10 @@ class Routing:
         else:
             spec = None
         for name in names:
-            npc = self.campaign.npcs[name]
-            tier = self.tiers.select(text, npc=npc, queue_depth=self.queue_depth(), now=now)
-            self.tiers.commit(tier, npc=name, now=now)
-            direction = self.take_direction(name) if decision.puppet_text is None else None
+            npc = self._campaign.npcs[name]
+            tier = self._tiers.select(text, npc=npc, queue_depth=self._turns.depth(), now=now)
+            self._tiers.commit(tier, npc=name, now=now)
+            direction = self._orders.take_direction(name) if decision.puppet_text is None else None
             adopted = None
             if (
                 direction is None
@@ -223,36 +300,37 @@ class Routing:
             trace.final_transcript = final_at
             trace.stt_compute_ms = round(stt_ms, 2) if stt_ms is not None else None
             trace.speculative = adopted is not None
-            self.turns.enqueue(
+            self._turns.enqueue(
                 name,
                 speaker.name,
                 text,
                 tier.tier,
                 trace,
                 verbatim=decision.puppet_text,
-                snapshot=partial(self.entities.snapshot, text, trace) if text else None,
+                snapshot=partial(self._entities.snapshot, text, trace) if text else None,
                 speculation=adopted,
                 direction=direction,
             )
-            self._show(TurnQueued(trace, now))
+            self._events.show(TurnQueued(trace, now))
         if spec is not None:
             spec.cancel()  # the final said something else
         reason = decision.reason if names or not decision.npcs else "muted"
-        self._emit(Routed(speaker.name, text, tuple(names), reason, tier_label, tier_reason, now))
+        routed = Routed(speaker.name, text, tuple(names), reason, tier_label, tier_reason, now)
+        self._events.emit(routed)
 
-    def _on_barge_in(self, barge: BargeIn) -> None:
+    def on_barge_in(self, barge: BargeIn) -> None:
         """A player cut an NPC off: stop its turn. When it was the answer to their own line and
         not a word of it was heard ("Roll a die for me," ended on its breath, then "Bartok."
         over the answer), that line may be answered again (see ``_route``)."""
-        turn = self.turns.current(barge.npc)
-        speaker = self.lanes.get(barge.speaker)
+        turn = self._turns.current(barge.npc)
+        speaker = self._lanes.get(barge.speaker)
         if turn is not None and speaker is not None and turn.speaker == speaker.name:
             answered = turn.verbatim is None and turn.reacting_to is None  # their line
             if not barge.heard.played_text.strip() and answered:
                 speaker.unheard = (barge.npc, turn.text)
-        self.turns.interrupt(barge.npc)
+        self._turns.interrupt(barge.npc)
         who = speaker.name if speaker else barge.speaker
-        self._emit(BargedIn(who, barge.npc, barge.heard.played_text, time.monotonic()))
+        self._events.emit(BargedIn(who, barge.npc, barge.heard.played_text, time.monotonic()))
 
     def _named_again(
         self, speaker: Speaker, text: str, names: list[str], speech_start: float | None
@@ -263,28 +341,28 @@ class Routing:
         ended, answered = last
         if names[0] not in answered or speech_start - ended > _NAMED_AGAIN_S:
             return False
-        return name_alone(text, self.campaign.npcs[names[0]].names())
+        return name_alone(text, self._campaign.npcs[names[0]].names())
 
     def _addressee(self, speaker: Speaker, text: str, now: float) -> NpcDefinition | None:
         """The one NPC who would answer ``text`` if the player stopped here (named, or the
         conversation they are in); None when unclear, several, muted or a DM line."""
-        if self.is_dm(speaker):
+        if self._dm.is_dm(speaker):
             return None
-        decision = self.addressing.detect(speaker.name, text, now, record=False)
-        if len(decision.npcs) != 1 or self.is_muted(decision.npcs[0]):
+        decision = self._addressing.detect(speaker.name, text, now, record=False)
+        if len(decision.npcs) != 1 or self._orders.is_muted(decision.npcs[0]):
             return None
-        return self.campaign.npcs.get(decision.npcs[0])
+        return self._campaign.npcs.get(decision.npcs[0])
 
     def _prefill_for(self, speaker: Speaker, text: str, now: float) -> None:
         """A partial shows who the player talks to: evaluate that NPC's prompt meanwhile."""
-        if not self.prefiller.enabled or self.turns.busy():
+        if not self._prefiller.enabled or self._turns.busy():
             return  # a running answer must not wait behind a prefill
         npc = self._addressee(speaker, text, now)
         if npc is not None:
-            tier = self.tiers.select(text, npc=npc, queue_depth=self.queue_depth(), now=now)
-            snapshot = partial(self.entities.snapshot, text)
-            scene = self.scene_for(speaker.name)
-            self.prefiller.ahead(npc, speaker.name, tier.tier, scene, text, snapshot)
+            tier = self._tiers.select(text, npc=npc, queue_depth=self._turns.depth(), now=now)
+            snapshot = partial(self._entities.snapshot, text)
+            scene = self._scene_for(speaker.name)
+            self._prefiller.ahead(npc, speaker.name, tier.tier, scene, text, snapshot)
 
     def _speculate(self, speaker: Speaker) -> None:
         """The player paused: start the addressed NPC's answer on the latest partial."""
@@ -295,13 +373,13 @@ class Routing:
         if npc is None:
             return
         name = npc.name
-        if self.turns.npc_busy(name) or name in self.directions:
+        if self._turns.npc_busy(name) or self._orders.has_direction(name):
             return  # answers keep their order; a directed answer waits for its final
         engine = self._engines(npc)
         if engine is None:
             return
         now = time.monotonic()
-        tier = self.tiers.select(text, npc=npc, queue_depth=self.queue_depth(), now=now)
+        tier = self._tiers.select(text, npc=npc, queue_depth=self._turns.depth(), now=now)
         if self._may_speculate is not None and not self._may_speculate(npc, tier.tier):
             return
         spec = Speculation(
@@ -310,13 +388,12 @@ class Routing:
             name,
             text,
             tier.tier,
-            snapshot=partial(self.entities.snapshot, text),
-            scheduler=self.scheduler,
+            snapshot=partial(self._entities.snapshot, text),
+            scheduler=self._scheduler,
         )
-        speaker.speculation = spec.start(engine, npc, self.scene_for(speaker.name), tts=self._tts)
+        speaker.speculation = spec.start(engine, npc, self._scene_for(speaker.name), tts=self._tts)
         if spec.task is not None:
-            self._tasks.add(spec.task)
-            spec.task.add_done_callback(self._tasks.discard)
+            self._adopt(spec.task)
 
 
 def _joined(line: str, name: str) -> str:

@@ -1,80 +1,70 @@
-"""``TableSession``: one per voice connection; owns every task of the table.
+"""``TableSession``: one per voice connection; owns every task of the table and its parts.
 
-Flow: ``push_frame`` -> a ``SpeakerLane`` per speaker (created on the first frame) -> lane events.
-Partials feed the tier selector and a speculative entity lookup; a judged pause may start the
-answer speculatively; finals go through address detection to a per-NPC turn queue (its depth
-feeds the tier selector) -> ``run_turn`` (engine -> sentences -> TTS -> the NPC's mixer handle).
-Barge-in cancels the engine turn and records only the words played; an answer naming another NPC
-may get its short reaction (``reactions``). Transcripts are committed to campaign memory as they
-happen. One ``CpuScheduler`` orders the table's CPU work: the end of a speaker's turn, then the
-answering NPC's voice, then partials.
+Flow: ``push_frame`` -> a ``SpeakerLane`` per speaker (``lanes``, created on the first frame)
+-> lane events -> the ``router``: partials feed the tier selector and a speculative entity
+lookup; a judged pause may start the answer speculatively; finals go through address detection
+to a per-NPC turn queue (``turns``: engine -> sentences -> TTS -> the NPC's mixer handle).
+Barge-in cancels the engine turn and records only the words played; ``follow_up`` puts each
+answer into the scene and memory, and an answer naming another NPC may get its short reaction
+(``reactions``). The DM steers through ``controls`` (and by ``voice``). One ``CpuScheduler``
+orders the table's CPU work: the end of a speaker's turn, then the answering NPC's voice, then
+partials. Each part is given what it uses; ``seams`` says what one may ask of another.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bot.config import GlyphoxaConfig
 from bot.metrics import METRICS, Metrics
 from bot.session.alerts import TroubleDesk
-from bot.session.characters import CharacterControls, CharacterRoster
-from bot.session.controls import Direction, DmControls
+from bot.session.bus import SessionEvents, TurnNumbers
+from bot.session.characters import Binding, CharacterControls, CharacterRoster
+from bot.session.controls import DmControls
+from bot.session.dm_orders import DmOrders
 from bot.session.entities import EntityLookup
-from bot.session.events import (
-    LiveEvent,
-    NpcReloaded,
-    NpcSpoke,
-    PlayerPartial,
-    SessionEvent,
-    SpeakingChanged,
-    TurnEnded,
-)
+from bot.session.follow_up import AnswerFollowUp
 from bot.session.npc_queue import NpcQueues
+from bot.session.npc_reload import NpcReloader
 from bot.session.prefill import Prefiller
 from bot.session.reactions import Reactions
 from bot.session.recorder import TranscriptRecorder
-from bot.session.routing import Routing
+from bot.session.routing import Router
+from bot.session.scene_log import SceneLog
 from bot.session.speakers import Speaker, SpeakerLanes
+from bot.session.status import table_status
 from bot.session.timing import TimedTts
 from bot.session.trace import TurnTrace
 from bot.session.turns import NpcTurn
 from bot.session.voice_commands import VoiceCommands
 from bot.speech import (
-    Backchannel,
     BargeInController,
-    FinalTranscript,
     LaneEvent,
     Mixer,
-    PartialTranscript,
-    SpeechEnded,
-    SpeechProgress,
-    SpeechStarted,
     SttProvider,
     TtsProvider,
     Vocabulary,
     VoiceRouter,
 )
 from bot.speech.endpointing import TurnModel
-from bot.speech.events import TurnCheck
 from bot.speech.scheduler import CpuScheduler
 from campaigns.basics import GlyphoxaError, Tier
-from campaigns.yamlio import Issue, YamlDocument
 from npcs.addressing import AddressDetector
-from npcs.campaign import Campaign, CampaignWatcher
-from npcs.campaign.checks import npc_voice_issue
-from npcs.context import SceneLine, SceneWindow
-from npcs.dm_voice import DmCommandParser
+from npcs.campaign import Campaign
+from npcs.context import SceneLine
 from npcs.engines import Engine
 from npcs.schema import NpcDefinition
 from npcs.tier_selector import TierSelector
+
+if TYPE_CHECKING:
+    from bot.session.spend import SpendMeter
+    from tools.host import ToolHost
 
 __all__ = ["EngineResolver", "TableSession"]
 
@@ -82,11 +72,16 @@ log = logging.getLogger(__name__)
 
 #: NPC definition -> the engine that answers for it (None: speak nothing but ``say`` lines).
 EngineResolver = Callable[[NpcDefinition], Engine | None]
-_MAX_SCENE = 40
 
 
-class TableSession(Routing, Reactions, DmControls, VoiceCommands, CharacterControls):
-    """The whole table pipeline for one voice connection (Discord or rehearsal)."""
+class TableSession:
+    """The whole table pipeline for one voice connection (Discord or rehearsal).
+
+    It owns the table's tasks and its parts, each a small object given what it uses: the
+    speakers' ``lanes``, the ``router`` (words -> turns), the NPC ``turns``, ``reactions``,
+    the DM's ``controls`` and ``voice`` commands, and what follows each answer. Front ends
+    steer it through ``controls`` and hear it through ``listeners`` and ``watchers``.
+    """
 
     def __init__(
         self,
@@ -115,24 +110,24 @@ class TableSession(Routing, Reactions, DmControls, VoiceCommands, CharacterContr
         self.metrics = metrics
         self.mixer = mixer or Mixer(config.speech)
         self.memory = memory
-        self.tools: Any = None
+        self.tools: ToolHost | None = None
         """The tool host serving this table (set by ``open_table``; for ``/tools``)."""
-        self.spend: Any = None
-        """The night's cost (``bot.session.spend.SpendMeter``, set by ``open_table``)."""
+        self.spend: SpendMeter | None = None
+        """The night's cost (set by ``open_table``)."""
         self.warm_up: asyncio.Task[None] | None = None
         """The LLM prompt-cache warm-up running in the background (set by ``open_table``)."""
-        self._stt = stt
         self.scheduler = scheduler or CpuScheduler()
-        self._tts = TimedTts(tts, metrics, self.scheduler)
+        tts_timed = TimedTts(tts, metrics, self.scheduler)
         self._engines = engines
         self._title = session_title
         self._resume_memory = memory_session_id
         """A memory session to continue (a table resumed after a restart) instead of a new one."""
-        self.speculate = bool(speculate)
-        """Start answers on partials; a callable decides per NPC and tier."""
-        self._may_speculate = speculate if callable(speculate) else None
-        self.dm_speakers = set(dm_speakers)
-        self.dm_resolver: Callable[[str], bool] | None = None
+        self.events = SessionEvents()
+        self.listeners = self.events.listeners
+        self.watchers = self.events.watchers
+        """Live displays (the DM's console): every event, plus the live ones (module
+        ``events``); called on the loop, they must return at once and never raise."""
+        new_trace = TurnNumbers()
         self.characters = CharacterRoster(campaign, memory)
         """Who plays whom: players are named by their character (``/iam``, campaign.yaml)."""
         self.addressing = AddressDetector(
@@ -140,35 +135,18 @@ class TableSession(Routing, Reactions, DmControls, VoiceCommands, CharacterContr
             continuation_window_s=config.tiers.continuation_window_s,
             characters=self.characters.names(),
         )
-        self.dm_commands = DmCommandParser(self.addressing.mentions)
-        self._private_next: dict[str, tuple[str, float]] = {}
         self.tiers = TierSelector(config.tiers)
-        self.barge_in = BargeInController(
-            self.mixer,
-            confirm_ms=config.speech.barge_in_confirm_ms,
-            backchannels=config.speech.backchannels,
-            on_barge_in=self._on_barge_in,
-        )
         self.entities = EntityLookup(campaign, memory)
         self.recorder = TranscriptRecorder(memory, campaign.name)
-        self.scene: list[SceneLine] = []
-        self.scene_window = SceneWindow()
-        """Where prompts begin the scene: put while it grows (the LLM keeps its prefix)."""
-        self._scene_seq = 0
+        self.scene_log = SceneLog()
         self.traces: list[TurnTrace] = []
-        self.listeners: list[Callable[[SessionEvent], None]] = []
-        self.watchers: list[Callable[[SessionEvent | LiveEvent], None]] = []
-        """Live displays (the DM's console): every event, plus the live ones (module
-        ``events``); called on the loop, they must return at once and never raise."""
-        self.trouble = TroubleDesk(self._emit, metrics)
+        self.trouble = TroubleDesk(self.events.emit, metrics)
         """Failures the DM is told about (a failed turn, a crashed model server)."""
-        self._voices = tts if isinstance(tts, VoiceRouter) else None
-        if self._voices is not None:  # a voice that breaks mid-table is told to the DM
-            self._voices.on_fallback = self.trouble.voice_failed
-        self.muted: set[str] = set()
-        self.all_muted = False
-        self.directions: dict[str, Direction] = {}
-        """The DM's private directions per NPC (``direct``)."""
+        voices = tts if isinstance(tts, VoiceRouter) else None
+        if voices is not None:  # a voice that breaks mid-table is told to the DM
+            voices.on_fallback = self.trouble.voice_failed
+        self.orders = DmOrders()
+        """The DM's mutes and private directions, which every answer obeys."""
         self.lanes = SpeakerLanes(
             stt=stt,
             config=config.speech,
@@ -184,22 +162,107 @@ class TableSession(Routing, Reactions, DmControls, VoiceCommands, CharacterContr
             mixer=self.mixer,
             campaign=campaign,
             engines=engines,
-            tts=self._tts,
+            tts=tts_timed,
             scene=self.scene_for,
             spawn=self._spawn,
-            on_done=self._finish_trace,
-            on_written=self._prefill_written,
+            on_done=self._turn_done,
+            on_written=self._turn_written,
             scheduler=self.scheduler,
         )
         self.prefiller = Prefiller(engines, prefill)
         """Evaluates NPC prompts ahead of their turns (a local LLM's prompt cache)."""
-        self._init_reactions()
-        self._turn_ids = 0
+        self.reactions = Reactions(
+            campaign=campaign,
+            addressing=self.addressing,
+            turns=self.turns,
+            lanes=self.lanes,
+            engines=engines,
+            orders=self.orders,
+            events=self.events,
+            new_trace=new_trace,
+        )
+        self.npc_reload = NpcReloader(
+            campaign=campaign,
+            addressing=self.addressing,
+            characters=self.characters,
+            lanes=self.lanes,
+            voices=voices,
+            events=self.events,
+        )
+        self.controls = DmControls(
+            campaign=campaign,
+            tiers=self.tiers,
+            turns=self.turns,
+            orders=self.orders,
+            reactions=self.reactions,
+            events=self.events,
+            new_trace=new_trace,
+            reload=self.npc_reload.apply_edits,
+        )
+        """What the DM steers: tiers, mute, ``say``, private directions, reload."""
+        self.voice = VoiceCommands(
+            config=config,
+            campaign=campaign,
+            mixer=self.mixer,
+            turns=self.turns,
+            controls=self.controls,
+            new_trace=new_trace,
+            mentions=self.addressing.mentions,
+            dm_speakers=dm_speakers,
+        )
+        """The DM's voice: who the DM is, their voice commands and private words."""
+        self.router = Router(
+            campaign=campaign,
+            addressing=self.addressing,
+            tiers=self.tiers,
+            entities=self.entities,
+            turns=self.turns,
+            prefiller=self.prefiller,
+            recorder=self.recorder,
+            scene=self.scene_log,
+            scene_for=self.scene_for,
+            lanes=self.lanes,
+            scheduler=self.scheduler,
+            engines=engines,
+            tts=tts_timed,
+            orders=self.orders,
+            dm=self.voice,
+            events=self.events,
+            new_trace=new_trace,
+            adopt=self._adopt,
+            reactions=self.reactions,
+            resume_ms=float(config.speech.turn.pause_ms),
+            speculate=bool(speculate),
+            may_speculate=speculate if callable(speculate) else None,
+        )
+        self.follow_up = AnswerFollowUp(
+            campaign=campaign,
+            turns=self.turns,
+            tiers=self.tiers,
+            scene=self.scene_log,
+            prefiller=self.prefiller,
+            recorder=self.recorder,
+            reactions=self.reactions,
+            events=self.events,
+            trouble=self.trouble,
+            metrics=metrics,
+            traces=self.traces,
+        )
+        self.barge_in = BargeInController(
+            self.mixer,
+            confirm_ms=config.speech.barge_in_confirm_ms,
+            backchannels=config.speech.backchannels,
+            on_barge_in=self.router.on_barge_in,
+        )
+        self._casting = CharacterControls(
+            roster=self.characters,
+            lanes=self.lanes,
+            addressing=self.addressing,
+            names_changed=self.npc_reload.names_changed,
+        )
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._watcher: CampaignWatcher | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: int | None = None
-        self._resume_ms = float(config.speech.turn.pause_ms)
         self._started = False
         self._stopped = False
 
@@ -212,12 +275,10 @@ class TableSession(Routing, Reactions, DmControls, VoiceCommands, CharacterContr
         self._loop_thread = threading.get_ident()
         await self.recorder.start(self._title, resume=self._resume_memory)
         await self.characters.load()
-        self._names_changed()
-        # The watcher remembers every NPC file now, so reload_npcs() sees later edits even
-        # when background hot reload is off.
-        self._watcher = CampaignWatcher(self.campaign, checks=self._npc_checks)
+        self.npc_reload.names_changed()
+        self.npc_reload.open()
         if self.config.campaign.hot_reload:
-            self._spawn(self._watch(), "table:hot-reload")
+            self._spawn(self.npc_reload.watch(), "table:hot-reload")
         self._started = True
 
     async def stop(self) -> None:
@@ -225,8 +286,7 @@ class TableSession(Routing, Reactions, DmControls, VoiceCommands, CharacterContr
         if self._stopped:
             return
         self._stopped = True
-        if self._watcher is not None:
-            self._watcher.close()
+        self.npc_reload.close()
         for turn in self.turns.running():
             if turn.trace not in self.traces:
                 turn.trace.error = turn.trace.error or "cut off: the session ended"
@@ -268,9 +328,9 @@ class TableSession(Routing, Reactions, DmControls, VoiceCommands, CharacterContr
         return self.lanes.listening
 
     @property
-    def vocabulary(self) -> Vocabulary:
-        """The campaign's names the recognizer is biased toward (refreshed on NPC reload)."""
-        return self.lanes.vocabulary
+    def scene(self) -> list[SceneLine]:
+        """The table's recent lines (players' finals, NPCs' voiced answers), oldest first."""
+        return self.scene_log.lines
 
     async def wait_idle(self, timeout_s: float = 60.0, poll_s: float = 0.02) -> bool:
         """Until no NPC turn is pending (True) or the timeout (False). For rehearsal and tests."""
@@ -281,7 +341,11 @@ class TableSession(Routing, Reactions, DmControls, VoiceCommands, CharacterContr
             await asyncio.sleep(poll_s)
         return True
 
-    # --- input -------------------------------------------------------------------------------
+    def status(self) -> dict[str, Any]:
+        """A snapshot for the DM: NPCs, speakers, overrides, recent latency."""
+        return table_status(self)
+
+    # --- players -----------------------------------------------------------------------------
     def push_frame(self, speaker_id: str | int, user_name: str, frame: bytes) -> None:
         """One 20 ms 48 kHz stereo s16le frame of one speaker; safe from any thread."""
         if self._stopped:
@@ -298,6 +362,26 @@ class TableSession(Routing, Reactions, DmControls, VoiceCommands, CharacterContr
         here (:mod:`bot.speech.lane_feed`). False: no open lane, so ``push_frame`` them."""
         return not self._stopped and self.lanes.hear(str(speaker_id), frames)
 
+    async def bind_character(
+        self, user_id: str | int, character: str, *, bound_by: str | None = None
+    ) -> Binding:
+        """``/iam``: the player ``user_id`` plays ``character`` from now on (and at the
+        campaign's next sessions); GlyphoxaError says why a name is refused."""
+        return await self._casting.bind_character(user_id, character, bound_by=bound_by)
+
+    async def unbind_character(self, user_id: str | int) -> Binding | None:
+        """Forget the table's binding of ``user_id``; returns what binds them now."""
+        return await self._casting.unbind_character(user_id)
+
+    def scene_for(self, speaker: str) -> list[SceneLine]:
+        """The scene as ``speaker`` had heard it when their current line began."""
+        began = next((s.clock.wall_at(s.onset) for s in self.lanes if s.name == speaker), None)
+        return self.scene_log.heard_by(speaker, began)
+
+    def engine_for(self, npc: NpcDefinition) -> Engine | None:
+        """The engine that answers for ``npc`` at this table (None: it only speaks lines)."""
+        return self._engines(npc)
+
     def _push(self, speaker_id: str, user_name: str, frame: bytes) -> None:
         if not self._stopped:
             name = self.characters.name_for(speaker_id, user_name)
@@ -306,165 +390,24 @@ class TableSession(Routing, Reactions, DmControls, VoiceCommands, CharacterContr
     def _on_lane_event(self, speaker: Speaker, event: LaneEvent) -> None:
         """After ``SpeakerLanes`` did the speaker's bookkeeping for ``event``."""
         self.barge_in.observe(event)
-        if isinstance(event, SpeechStarted):
-            self._player_started(speaker.name)
-        elif isinstance(event, SpeechProgress):
-            spec = speaker.speculation
-            if spec is not None and event.trailing_silence_ms < self._resume_ms:
-                speaker.drop_speculation(event.utterance_id)  # talking on after the pause
-        elif isinstance(event, PartialTranscript):
-            if self.private_words(speaker, event.text):  # the DM's "between us": unseen
-                if self.watchers:
-                    self._show(PlayerPartial(speaker.name, "", time.monotonic()))
-                return
-            if self.watchers:
-                self._show(PlayerPartial(speaker.name, event.text, time.monotonic()))
-            self._on_partial(speaker, event)
-        elif isinstance(event, TurnCheck):
-            self._on_turn_check(speaker, event)
-        elif isinstance(event, SpeechStarted):
-            if self.watchers:
-                self._show(SpeakingChanged(speaker.name, True, time.monotonic()))
-        elif isinstance(event, SpeechEnded):
-            if self.watchers:
-                self._show(SpeakingChanged(speaker.name, False, time.monotonic()))
-            clock = speaker.clock
-            self._emit(
-                TurnEnded(
-                    speaker.name,
-                    clock.wall_at(event.started_at),
-                    clock.wall_at(event.stream_time),
-                    event.reason,
-                    event.silence_ms,
-                    event.wall_time,
-                )
-            )
-        elif isinstance(event, FinalTranscript):
-            self._on_final(speaker, event)
-        elif isinstance(event, Backchannel):
-            speaker.drop_speculation(event.utterance_id)
+        self.router.on_lane_event(speaker, event)
 
-    # --- turns -------------------------------------------------------------------------------
-    def queue_depth(self) -> int:
-        """Players waiting for an NPC (turns queued, not yet started)."""
-        return self.turns.depth()
+    # --- tasks and turns ---------------------------------------------------------------------
+    def _turn_written(self, turn: NpcTurn) -> None:
+        self.follow_up.written(turn)
 
-    def engine_for(self, npc: NpcDefinition) -> Engine | None:
-        """The engine that answers for ``npc`` at this table (None: it only speaks lines)."""
-        return self._engines(npc)
-
-    def _new_trace(self, npc: str, speaker: str, text: str, tier: Tier, reason: str) -> TurnTrace:
-        self._turn_ids += 1
-        return TurnTrace(self._turn_ids, npc, speaker, text, tier.label, reason)
-
-    def _finish_trace(self, turn: NpcTurn) -> None:
-        trace = turn.trace
-        self.traces.append(trace)
-        if trace.playback_start is not None:
-            self.metrics.observe_turn(trace.stages_ms())
-        outcome = "failed" if trace.error else "interrupted" if trace.interrupted else "done"
-        self.metrics.turns.labels(outcome, trace.tier).inc()
-        self._answer_ended(turn)
-        now = time.monotonic()
-        if trace.spoken:
-            self._add_scene(SceneLine(turn.npc, trace.spoken, turn.npc, now))
-            self._prefill_reply(turn, now)
-            self.recorder.npc(
-                turn.npc,
-                trace.spoken,
-                trace.playback_start or now,
-                now,
-                tier=trace.tier,
-                interrupted=trace.interrupted,
-                stages=trace.stages_ms() if trace.heard and trace.playback_start else None,
-            )
-        self._emit(NpcSpoke(trace, now))
-        self.trouble.turn_failed(trace)
-
-    def _prefill_reply(
-        self, turn: NpcTurn, now: float, scene: Sequence[SceneLine] | None = None
-    ) -> None:
-        """The NPC finished: its player often answers right back, so prepare that turn."""
-        npc = self.campaign.npcs.get(turn.npc)
-        others = [t for t in self.turns.running() if t is not turn]
-        if npc is None or others or self.turns.depth():
-            return  # another answer is due next: it must not wait behind a prefill
-        tier = self.tiers.select("", npc=npc, queue_depth=0, now=now).tier
-        shown = self.scene_window.shown(self.scene if scene is None else scene)
-        self.prefiller.ahead(npc, turn.speaker, tier, shown)
-
-    def _prefill_written(self, turn: NpcTurn) -> None:
-        """The answer is written but still playing: queue a reaction to it if one is due, else
-        prepare the reply to it now, with the answer as the scene's next line. When the scene
-        window moves, that is a few hundred tokens, which on a small CPU take longer than a
-        player leaves between the end of an answer and the end of their reply. After a
-        barge-in, the reply's turn evaluates again from the answer's line.
-
-        The line is the voiced sentences as the transcript will hold them, not the model's raw
-        reply: a reply's line breaks (joined by spaces once spoken) or a filler put the prompt
-        off from that point, and the reply's turn evaluated ~100 tokens again."""
-        voiced = turn.handle.full_text
-        if self._react_to(turn) or not voiced:
-            return
-        line = SceneLine(turn.npc, voiced, turn.npc, time.monotonic(), self._scene_seq)
-        self._prefill_reply(turn, line.at, [*self.scene, line][-_MAX_SCENE:])
-
-    # --- helpers -----------------------------------------------------------------------------
-    def _npcs_changed(self) -> None:
-        """NPCs were added, renamed or edited: address them and recognise their names now."""
-        self.addressing.set_npcs(self.campaign.npcs)
-        self._names_changed()
-
-    def _names_changed(self) -> None:
-        """NPCs or characters changed: the recognizer and address detection know them all."""
-        self.addressing.set_characters(self.characters.names())
-        names = self.characters.names()
-        self.lanes.set_vocabulary(Vocabulary.from_campaign(self.campaign, names))
-
-    def _npc_checks(self, npc: NpcDefinition, path: Path, doc: YamlDocument | None) -> list[Issue]:
-        """What an edited NPC must pass beyond its file: its voice is installed."""
-        inventory = self._voices.inventory if self._voices is not None else None
-        issue = npc_voice_issue(npc, path, doc, inventory) if inventory is not None else None
-        return [issue] if issue is not None else []
-
-    async def _watch(self) -> None:
-        assert self._watcher is not None
-        async for change in self._watcher:
-            if change.kind == "invalid":
-                log.warning("NPC file %s is invalid; keeping the last good version", change.path)
-            else:
-                log.info("NPC %s %s", change.name, change.kind)
-            self._npcs_changed()
-            issues = tuple(str(issue) for issue in change.issues)
-            when = time.monotonic()
-            self._show(NpcReloaded(change.name, change.kind, str(change.path), issues, when))
-
-    def _add_scene(self, line: SceneLine) -> None:
-        self.scene.append(dataclasses.replace(line, seq=self._scene_seq))
-        self._scene_seq += 1
-        del self.scene[:-_MAX_SCENE]
-        self.scene_window.advance(self.scene)
-
-    def _emit(self, event: SessionEvent) -> None:
-        for listener in self.listeners:
-            try:
-                listener(event)
-            except Exception:
-                log.exception("session listener failed on %s", type(event).__name__)
-        self._show(event)
-
-    def _show(self, event: SessionEvent | LiveEvent) -> None:
-        for watcher in self.watchers:
-            try:
-                watcher(event)
-            except Exception:
-                log.exception("session watcher failed on %s", type(event).__name__)
+    def _turn_done(self, turn: NpcTurn) -> None:
+        self.follow_up.done(turn)
 
     def _spawn(self, coroutine: Any, name: str) -> asyncio.Task[Any]:
         task = asyncio.create_task(coroutine, name=name)
+        self._adopt(task)
+        return task
+
+    def _adopt(self, task: asyncio.Task[Any]) -> None:
+        """The session owns ``task``: ``stop`` cancels it."""
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-        return task
 
 
 async def _cancel_all(tasks: Sequence[asyncio.Task[Any]], timeout_s: float = 5.0) -> None:

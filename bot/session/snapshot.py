@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from bot.session.controls import Direction
+from bot.session.dm_orders import Direction
 from campaigns.basics import Tier
 from npcs.context import SceneLine
 
@@ -72,12 +72,12 @@ def capture(session: TableSession) -> TableState:
     ]
     return TableState(
         scene=scene,
-        muted=sorted(session.muted),
-        all_muted=session.all_muted,
+        muted=sorted(session.orders.muted),
+        all_muted=session.orders.all_muted,
         overrides=overrides,
         directions=[
             {"npc": npc, "text": direction.text, "turns": direction.turns_left}
-            for npc, direction in session.directions.items()
+            for npc, direction in session.orders.directions.items()
         ],
         memory_session_id=session.recorder.session_id,
     )
@@ -94,12 +94,12 @@ def restore(session: TableSession, state: TableState) -> list[str]:
         speaker, said = line.get("speaker"), line.get("text")
         if speaker is None or said is None:
             continue
-        session._add_scene(SceneLine(str(speaker), str(said), npc, at))
+        session.scene_log.add(SceneLine(str(speaker), str(said), npc, at))
     known = set(session.campaign.npcs)
-    session.all_muted = state.all_muted
+    session.orders.all_muted = state.all_muted
     for name in state.muted:
         if name in known:
-            session.muted.add(name)
+            session.orders.muted.add(name)
         else:
             problems.append(f"muted NPC {name} no longer exists")
     for override in state.overrides:
@@ -122,5 +122,5 @@ def restore(session: TableSession, state: TableState) -> list[str]:
         if npc not in known:
             problems.append(f"direction for {npc}: no such NPC any more")
         elif isinstance(text, str) and (turns is None or (isinstance(turns, int) and turns > 0)):
-            session.directions[str(npc)] = Direction(text, turns)
+            session.orders.directions[str(npc)] = Direction(text, turns)
     return problems

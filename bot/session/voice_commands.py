@@ -3,16 +3,17 @@
 reply. A private direction ("Bartok, between us: ...") is never transcribed: the session keeps
 its words out of the transcripts, the scene and memory (``private_words``).
 
-A part of ``TableSession`` (as ``DmControls`` is). Who the DM is comes from the table: names in
-``dm_speakers`` (rehearsal, tests) or ``dm_resolver(speaker_id)`` (Discord: the DM role), never
-from what is said, so a player's identical words stay an ordinary turn.
+A part of ``TableSession``, applying commands through its ``DmControls``. Who the DM is comes
+from the table: names in ``dm_speakers`` (rehearsal, tests) or ``dm_resolver(speaker_id)``
+(Discord: the DM role), never from what is said, so a player's identical words stay an ordinary
+turn.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -24,10 +25,10 @@ from npcs.dm_voice import DmCommandParser, DmVoiceCommand
 if TYPE_CHECKING:
     from bot.config import GlyphoxaConfig
     from bot.session.npc_queue import NpcQueues
+    from bot.session.seams import Steering, TraceMaker
     from bot.session.speakers import Speaker
-    from bot.session.trace import TurnTrace
     from bot.speech import Mixer
-    from campaigns.basics import Tier
+    from npcs.addressing import NameMention
     from npcs.campaign import Campaign
 
 __all__ = ["VoiceCommands", "ack_tone"]
@@ -50,38 +51,44 @@ def ack_tone(volume: float = 0.18) -> np.ndarray:
 
 
 class VoiceCommands:
-    """Applies DM voice commands; state and controls are provided by ``TableSession``."""
+    """The DM's voice at one table (a ``seams.DmVoice``).
 
-    config: GlyphoxaConfig
-    campaign: Campaign
-    mixer: Mixer
-    turns: NpcQueues
-    dm_speakers: set[str]
-    dm_resolver: Callable[[str], bool] | None
-    """Speaker id -> is the DM (Discord: has the DM role); None: only ``dm_speakers``."""
-    dm_commands: DmCommandParser
-    _private_next: dict[str, tuple[str, float]]
-    """DM speaker -> (NPC, until when) whose next words are a private direction."""
+    Args:
+        config: ``dm_voice`` (on, acknowledgement, override minutes) is read at each command,
+            so a reloaded config applies.
+        campaign: the NPCs a command names.
+        mixer: plays the acknowledgement chime.
+        turns: queues the one-word acknowledgement in the NPC's voice.
+        controls: the DM controls a command applies.
+        new_trace: numbers the acknowledgement's turn.
+        mentions: finds NPC names in words (the table's address detection).
+        dm_speakers: speaker or display names that are the DM (rehearsal, tests).
+    """
 
-    if TYPE_CHECKING:  # provided by TableSession and DmControls
-
-        def set_tier_override(
-            self,
-            tier: Tier | str | None,
-            npc: str | None = None,
-            duration_s: float | None = None,
-            *,
-            heard: str | None = None,
-        ) -> None: ...
-        def mute(self, npc: str | None = None, *, heard: str | None = None) -> None: ...
-        def unmute(self, npc: str | None = None, *, heard: str | None = None) -> None: ...
-        def stop_speaking(self, npc: str | None = None, *, heard: str | None = None) -> None: ...
-        def direct(
-            self, npc: str, text: str, turns: int | None = 1, *, heard: str | None = None
-        ) -> object: ...
-        def _new_trace(
-            self, npc: str, speaker: str, text: str, tier: Tier, reason: str
-        ) -> TurnTrace: ...
+    def __init__(
+        self,
+        *,
+        config: GlyphoxaConfig,
+        campaign: Campaign,
+        mixer: Mixer,
+        turns: NpcQueues,
+        controls: Steering,
+        new_trace: TraceMaker,
+        mentions: Callable[[str], Sequence[NameMention]],
+        dm_speakers: Iterable[str] = (),
+    ) -> None:
+        self._config = config
+        self._campaign = campaign
+        self._mixer = mixer
+        self._turns = turns
+        self._controls = controls
+        self._new_trace = new_trace
+        self.dm_speakers = set(dm_speakers)
+        self.dm_resolver: Callable[[str], bool] | None = None
+        """Speaker id -> is the DM (Discord: has the DM role); None: only ``dm_speakers``."""
+        self.parser = DmCommandParser(mentions)
+        self._private_next: dict[str, tuple[str, float]] = {}
+        """DM speaker -> (NPC, until when) whose next words are a private direction."""
 
     def is_dm(self, speaker: Speaker) -> bool:
         """Whether this voice lane is the DM's (by configured name or the table's resolver)."""
@@ -92,16 +99,16 @@ class VoiceCommands:
     def private_words(self, speaker: Speaker, text: str) -> bool:
         """Whether the DM's ``text`` (a partial or a final) is, or begins, a private direction:
         shown nowhere, recorded nowhere."""
-        if not self.config.dm_voice.enabled or not text or not self.is_dm(speaker):
+        if not self._config.dm_voice.enabled or not text or not self.is_dm(speaker):
             return False
         pending = self._private_next.get(speaker.name)
         if pending is not None and time.monotonic() <= pending[1]:
             return True
-        return self.dm_commands.parse_private(text) is not None
+        return self.parser.parse_private(text) is not None
 
-    def _voice_command(self, speaker: Speaker, text: str) -> DmVoiceCommand | None:
+    def apply(self, speaker: Speaker, text: str) -> DmVoiceCommand | None:
         """Apply ``text`` if it is a DM voice command from the DM's lane; None otherwise."""
-        if not self.config.dm_voice.enabled or not self.is_dm(speaker):
+        if not self._config.dm_voice.enabled or not self.is_dm(speaker):
             return None
         pending = self._private_next.pop(speaker.name, None)
         if pending is not None and time.monotonic() <= pending[1]:
@@ -109,7 +116,7 @@ class VoiceCommands:
                 "direct", pending[0], None, text.strip(), text.strip()
             )
         else:
-            command = self.dm_commands.parse(text)
+            command = self.parser.parse(text)
         if command is None:
             return None
         heard = f"{speaker.name}: {command.heard}"
@@ -120,17 +127,18 @@ class VoiceCommands:
                     until = time.monotonic() + PRIVATE_PAUSE_S
                     self._private_next[speaker.name] = (npc, until)
                 else:
-                    self.direct(npc, command.direction, None, heard="voice")
+                    self._controls.direct(npc, command.direction, None, heard="voice")
             elif command.action == "tier":
-                minutes = self.config.dm_voice.override_minutes
+                minutes = self._config.dm_voice.override_minutes
                 duration = None if command.tier is None else minutes * 60.0
-                self.set_tier_override(command.tier, npc=npc, duration_s=duration, heard=heard)
+                steer = self._controls
+                steer.set_tier_override(command.tier, npc=npc, duration_s=duration, heard=heard)
             elif command.action == "mute":
-                self.mute(npc, heard=heard)
+                self._controls.mute(npc, heard=heard)
             elif command.action == "unmute":
-                self.unmute(npc, heard=heard)
+                self._controls.unmute(npc, heard=heard)
             else:
-                self.stop_speaking(npc, heard=heard)
+                self._controls.stop_speaking(npc, heard=heard)
         except GlyphoxaError as error:  # e.g. the NPC was removed by a hot reload just now
             log.warning("DM voice command (%s) not applied: %s", command.describe(), error)
             return None
@@ -139,15 +147,15 @@ class VoiceCommands:
         return command
 
     def _acknowledge(self, command: DmVoiceCommand) -> None:
-        cfg = self.config.dm_voice
+        cfg = self._config.dm_voice
         if cfg.ack == "none":
             return
-        npc = self.campaign.npcs.get(command.npc) if command.npc else None
+        npc = self._campaign.npcs.get(command.npc) if command.npc else None
         if command.action == "direct" and command.direction is None:
             return  # the DM goes on talking: the chime comes after the direction
         if cfg.ack == "word" and npc is not None and command.action not in ("stop", "direct"):
             trace = self._new_trace(npc.name, "DM", "", npc.budget_tier, "DM voice command")
             trace.address_reason = "DM voice command acknowledgement"
-            self.turns.enqueue(npc.name, "DM", "", npc.budget_tier, trace, verbatim=cfg.ack_word)
+            self._turns.enqueue(npc.name, "DM", "", npc.budget_tier, trace, verbatim=cfg.ack_word)
             return
-        self.mixer.play_cue(ack_tone())
+        self._mixer.play_cue(ack_tone())

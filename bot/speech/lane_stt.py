@@ -1,6 +1,6 @@
 """The transcription half of a ``SpeakerLane``: partials, finals, and the words of a pause.
 
-A part of ``SpeakerLane`` (as ``Routing`` is of the table session): it reads the lane state
+A part of ``SpeakerLane`` (a mixin on the lane's hot path): it reads the lane state
 declared below. Every recognition goes through the table's CPU scheduler: finals and the words
 heard at a pause as ``ENDPOINT`` work (for players talking among themselves a final and any
 second look as ``ASIDE``), partials as ``PARTIAL`` (a player talking to an NPC) or ``CHATTER``

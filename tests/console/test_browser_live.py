@@ -107,7 +107,7 @@ async def test_a_dm_runs_a_rehearsal_from_the_console(console_env: ConsoleEnv, b
         greymantle = page.locator('.npc[data-npc="Greymantle"]')
         await greymantle.locator("form[hx-post$='/control/mute'] button").click()
         await greymantle.locator(".badge.muted-badge").wait_for(timeout=10_000)
-        assert session.is_muted("Greymantle")
+        assert session.controls.is_muted("Greymantle")
 
         # The player's words arrive live, then the roll waits for the DM.
         await page.locator("#transcript .line.player").first.wait_for(timeout=90_000)

@@ -235,7 +235,7 @@ async def test_player_is_refused_politely_and_nothing_changes(
             interaction("npc", sub("mute", opt("name", "Bartok")), member=PLAYER)
         )
         assert reply["content"] == REFUSAL and reply["flags"] & 64
-        assert not table_session.is_muted("Bartok")
+        assert not table_session.controls.is_muted("Bartok")
     finally:
         harness.cog.tables.clear()
 
@@ -249,12 +249,14 @@ async def test_the_owner_and_manage_server_act_as_dm_without_the_role(
         reply = await harness.run(
             interaction("npc", sub("mute", opt("name", "Bartok")), member=OWNER)
         )
-        assert reply["content"] == "Muted Bartok." and table_session.is_muted("Bartok")
+        assert reply["content"] == "Muted Bartok." and table_session.controls.is_muted("Bartok")
         reply = await harness.run(
             interaction("npc", sub("unmute", opt("name", "Bartok")), member=MANAGER,
                         roles=(MODERATORS,), permissions=MANAGE_GUILD)
         )  # fmt: skip
-        assert reply["content"] == "Unmuted Bartok." and not table_session.is_muted("Bartok")
+        assert reply["content"] == "Unmuted Bartok." and not table_session.controls.is_muted(
+            "Bartok"
+        )
         payload = interaction(
             "npc", sub("mute", opt("name", "ba", focused=True)), member=OWNER, kind=4
         )
@@ -315,9 +317,9 @@ async def test_dm_steers_the_table(harness: Harness, table_session: Any) -> None
         assert reply["content"] == "Tier deep for Bartok."
         assert table_session.tiers.override_for("Bartok", 0.0) is not None
         reply = await harness.run(interaction("npc", sub("mute", opt("name", "Bartok")), **dm))
-        assert table_session.is_muted("Bartok") and reply["flags"] & 64
+        assert table_session.controls.is_muted("Bartok") and reply["flags"] & 64
         await harness.run(interaction("npc", sub("unmute", opt("name", "all")), **dm))
-        assert not table_session.is_muted("Bartok")
+        assert not table_session.controls.is_muted("Bartok")
         reply = await harness.run(interaction("npc", sub("mute", opt("name", "Nobody")), **dm))
         assert "no NPC named 'Nobody'" in reply["content"]
         reply = await harness.run(interaction("session", sub("status"), **dm))
@@ -482,13 +484,17 @@ async def test_direct_steers_an_npc_privately_for_the_dm_only(
         )  # fmt: skip
         assert reply["flags"] & 64
         assert reply["content"].startswith("Bartok follows your direction privately, 2 turns.")
-        assert table_session.directions["Bartok"].text == secret
+        assert table_session.orders.directions["Bartok"].text == secret
         assert table_session.status()["npcs"]["Bartok"]["direction"] == "2 turns"
         reply = await harness.run(interaction("session", sub("status"), **dm))
         (bartok,) = [line for line in reply["content"].splitlines() if "- Bartok:" in line]
         assert bartok.endswith("directed (2 turns)")
         assert "thief" not in reply["content"]
-        assert [table_session.take_direction("Bartok") for _ in range(3)] == [secret, secret, None]
+        assert [table_session.controls.take_direction("Bartok") for _ in range(3)] == [
+            secret,
+            secret,
+            None,
+        ]
 
         gruff = [opt("npc", "Greymantle"), opt("text", "Be gruff.")]
         reply = await harness.run(interaction("direct", gruff, **dm))
@@ -497,13 +503,13 @@ async def test_direct_steers_an_npc_privately_for_the_dm_only(
             interaction("direct", [opt("npc", "Greymantle"), opt("text", "Clear")], **dm)
         )
         assert reply["content"] == "Greymantle's direction cleared." and reply["flags"] & 64
-        assert "Greymantle" not in table_session.directions
+        assert "Greymantle" not in table_session.orders.directions
 
         reply = await harness.run(
             interaction("direct", [opt("npc", "Bartok"), opt("text", "Lie.")], member=PLAYER)
         )
         assert reply["content"] == REFUSAL and reply["flags"] & 64
-        assert "Bartok" not in table_session.directions
+        assert "Bartok" not in table_session.orders.directions
         reply = await harness.run(
             interaction("direct", [opt("npc", "Nobody"), opt("text", "x")], **dm)
         )

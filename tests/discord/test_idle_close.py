@@ -143,7 +143,7 @@ async def night(
 
 async def test_an_empty_channel_ends_the_session_saved_and_tells_the_dm(night: Night) -> None:
     session = night.sessions[0]
-    session.say("Bartok", "Last call, friends.")  # a line of the night, stored in memory
+    session.controls.say("Bartok", "Last call, friends.")  # a line of the night, stored in memory
     await _eventually(lambda: session.recorder.committed == 1)
     left_at = await night.everyone_leaves()
     notice = await night.api.wait_for_call(

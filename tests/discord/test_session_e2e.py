@@ -149,8 +149,10 @@ async def test_session_start_hears_players_and_plays_the_mixer(
         await _eventually(lambda: vc.receiver.snapshot().heard >= 5)
         assert vc.receiver.snapshot().delivered > 0
         # DM voice commands are read only from the lane of a member with the DM role.
-        assert session.dm_resolver(str(DM_USER)) and not session.dm_resolver(str(PLAYER))
-        assert not session.is_dm(next(iter(session.lanes)))
+        assert session.voice.dm_resolver(str(DM_USER)) and not session.voice.dm_resolver(
+            str(PLAYER)
+        )
+        assert not session.voice.is_dm(next(iter(session.lanes)))
         assert vc.receiver.snapshot().dropped["dave_failed"] == 0
 
         # The receive path's counters reach the metrics registry (read at scrape time).

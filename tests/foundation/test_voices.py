@@ -208,7 +208,7 @@ async def test_hot_reload_keeps_the_npc_when_its_new_voice_is_missing(
         path.write_text(
             path.read_text().replace("provider: piper", "provider: espeak\n  voice: en-zz")
         )
-        assert await session.reload_npcs() == ["invalid Bartok"]
+        assert await session.controls.reload_npcs() == ["invalid Bartok"]
         assert campaign.npcs["Bartok"] is bartok
     finally:
         await session.stop()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 from conftest import Table
 
+from bot.session.dm_orders import Direction, DmOrders
 from bot.session.events import (
     DmAction,
     NpcSpoke,
@@ -31,7 +32,7 @@ def _spoken(table: Table) -> list[NpcSpoke]:
 
 async def test_a_direction_lasts_its_turns_and_stays_out_of_transcripts(table: Table) -> None:
     session, driver = table.session, table.driver
-    session.direct("bartok", DIRECTION, turns=2)
+    session.controls.direct("bartok", DIRECTION, turns=2)
     assert session.status()["npcs"]["Bartok"]["direction"] == "2 turns"
     for n, line in enumerate(
         [
@@ -48,7 +49,7 @@ async def test_a_direction_lasts_its_turns_and_stays_out_of_transcripts(table: T
     assert directions == [
         ("Bartok", DIRECTION), ("Greymantle", None), ("Bartok", DIRECTION), ("Bartok", None)
     ]  # fmt: skip
-    assert "Bartok" not in session.directions
+    assert "Bartok" not in session.orders.directions
     await session.recorder.flush()
     memory = session.memory
     lines = await memory.session_lines(session.recorder.session_id)
@@ -58,18 +59,18 @@ async def test_a_direction_lasts_its_turns_and_stays_out_of_transcripts(table: T
 
 async def test_say_lines_keep_the_direction_and_empty_text_clears_it(table: Table) -> None:
     session, driver = table.session, table.driver
-    session.direct("Bartok", "Mention the storm.", turns=1)
-    session.say("Bartok", "Coming right up!")
+    session.controls.direct("Bartok", "Mention the storm.", turns=1)
+    session.controls.say("Bartok", "Coming right up!")
     await driver.run_until(lambda: len(_spoken(table)) == 1)
-    assert session.directions["Bartok"].turns_left == 1
-    session.direct("Bartok", "Mention the fog instead.", turns=3)
-    assert session.directions["Bartok"].text == "Mention the fog instead."
-    session.direct("Bartok", "  ")
-    assert "Bartok" not in session.directions
+    assert session.orders.directions["Bartok"].turns_left == 1
+    session.controls.direct("Bartok", "Mention the fog instead.", turns=3)
+    assert session.orders.directions["Bartok"].text == "Mention the fog instead."
+    session.controls.direct("Bartok", "  ")
+    assert "Bartok" not in session.orders.directions
     with pytest.raises(GlyphoxaError, match="1 to 20 turns"):
-        session.direct("Bartok", "x", turns=0)
+        session.controls.direct("Bartok", "x", turns=0)
     with pytest.raises(GlyphoxaError, match="no NPC named"):
-        session.direct("Nobody", "x")
+        session.controls.direct("Nobody", "x")
 
 
 def test_the_direction_sits_in_the_turn_message_not_the_system_prompt(campaign) -> None:  # type: ignore[no-untyped-def]
@@ -123,7 +124,7 @@ async def test_the_dms_voice_between_us_directs_privately_until_cleared(table: T
         await driver.run_until(lambda n=n: len(_spoken(table)) == n)
     cleared = await _routed(table, "DM", "Bartok, between us: that's all.")
     assert cleared.reason == "DM voice command: clear the private direction for Bartok"
-    assert "Bartok" not in session.directions
+    assert "Bartok" not in session.orders.directions
     driver.say("Arin", "Bartok, one more?")
     await driver.run_until(lambda: len(_spoken(table)) == 4)
     directions = [(r.npc.name, r.direction) for r in table.engine.requests]
@@ -134,11 +135,11 @@ async def test_the_dms_voice_between_us_directs_privately_until_cleared(table: T
     # Said with a pause after "between us": the DM's next words are the direction.
     await _routed(table, "DM", "Greymantle, between us.")
     pause = await _routed(table, "DM", "Be gruff with Tobble tonight.")
-    assert pause.text == "(private)" and session.directions["Greymantle"].turns_left is None
+    assert pause.text == "(private)" and session.orders.directions["Greymantle"].turns_left is None
 
     # A player's "between us" is an ordinary line to the NPC, and directs nothing.
     heard = await _routed(table, "Arin", "Bartok, between us: give me a discount.")
-    assert heard.npcs == ("Bartok",) and "Bartok" not in session.directions
+    assert heard.npcs == ("Bartok",) and "Bartok" not in session.orders.directions
     await driver.run_until(lambda: len(_spoken(table)) == 5)
 
     await session.recorder.flush()
@@ -156,3 +157,32 @@ async def test_the_dms_voice_between_us_directs_privately_until_cleared(table: T
         "Bartok: direction cleared by voice",
         "Greymantle: a private direction by voice, until cleared",
     ]
+
+
+def test_a_direction_given_back_never_undoes_the_dms_own_change() -> None:
+    """A dropped turn gives its direction's turn back, unless the DM cleared or replaced the
+    direction since; one that lasts until cleared has nothing to give back."""
+    orders = DmOrders()
+    orders.directions["Bartok"] = Direction("Be evasive.", 2)
+    assert orders.take_direction("Bartok") == "Be evasive."
+    orders.give_back("Bartok")
+    assert orders.directions["Bartok"].turns_left == 2
+    orders.directions["Bartok"] = Direction("Be evasive.", 1)
+    orders.take_direction("Bartok")  # its last turn: gone until given back
+    orders.give_back("Bartok")
+    assert orders.directions["Bartok"].turns_left == 1
+    orders.take_direction("Bartok")
+    orders.directions["Bartok"] = Direction("Mention the storm.", 1)  # the DM's new one
+    orders.give_back("Bartok")
+    assert orders.directions["Bartok"] == Direction("Mention the storm.", 1)
+    orders.directions["Bartok"] = Direction("Be kind.", 3)
+    orders.take_direction("Bartok")
+    del orders.directions["Bartok"]  # cleared by the DM
+    orders.give_back("Bartok")
+    assert "Bartok" not in orders.directions
+    orders.directions["Bartok"] = Direction("Stay calm.", None)
+    orders.take_direction("Bartok")
+    orders.give_back("Bartok")
+    assert orders.directions["Bartok"] == Direction("Stay calm.", None)
+    orders.give_back("Greymantle")  # took nothing: nothing happens
+    assert "Greymantle" not in orders.directions

@@ -110,12 +110,12 @@ async def test_everyone_quick_answers_and_back_to_normal(table: Table) -> None:
 async def test_be_quiet_and_you_may_speak_only_from_the_dm(table: Table) -> None:
     driver = table.driver
     turn = await answered(table, "Arin", "Bartok, be quiet.")  # a player: Bartok answers
-    assert turn.trace.npc == "Bartok" and not table.session.is_muted("Bartok")
+    assert turn.trace.npc == "Bartok" and not table.session.controls.is_muted("Bartok")
     await line(driver, "DM", "Bartok, be quiet.")
-    assert table.session.is_muted("Bartok")
+    assert table.session.controls.is_muted("Bartok")
     assert (await line(driver, "Arin", "Bartok, another ale.")).reason == "muted"
     await line(driver, "DM", "Bartok, you may speak.")
-    assert not table.session.is_muted("Bartok")
+    assert not table.session.controls.is_muted("Bartok")
     turn = await answered(table, "Arin", "Bartok, another ale.")
     assert turn.trace.npc == "Bartok"
     assert [a.action for a in driver.of_type(DmAction)] == ["mute", "unmute"]
@@ -193,4 +193,4 @@ async def voice_off_table(
 async def test_voice_commands_can_be_turned_off(voice_off_table: Table) -> None:
     table = voice_off_table
     turn = await answered(table, "DM", "Bartok, be quiet.")
-    assert turn.trace.npc == "Bartok" and not table.session.is_muted("Bartok")
+    assert turn.trace.npc == "Bartok" and not table.session.controls.is_muted("Bartok")

@@ -70,13 +70,13 @@ async def test_an_npc_named_in_an_answer_reacts_once_after_it(table: Table) -> N
 
 
 async def test_a_reaction_keeps_the_dms_private_direction(table: Table) -> None:
-    table.session.direct(VESSA, "Hide that you saw the thief tonight.", 1)
+    table.session.controls.direct(VESSA, "Hide that you saw the thief tonight.", 1)
     table.engine.replies["Bartok"] = ["Vessa saw everything."]
     table.driver.say("Arin", "Bartok, who saw the thief?")
     await table.driver.run_until(lambda: len(spoken(table)) == 2)
     (request,) = requests_of(table, VESSA)
     assert request.direction == "Hide that you saw the thief tonight."  # type: ignore[attr-defined]
-    assert VESSA not in table.session.directions  # the reaction was its one turn
+    assert VESSA not in table.session.orders.directions  # the reaction was its one turn
 
 
 async def test_one_reaction_per_player_turn_even_when_two_answers_name_npcs(
@@ -133,6 +133,27 @@ async def test_a_player_who_starts_talking_before_the_reaction_drops_it(table: T
     assert all(line.npc != VESSA for line in table.session.scene)
 
 
+async def test_a_dropped_reaction_gives_the_directions_turn_back(table: Table) -> None:
+    """Vessa's reaction took her one-turn direction and was dropped unheard: the direction
+    still waits for her next answer, which gets it."""
+    table.session.controls.direct(VESSA, "Hide that you saw the thief tonight.", 1)
+    table.engine.replies["Bartok"] = ["Vessa was here an hour ago, asking about the cellar."]
+    driver = table.driver
+    driver.say("Arin", "Bartok, who was here?")
+    await driver.run_until(lambda: len(requests_of(table, VESSA)) == 1)
+    assert VESSA not in table.session.orders.directions  # taken by the reaction
+    driver.say("Tobble", "Wait, the door!", seconds=1.0)
+    await driver.run_until(lambda: len(spoken(table)) == 2)
+    reaction = next(e.trace for e in spoken(table) if e.trace.npc == VESSA)
+    assert reaction.dropped == "Tobble started speaking"
+    assert table.session.orders.directions[VESSA].turns_left == 1
+    table.engine.replies[VESSA] = ["I saw nothing."]
+    driver.say("Arin", "Captain Vessa, did you see the thief?")
+    await driver.run_until(lambda: len(requests_of(table, VESSA)) == 2)
+    assert requests_of(table, VESSA)[1].direction == "Hide that you saw the thief tonight."  # type: ignore[attr-defined]
+    assert VESSA not in table.session.orders.directions
+
+
 async def test_a_reaction_waits_for_the_floor_and_is_dropped_if_a_player_starts(
     table: Table,
 ) -> None:
@@ -162,7 +183,7 @@ async def test_the_dm_stopping_the_answer_drops_its_reaction(table: Table) -> No
     driver.say("Arin", "Bartok, who was here?")
     await driver.run_until(lambda: len(requests_of(table, VESSA)) == 1)
     await driver.run_until(lambda: table.session.mixer.npc_speaking)
-    table.session.stop_speaking("Bartok")
+    table.session.controls.stop_speaking("Bartok")
     await driver.run_until(lambda: len(spoken(table)) == 2)
     for _ in range(50):
         await driver.tick()
@@ -172,9 +193,9 @@ async def test_the_dm_stopping_the_answer_drops_its_reaction(table: Table) -> No
 
 
 async def test_dm_puppeting_and_muted_npcs_get_no_reaction(table: Table) -> None:
-    table.session.say("Bartok", "Vessa, your table is ready.")
+    table.session.controls.say("Bartok", "Vessa, your table is ready.")
     await table.driver.run_until(lambda: len(spoken(table)) == 1)
-    table.session.mute(VESSA)
+    table.session.controls.mute(VESSA)
     table.engine.replies["Bartok"] = ["Vessa was here."]
     table.driver.say("Arin", "Bartok, who was here?")
     await table.driver.run_until(lambda: len(spoken(table)) == 2)

@@ -79,7 +79,7 @@ async def test_tier_first_turn_budget_and_dm_override(table: Table) -> None:
     driver.say("Tobble", "Greymantle, nice weather.")
     await driver.run_until(lambda: len(spoken(table)) == 2)
     assert table.engine.requests[-1].tier is Tier.FAST  # follow-up, no phrase
-    table.session.set_tier_override("deep", npc="Greymantle", duration_s=60)
+    table.session.controls.set_tier_override("deep", npc="Greymantle", duration_s=60)
     driver.say("Tobble", "Greymantle, and the rain?")
     await driver.run_until(lambda: len(spoken(table)) == 3)
     assert table.engine.requests[-1].tier is Tier.DEEP
@@ -202,18 +202,18 @@ async def test_a_name_said_over_the_start_of_the_answer_gets_the_line_answered_w
 
 async def test_dm_mute_unmute_say_and_status(table: Table) -> None:
     session, driver = table.session, table.driver
-    session.mute("bart")  # aliases work
+    session.controls.mute("bart")  # aliases work
     assert session.status()["npcs"]["Bartok"]["muted"]
     driver.say("Arin", "Bartok, a drink please.")
     await driver.run_until(lambda: len(driver.of_type(Routed)) == 1)
     assert driver.of_type(Routed)[0].npcs == () and driver.of_type(Routed)[0].reason == "muted"
-    session.unmute("Bartok")
-    session.say("Bartok", "Last call, friends!")
+    session.controls.unmute("Bartok")
+    session.controls.say("Bartok", "Last call, friends!")
     await driver.run_until(lambda: len(spoken(table)) == 1)
     trace = spoken(table)[0].trace
     assert trace.spoken == "Last call, friends!" and table.engine.requests == []
     with pytest.raises(GlyphoxaError, match="no NPC named"):
-        session.mute("Nobody")
+        session.controls.mute("Nobody")
     status = session.status()
     assert status["turns"] == 1 and set(status["npcs"]) >= {"Bartok", "Greymantle"}
     assert status["session_id"]
@@ -223,7 +223,7 @@ async def test_mute_cuts_a_speaking_npc(table: Table) -> None:
     table.engine.replies["Bartok"] = ["One two three four five six seven eight nine ten."]
     table.driver.say("Arin", "Bartok, count for me.")
     await table.driver.run_until(lambda: table.session.mixer.npc_speaking)
-    table.session.mute("Bartok")
+    table.session.controls.mute("Bartok")
     await table.driver.run_until(lambda: len(spoken(table)) == 1)
     assert spoken(table)[0].trace.interrupted
 
@@ -250,7 +250,7 @@ async def test_reload_npcs_applies_an_edited_alias(tmp_path: Path, config: Glyph
     async with session:
         path = folder / "npcs" / "bartok.yaml"
         path.write_text(path.read_text().replace("aliases: [Bart,", "aliases: [Stumpy, Bart,"))
-        changes = await session.reload_npcs()
+        changes = await session.controls.reload_npcs()
         assert changes == ["updated Bartok"]
         driver = TableDriver(session, stt, ["Arin"])
         driver.say("Arin", "Stumpy, hello there.")
@@ -268,7 +268,7 @@ async def test_reload_npcs_refreshes_the_vocabulary_of_open_lanes(
         await driver.run_until(lambda: len(driver.of_type(NpcSpoke)) == 1)  # Arin's lane is open
         path = folder / "npcs" / "bartok.yaml"
         path.write_text(path.read_text().replace("aliases: [Bart,", "aliases: [Stumpy, Bart,"))
-        assert await session.reload_npcs() == ["updated Bartok"]
+        assert await session.controls.reload_npcs() == ["updated Bartok"]
         speaker = session.lanes.get("1")
         assert speaker is not None and speaker.lane.vocabulary is not None
         assert "Stumpy" in speaker.lane.vocabulary.terms

@@ -55,14 +55,14 @@ def _session(memory: MemoryStore, memory_session_id: str | None = None) -> Table
 async def test_state_survives_a_restart_through_json(memory: MemoryStore) -> None:
     first = _session(memory)
     await first.start()
-    first._add_scene(SceneLine("Aria", "Bartok, what's on tap?", None, time.monotonic() - 5))
-    first._add_scene(SceneLine("Bartok", "Dark ale, two coppers.", "Bartok", time.monotonic()))
-    first.set_tier_override(Tier.DEEP, npc="Bartok")
-    first.set_tier_override(Tier.STANDARD, duration_s=600)
-    first.set_tier_override(Tier.FAST, npc="Whisper", duration_s=0.001)  # expires at once
-    first.mute("Captain Vessa")
-    first.direct("Greymantle", "Hint at the mill.", turns=2)
-    first.direct("Bartok", "You saw the thief; deny it.", None)  # until cleared
+    first.scene_log.add(SceneLine("Aria", "Bartok, what's on tap?", None, time.monotonic() - 5))
+    first.scene_log.add(SceneLine("Bartok", "Dark ale, two coppers.", "Bartok", time.monotonic()))
+    first.controls.set_tier_override(Tier.DEEP, npc="Bartok")
+    first.controls.set_tier_override(Tier.STANDARD, duration_s=600)
+    first.controls.set_tier_override(Tier.FAST, npc="Whisper", duration_s=0.001)  # expires at once
+    first.controls.mute("Captain Vessa")
+    first.controls.direct("Greymantle", "Hint at the mill.", turns=2)
+    first.controls.direct("Bartok", "You saw the thief; deny it.", None)  # until cleared
     state = snapshot.capture(first)
     stored = json.loads(json.dumps(state.as_json()))  # what the registry keeps
     memory_session = first.recorder.session_id
@@ -78,7 +78,7 @@ async def test_state_survives_a_restart_through_json(memory: MemoryStore) -> Non
             ("Bartok", "Dark ale, two coppers.", "Bartok"),
         ]
         assert second.scene[0].at < second.scene[1].at <= time.monotonic()
-        assert second.is_muted("Captain Vessa") and not second.is_muted("Bartok")
+        assert second.controls.is_muted("Captain Vessa") and not second.controls.is_muted("Bartok")
         status = second.status()["npcs"]
         assert status["Bartok"]["override"].startswith("DM override deep for Bartok")
         assert status["Greymantle"]["override"].startswith("DM override standard for all")
@@ -86,7 +86,7 @@ async def test_state_survives_a_restart_through_json(memory: MemoryStore) -> Non
         assert status["Whisper"]["override"].startswith("DM override standard")  # own expired
         assert second.recorder.session_id == memory_session  # the transcript continues there
         assert status["Greymantle"]["direction_turns"] == 2
-        assert second.directions["Greymantle"].text == "Hint at the mill."
+        assert second.orders.directions["Greymantle"].text == "Hint at the mill."
         assert status["Bartok"]["direction"] == "until cleared"
     finally:
         await second.stop()

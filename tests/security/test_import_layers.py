@@ -144,3 +144,30 @@ def test_the_import_contracts_hold() -> None:
         [str(lint), "--no-cache"], cwd=REPO, capture_output=True, text=True, check=False
     )
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+
+
+SESSION_PARTS = [
+    "bot.session.routing",
+    "bot.session.reactions",
+    "bot.session.controls",
+    "bot.session.dm_orders",
+    "bot.session.voice_commands",
+    "bot.session.follow_up",
+    "bot.session.npc_reload",
+    "bot.session.characters",
+    "bot.session.status",
+    "bot.session.bus",
+    "bot.session.scene_log",
+]
+"""The parts a ``TableSession`` is built of: each is given what it uses when it is built."""
+
+
+def test_the_table_sessions_parts_never_reach_back_into_the_session() -> None:
+    graph = _graph(["bot"])
+    assert all(part in graph for part in SESSION_PARTS)
+    reaching = {part: sorted(graph[part] & {"bot.session.session"}) for part in SESSION_PARTS}
+    assert {part: found for part, found in reaching.items() if found} == {}
+    # a part asks another only through the seams: routing knows no DM controls or reactions
+    concrete = {"bot.session.controls", "bot.session.reactions", "bot.session.voice_commands"}
+    assert graph["bot.session.routing"] & concrete == set()
+    assert graph["bot.session.voice_commands"] & {"bot.session.controls"} == set()

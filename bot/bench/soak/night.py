@@ -94,15 +94,15 @@ class Night:
             self.loss_on = action.kind == "loss_on"
             local.voice.loss = 0.10 if self.loss_on else 0.0
         elif action.kind == "mute":
-            session.mute(action.who)
+            session.controls.mute(action.who)
             self.muted.add(action.who)
         elif action.kind == "unmute":
-            session.unmute(action.who)
+            session.controls.unmute(action.who)
             self.muted.discard(action.who)
         elif action.kind == "override":
-            session.set_tier_override(Tier.DEEP, npc=action.who, duration_s=None)
+            session.controls.set_tier_override(Tier.DEEP, npc=action.who, duration_s=None)
         elif action.kind == "clear":
-            session.set_tier_override(None, npc=action.who, duration_s=None)
+            session.controls.set_tier_override(None, npc=action.who, duration_s=None)
         elif action.kind == "move":
             await self._move()
         else:

@@ -1,0 +1,129 @@
+"""``AnswerFollowUp``: what a table does when an NPC's answer is written and when it ends.
+
+Written (all its words voiced, still playing): queue a reaction if one is due, else prepare the
+reply to it (a local LLM evaluates the prompt while the answer plays). Ended: keep its trace and
+metrics, put the words heard into the scene and memory, prepare the player's reply, and tell the
+table (``NpcSpoke``; a failed turn also reaches the DM).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from bot.session.events import NpcSpoke
+from npcs.context import SceneLine
+
+if TYPE_CHECKING:
+    from bot.metrics import Metrics
+    from bot.session.alerts import TroubleDesk
+    from bot.session.npc_queue import NpcQueues
+    from bot.session.prefill import Prefiller
+    from bot.session.reactions import Reactions
+    from bot.session.recorder import TranscriptRecorder
+    from bot.session.scene_log import SceneLog
+    from bot.session.seams import EventSink
+    from bot.session.trace import TurnTrace
+    from bot.session.turns import NpcTurn
+    from npcs.campaign import Campaign
+    from npcs.tier_selector import TierSelector
+
+__all__ = ["AnswerFollowUp"]
+
+
+class AnswerFollowUp:
+    """Follows each NPC turn of one table as it is written and as it ends.
+
+    Args:
+        campaign: the NPCs (whose prompt to prepare).
+        turns: the queues (a prefill never delays an answer that is due).
+        tiers: the tier a reply would get.
+        scene: the scene the answer joins.
+        prefiller: prepares the reply's prompt.
+        recorder: the session's transcript in campaign memory.
+        reactions: asked for a reaction to each written answer; told each turn's end.
+        events: where each turn's end is told.
+        trouble: tells the DM of a failed turn.
+        metrics: per-stage latency and turn outcomes.
+        traces: the table's finished turns (appended here).
+    """
+
+    def __init__(
+        self,
+        *,
+        campaign: Campaign,
+        turns: NpcQueues,
+        tiers: TierSelector,
+        scene: SceneLog,
+        prefiller: Prefiller,
+        recorder: TranscriptRecorder,
+        reactions: Reactions,
+        events: EventSink,
+        trouble: TroubleDesk,
+        metrics: Metrics,
+        traces: list[TurnTrace],
+    ) -> None:
+        self._campaign = campaign
+        self._turns = turns
+        self._tiers = tiers
+        self._scene = scene
+        self._prefiller = prefiller
+        self._recorder = recorder
+        self._reactions = reactions
+        self._events = events
+        self._trouble = trouble
+        self._metrics = metrics
+        self._traces = traces
+
+    def written(self, turn: NpcTurn) -> None:
+        """The answer is written but still playing: queue a reaction to it if one is due, else
+        prepare the reply to it now, with the answer as the scene's next line. When the scene
+        window moves, that is a few hundred tokens, which on a small CPU take longer than a
+        player leaves between the end of an answer and the end of their reply. After a
+        barge-in, the reply's turn evaluates again from the answer's line.
+
+        The line is the voiced sentences as the transcript will hold them, not the model's raw
+        reply: a reply's line breaks (joined by spaces once spoken) or a filler put the prompt
+        off from that point, and the reply's turn evaluated ~100 tokens again."""
+        voiced = turn.handle.full_text
+        if self._reactions.react_to(turn) or not voiced:
+            return
+        line = SceneLine(turn.npc, voiced, turn.npc, time.monotonic())
+        self._prefill_reply(turn, line.at, self._scene.with_next(line))
+
+    def done(self, turn: NpcTurn) -> None:
+        """The turn ended (finished, cut off or failed): keep it, and tell the table."""
+        trace = turn.trace
+        self._traces.append(trace)
+        if trace.playback_start is not None:
+            self._metrics.observe_turn(trace.stages_ms())
+        outcome = "failed" if trace.error else "interrupted" if trace.interrupted else "done"
+        self._metrics.turns.labels(outcome, trace.tier).inc()
+        self._reactions.answer_ended(turn)
+        now = time.monotonic()
+        if trace.spoken:
+            self._scene.add(SceneLine(turn.npc, trace.spoken, turn.npc, now))
+            self._prefill_reply(turn, now)
+            self._recorder.npc(
+                turn.npc,
+                trace.spoken,
+                trace.playback_start or now,
+                now,
+                tier=trace.tier,
+                interrupted=trace.interrupted,
+                stages=trace.stages_ms() if trace.heard and trace.playback_start else None,
+            )
+        self._events.emit(NpcSpoke(trace, now))
+        self._trouble.turn_failed(trace)
+
+    def _prefill_reply(
+        self, turn: NpcTurn, now: float, scene: Sequence[SceneLine] | None = None
+    ) -> None:
+        """The NPC finished: its player often answers right back, so prepare that turn."""
+        npc = self._campaign.npcs.get(turn.npc)
+        others = [t for t in self._turns.running() if t is not turn]
+        if npc is None or others or self._turns.depth():
+            return  # another answer is due next: it must not wait behind a prefill
+        tier = self._tiers.select("", npc=npc, queue_depth=0, now=now).tier
+        self._prefiller.ahead(npc, turn.speaker, tier, self._scene.shown(scene))

@@ -1,0 +1,107 @@
+"""The narrow seams between the parts of a ``TableSession``.
+
+Each part (routing, reactions, the DM's controls, DM voice commands, what follows an answer)
+is a small object that receives what it uses when it is built; these Protocols say exactly what
+one part may ask of another, so a part can be read, and tested, knowing only them.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from bot.session.events import LiveEvent, SessionEvent
+    from bot.session.speakers import Speaker
+    from bot.session.trace import TurnTrace
+    from campaigns.basics import Tier
+    from npcs.dm_voice import DmVoiceCommand
+
+__all__ = ["DmVoice", "EventSink", "NpcGate", "ReactionDropper", "Steering", "TraceMaker"]
+
+
+class EventSink(Protocol):
+    """Where a part tells the table what happened."""
+
+    def emit(self, event: SessionEvent) -> None:
+        """A session event: listeners (transcripts, the cog) and live displays hear it."""
+
+    def show(self, event: SessionEvent | LiveEvent) -> None:
+        """A live event, for live displays only (the DM's console)."""
+
+
+class TraceMaker(Protocol):
+    """Numbers the table's NPC turns: each queued turn gets the next trace."""
+
+    def __call__(self, npc: str, speaker: str, text: str, tier: Tier, reason: str) -> TurnTrace:
+        """The trace of a new turn of ``npc`` answering ``speaker``'s ``text``."""
+        ...
+
+
+class NpcGate(Protocol):
+    """What the DM has ordered that every answer obeys: mutes and private directions."""
+
+    def is_muted(self, npc: str) -> bool:
+        """``npc`` (or every NPC) is muted: it answers nothing."""
+        ...
+
+    def has_direction(self, npc: str) -> bool:
+        """``npc`` has a private direction waiting for its next answer."""
+        ...
+
+    def take_direction(self, npc: str) -> str | None:
+        """The direction for the turn ``npc`` is about to answer; counts one of its turns."""
+        ...
+
+    def give_back(self, npc: str) -> None:
+        """``npc``'s last turn was dropped unheard: its direction gets that turn back."""
+
+
+class ReactionDropper(Protocol):
+    """Drops a reaction that players have not heard yet."""
+
+    def drop(self, why: str) -> None:
+        """Drop the pending reaction (logged with ``why``) unless it already plays."""
+
+
+class Steering(Protocol):
+    """The DM controls a voice command applies (``DmControls``)."""
+
+    def set_tier_override(
+        self,
+        tier: Tier | str | None,
+        npc: str | None = None,
+        duration_s: float | None = None,
+        *,
+        heard: str | None = None,
+    ) -> None:
+        """Force a tier for one NPC or all."""
+
+    def mute(self, npc: str | None = None, *, heard: str | None = None) -> None:
+        """Silence one NPC or all."""
+
+    def unmute(self, npc: str | None = None, *, heard: str | None = None) -> None:
+        """Let one NPC or all speak again."""
+
+    def stop_speaking(self, npc: str | None = None, *, heard: str | None = None) -> None:
+        """Cut what one NPC or all are saying."""
+
+    def direct(
+        self, npc: str, text: str, turns: int | None = 1, *, heard: str | None = None
+    ) -> object:
+        """Give ``npc`` a private direction."""
+
+
+class DmVoice(Protocol):
+    """What routing asks about the DM's voice (``VoiceCommands``)."""
+
+    def is_dm(self, speaker: Speaker) -> bool:
+        """Whether this voice lane is the DM's."""
+        ...
+
+    def private_words(self, speaker: Speaker, text: str) -> bool:
+        """Whether ``text`` is, or begins, the DM's private direction (shown nowhere)."""
+        ...
+
+    def apply(self, speaker: Speaker, text: str) -> DmVoiceCommand | None:
+        """Apply ``text`` if it is a DM voice command from the DM's lane."""
+        ...
