@@ -16,8 +16,9 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.discord_bot.characters import CharacterCommands
+from bot.discord_bot.claims import TableElsewhere
 from bot.discord_bot.host import TableHost
-from bot.discord_bot.keeper import TableElsewhere, TableKeeper
+from bot.discord_bot.keeper import TableKeeper
 from bot.discord_bot.messages import MESSAGE_LIMIT, fit_message
 from bot.discord_bot.permissions import (
     NotDungeonMaster,

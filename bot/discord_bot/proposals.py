@@ -17,7 +17,7 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot.discord_bot.keeper import TableElsewhere
+from bot.discord_bot.claims import TableElsewhere
 from bot.discord_bot.messages import fit_message
 from bot.discord_bot.permissions import NotDungeonMaster, dm_only, dm_rule_of, is_dungeon_master
 from campaigns.basics import GlyphoxaError
