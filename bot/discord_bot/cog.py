@@ -16,15 +16,16 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.discord_bot.characters import CharacterCommands
+from bot.discord_bot.claims import TableElsewhere
 from bot.discord_bot.host import TableHost
-from bot.discord_bot.keeper import TableElsewhere, TableKeeper
-from bot.discord_bot.messages import MESSAGE_LIMIT, fit_message
-from bot.discord_bot.permissions import (
-    NotDungeonMaster,
-    dm_only,
-    dm_rule_of,
-    is_dungeon_master,
+from bot.discord_bot.keeper import TableKeeper
+from bot.discord_bot.messages import (
+    MESSAGE_LIMIT,
+    command_error_text,
+    fit_message,
+    reply_privately,
 )
+from bot.discord_bot.permissions import dm_only, dm_rule_of, is_dungeon_master
 from bot.discord_bot.runtime import TableRuntime
 from bot.discord_setup.needs import VOICE_PERMISSIONS, lacking
 from bot.session.controls import MAX_DIRECTION_CHARS, MAX_DIRECTION_TURNS
@@ -151,7 +152,7 @@ class TableCog(CharacterCommands):
                 f"Receive: {counters.received} packets, {counters.decoded} decoded, "
                 f"{sum(counters.dropped.values())} dropped"
             )
-        await _reply(interaction, "\n".join(lines))
+        await reply_privately(interaction, "\n".join(lines))
 
     @session_group.command(name="cost")
     @dm_only()
@@ -160,7 +161,7 @@ class TableCog(CharacterCommands):
         meter = self._table(interaction).session.spend
         if meter is None:
             raise GlyphoxaError("This session does not count its cost.")
-        await _reply(interaction, "\n".join(cost_lines(meter.summary())))
+        await reply_privately(interaction, "\n".join(cost_lines(meter.summary())))
 
     # -- /tier, /npc ---------------------------------------------------------------------------
 
@@ -186,7 +187,7 @@ class TableCog(CharacterCommands):
         )
         scope = npc or "all NPCs"
         until = f" for {duration:g} min" if duration else ""
-        await _reply(interaction, f"Tier {level} for {scope}{until}.")
+        await reply_privately(interaction, f"Tier {level} for {scope}{until}.")
 
     @npc_group.command(name="list")
     @dm_only()
@@ -199,7 +200,7 @@ class TableCog(CharacterCommands):
             + (" (muted)" if table and table.session.controls.is_muted(npc.name) else "")
             for npc in campaign.npcs.values()
         ]
-        await _reply(interaction, "\n".join(lines) or "This campaign has no NPCs.")
+        await reply_privately(interaction, "\n".join(lines) or "This campaign has no NPCs.")
 
     @npc_group.command(name="mute")
     @app_commands.describe(name="NPC name, or all")
@@ -207,7 +208,7 @@ class TableCog(CharacterCommands):
     async def npc_mute(self, interaction: discord.Interaction, name: str) -> None:
         """Silence an NPC (or all): cuts what it is saying."""
         self._table(interaction).session.controls.mute(None if name.lower() == "all" else name)
-        await _reply(interaction, f"Muted {name}.")
+        await reply_privately(interaction, f"Muted {name}.")
 
     @npc_group.command(name="unmute")
     @app_commands.describe(name="NPC name, or all")
@@ -215,7 +216,7 @@ class TableCog(CharacterCommands):
     async def npc_unmute(self, interaction: discord.Interaction, name: str) -> None:
         """Let an NPC (or all) speak again."""
         self._table(interaction).session.controls.unmute(None if name.lower() == "all" else name)
-        await _reply(interaction, f"Unmuted {name}.")
+        await reply_privately(interaction, f"Unmuted {name}.")
 
     @npc_group.command(name="say")
     @app_commands.describe(name="NPC name", text="what the NPC says, verbatim")
@@ -223,7 +224,7 @@ class TableCog(CharacterCommands):
     async def npc_say(self, interaction: discord.Interaction, name: str, text: str) -> None:
         """Speak a line in an NPC's voice."""
         self._table(interaction).session.controls.say(name, text)
-        await _reply(interaction, f"{name} will say it.")
+        await reply_privately(interaction, f"{name} will say it.")
 
     @app_commands.command(name="direct")
     @app_commands.describe(
@@ -245,13 +246,13 @@ class TableCog(CharacterCommands):
         name = found.name if found is not None else npc  # unknown: the session says so
         if text.strip().lower() in ("clear", "stop", "off", "none"):
             cleared = session.controls.clear_direction(npc)
-            await _reply(
+            await reply_privately(
                 interaction, f"{name}'s direction cleared." if cleared else f"{name} had none."
             )
             return
         direction = session.controls.direct(npc, text, turns)
         how_long = direction.describe() if direction is not None else "cleared"
-        await _reply(
+        await reply_privately(
             interaction,
             f"{name} follows your direction privately, {how_long}. Players never see it; "
             f"`/direct {name} clear` drops it.",
@@ -262,7 +263,7 @@ class TableCog(CharacterCommands):
     async def npc_reload(self, interaction: discord.Interaction) -> None:
         """Re-read the NPC files now."""
         changes = await self._table(interaction).session.controls.reload_npcs()
-        await _reply(interaction, "Reloaded: " + (", ".join(changes) or "no changes"))
+        await reply_privately(interaction, "Reloaded: " + (", ".join(changes) or "no changes"))
 
     @npc_mute.autocomplete("name")
     @npc_unmute.autocomplete("name")
@@ -300,7 +301,7 @@ class TableCog(CharacterCommands):
             )
         minutes = hub.prep.config.console.link_minutes
         # <...> keeps Discord from fetching the link for a preview (that would use it up)
-        await _reply(
+        await reply_privately(
             interaction,
             f"Your console login link (works once, for {minutes:g} minutes; do not share it):\n"
             f"<{hub.login_url()}>",
@@ -326,7 +327,7 @@ class TableCog(CharacterCommands):
             infos = host.visible_tools(whitelist, tier)
             names = ", ".join(f"{t.name}{'' if t.healthy else ' (unhealthy)'}" for t in infos)
             lines.append(f"**{tier.label}**: {names or 'none'}")
-        await _reply(interaction, "\n".join(lines))
+        await reply_privately(interaction, "\n".join(lines))
 
     @app_commands.command(name="recap")
     @app_commands.describe(sessions="how many past sessions (default 1)")
@@ -342,9 +343,7 @@ class TableCog(CharacterCommands):
             text = await memory.recap(sessions)
         else:
             text = await self.bot.recap(sessions)
-        content, attachment = fit_message(text or "Nothing recorded yet.", filename="recap.txt")
-        extra: dict[str, Any] = {"file": attachment} if attachment is not None else {}
-        await interaction.followup.send(content, ephemeral=True, **extra)
+        await reply_privately(interaction, text or "Nothing recorded yet.", filename="recap.txt")
 
     @app_commands.command(name="roll")
     @app_commands.describe(expr="dice expression, e.g. 2d20kh1+5")
@@ -366,36 +365,9 @@ class TableCog(CharacterCommands):
     async def cog_app_command_error(
         self, interaction: discord.Interaction, error: app_commands.AppCommandError
     ) -> None:
-        original: BaseException = error
-        if isinstance(error, app_commands.CommandInvokeError):
-            original = error.original
-        if isinstance(original, TableElsewhere):
-            log.info(
-                "%s: %s; not answering", interaction.command and interaction.command.name, original
-            )
-            return
-        if isinstance(original, NotDungeonMaster):
-            message = str(original)
-        elif isinstance(original, GlyphoxaError | ValueError):
-            message = str(original)
-        elif isinstance(original, app_commands.CheckFailure):
-            message = "You can't use that command here."
-        else:
-            log.error("command %s failed", interaction.command, exc_info=original)
-            message = "Something went wrong; the DM can find the details in the bot's log."
-        await _reply(interaction, message)
-
-
-async def _reply(interaction: discord.Interaction, text: str, **kwargs: Any) -> None:
-    """Private answer whether or not the interaction was already deferred; a text over
-    Discord's limit is shortened and attached whole."""
-    text, attachment = fit_message(text)
-    if attachment is not None:
-        kwargs["file"] = attachment
-    if interaction.response.is_done():
-        await interaction.followup.send(text, ephemeral=True, **kwargs)
-    else:
-        await interaction.response.send_message(text, ephemeral=True, **kwargs)
+        text = command_error_text(interaction, error, shown=(GlyphoxaError, ValueError))
+        if text is not None:
+            await reply_privately(interaction, text)
 
 
 def _check_can_join(channel: discord.VoiceChannel | discord.StageChannel) -> None:

@@ -3,10 +3,10 @@
 ``/session start`` claims the guild (one process only, even when two hold the same shard),
 records the open table and starts it; every session event marks it dirty and a saver writes
 its state (scene, mutes, overrides) at most every half second; ``/session stop`` removes the
-row. When this process starts (``on_ready``) and every few seconds after, open tables of this
-process's guilds that nobody runs are claimed and resumed: the bot rejoins the voice channel,
-the scene, mutes and overrides come back and the DM is told in the channel the session was
-started from. Without a registry (tests) tables live in this process only.
+row. When this process starts (``on_ready``) and every few seconds after, a sweep proves this
+process's claims alive and has open tables of its guilds that nobody runs resumed
+(:mod:`bot.discord_bot.table_resume`). Without a registry (tests) tables live in this process
+only.
 """
 
 from __future__ import annotations
@@ -15,24 +15,24 @@ import asyncio
 import contextlib
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import discord
-from discord import app_commands
 
 from bot.discord_bot.approval import DiscordApprover
+from bot.discord_bot.claims import TableElsewhere, TableRunning
 from bot.discord_bot.permissions import dm_rule_of, dm_voice_resolver
 from bot.discord_bot.runtime import TableRuntime
 from bot.discord_bot.table_metrics import TableMetrics
+from bot.discord_bot.table_resume import TableResumer
 from bot.metrics import METRICS
 from bot.session import snapshot
-from campaigns.basics import GlyphoxaError
 from campaigns.memory.table_registry import OpenTableRow, TableRegistry
 
 if TYPE_CHECKING:
     from bot.discord_bot.host import TableHost
 
-__all__ = ["TableElsewhere", "TableKeeper", "TableRunning"]
+__all__ = ["TableKeeper"]
 
 log = logging.getLogger(__name__)
 
@@ -40,24 +40,8 @@ log = logging.getLogger(__name__)
 SWEEP_INTERVAL_S = 5.0
 #: Coalescing window for state writes (a busy table writes at most this often).
 SAVE_INTERVAL_S = 0.5
-#: Rows untouched for this long are not resumed (a bot stopped for the night stays away).
-RESUME_WITHIN_S = 12 * 3600.0
-#: How often running tables refresh ``updated_at`` (keeps them inside RESUME_WITHIN_S).
+#: How often running tables refresh ``updated_at`` (keeps them inside ``RESUME_WITHIN_S``).
 TOUCH_INTERVAL_S = 60.0
-#: Failed resumes (voice connect errors) of one guild before its row is dropped.
-MAX_RESUME_FAILURES = 3
-
-
-class TableElsewhere(app_commands.CheckFailure):
-    """Another process runs this guild's table (two processes hold its shard): that process
-    answers the interaction, this one stays silent."""
-
-
-class TableRunning(GlyphoxaError):
-    """This process already runs (or is opening) the guild's table."""
-
-    def __init__(self) -> None:
-        super().__init__("A session is already running; `/session stop` it first.")
 
 
 class TableKeeper:
@@ -72,13 +56,13 @@ class TableKeeper:
         self._busy: set[int] = set()  # guilds whose table is being opened or stopped
         self._dirty: set[int] = set()
         self._wake = asyncio.Event()
-        self._unclaimed: set[int] = set()  # seen without an owner by the previous sweep
-        self._failures: dict[int, int] = {}
         self._dms: dict[int, int] = {}  # guild -> the DM who started its table (user id)
         self._tasks: list[asyncio.Task[None]] = []
         self._ready = False
         self._forgetting: set[asyncio.Task[None]] = set()  # rows of tables that ended
-        self._sweeping = asyncio.Lock()  # startup resume and periodic sweeps never overlap
+        self._resumer: TableResumer | None = None
+        if self.registry is not None:
+            self._resumer = TableResumer(bot, self.registry, self.metrics, self)
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -111,7 +95,7 @@ class TableKeeper:
 
     async def claim(self, guild_id: int) -> None:
         """Take this guild for ``/session start``; raises when it is not ours to run."""
-        if guild_id in self.tables or guild_id in self._busy:
+        if self.has_table(guild_id):
             raise TableRunning
         if self.registry is not None and not await self.registry.claim(guild_id):
             self.metrics.claims.labels("elsewhere").inc()
@@ -130,7 +114,7 @@ class TableKeeper:
         """Build, restore (when resuming) and start a claimed guild's table; record it.
         ``dm`` (who started it) is asked in private about tool calls that need approval; a
         resumed table asks the same DM again."""
-        if guild_id in self.tables or guild_id in self._busy:
+        if self.has_table(guild_id):
             raise TableRunning
         self._busy.add(guild_id)
         try:
@@ -266,6 +250,10 @@ class TableKeeper:
         finally:
             await registry.release(guild_id)
 
+    def has_table(self, guild_id: int) -> bool:
+        """The guild's table runs here, or is being opened or stopped here."""
+        return guild_id in self.tables or guild_id in self._busy
+
     def starting(self, guild_id: int) -> bool:
         """The guild's table is being opened (or resumed) here right now."""
         return guild_id in self._busy
@@ -289,81 +277,10 @@ class TableKeeper:
         """Claim and resume open tables of this process's guilds that nobody runs; returns
         the guilds resumed. ``first`` (startup) takes over at once; later sweeps wait until a
         table was seen unclaimed twice, so a process that briefly lost its database connection
-        gets its own tables back first."""
-        if self.registry is None:
+        gets its own tables back first (:mod:`bot.discord_bot.table_resume`)."""
+        if self._resumer is None:
             return []
-        async with self._sweeping:
-            return await self._resume_unclaimed(self.registry, first)
-
-    async def _resume_unclaimed(self, registry: TableRegistry, first: bool) -> list[int]:
-        shard_ids = getattr(self.bot, "shard_ids", None)
-        rows = await registry.rows(shard_ids, self.bot.shard_count if shard_ids else None)
-        resumed = []
-        unclaimed_now: set[int] = set()
-        for row in rows:
-            guild = self.bot.get_guild(row.guild_id)
-            if guild is None or row.guild_id in self.tables or row.guild_id in self._busy:
-                continue
-            if time.time() - row.updated_at > RESUME_WITHIN_S:
-                log.info("guild %s: open table too old to resume; closing it", row.guild_id)
-                await registry.remove(row.guild_id)
-                continue
-            if not first and row.guild_id not in self._unclaimed:
-                if not await registry.held_elsewhere(row.guild_id):
-                    unclaimed_now.add(row.guild_id)
-                continue
-            if not await registry.claim(row.guild_id):
-                self.metrics.claims.labels("elsewhere").inc()
-                continue
-            if await self._resume(guild, row):
-                resumed.append(row.guild_id)
-        self._unclaimed = unclaimed_now
-        return resumed
-
-    async def _resume(self, guild: discord.Guild, row: OpenTableRow) -> bool:
-        assert self.registry is not None
-        channel = guild.get_channel(row.voice_channel_id)
-        here = guild.get_channel(row.text_channel_id) if row.text_channel_id else None
-        alerts = here if isinstance(here, discord.abc.Messageable) else None
-        if not isinstance(channel, discord.VoiceChannel | discord.StageChannel):
-            await self.registry.remove(row.guild_id)
-            await self.registry.release(row.guild_id)
-            await _tell(alerts, "The session's voice channel is gone; start a new session.")
-            return False
-        dm = await self._dm_of(guild, row.state.get("dm_user_id"))
-        try:
-            await self.open_table(guild.id, channel, alerts, row.campaign, dm=dm, resume=row)
-        except TableRunning:
-            return False  # a /session start here got there first
-        except Exception as error:
-            failures = self._failures.get(guild.id, 0) + 1
-            self._failures[guild.id] = failures
-            self.metrics.claims.labels("resume_failed").inc()
-            await self.registry.release(guild.id)
-            log.error("resuming the table in guild %s failed (%d): %s", guild.id, failures, error)
-            if failures >= MAX_RESUME_FAILURES:
-                await self.registry.remove(guild.id)
-                await _tell(alerts, f"Could not resume the session ({error}); start it again.")
-            return False
-        self._failures.pop(guild.id, None)
-        log.info("resumed the table in guild %s (%s)", guild.id, channel.name)
-        await _tell(alerts, f"Glyphoxa restarted; the session continues in {channel.mention}.")
-        return True
-
-    async def _dm_of(
-        self, guild: discord.Guild, user_id: Any
-    ) -> discord.User | discord.Member | None:
-        """The DM who started a resumed table, to ask about tool approvals again."""
-        if not isinstance(user_id, int):
-            return None
-        member = guild.get_member(user_id)
-        if member is not None:
-            return member
-        try:
-            return await self.bot.fetch_user(user_id)
-        except discord.HTTPException as error:
-            log.warning("guild %s: the DM %s is unknown now (%s)", guild.id, user_id, error)
-            return None
+        return await self._resumer.resume_tables(first=first)
 
     # -- background ---------------------------------------------------------------------------
 
@@ -413,12 +330,3 @@ class TableKeeper:
                     await self.resume_tables()
             except Exception as error:  # database down: tables play on, try again later
                 log.warning("table registry sweep failed: %s", error)
-
-
-async def _tell(channel: Any, text: str) -> None:
-    if channel is None:
-        return
-    try:
-        await channel.send(text)
-    except discord.HTTPException as error:
-        log.warning("could not tell the DM %r: %s", text, error)

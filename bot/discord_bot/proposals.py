@@ -17,9 +17,8 @@ import discord
 from discord import app_commands
 from discord.ext import commands
 
-from bot.discord_bot.keeper import TableElsewhere
-from bot.discord_bot.messages import fit_message
-from bot.discord_bot.permissions import NotDungeonMaster, dm_only, dm_rule_of, is_dungeon_master
+from bot.discord_bot.messages import command_error_text, reply_privately
+from bot.discord_bot.permissions import dm_only, dm_rule_of, is_dungeon_master
 from campaigns.basics import GlyphoxaError
 
 if TYPE_CHECKING:
@@ -153,19 +152,9 @@ class ProposalsCog(commands.Cog):
     async def cog_app_command_error(
         self, interaction: discord.Interaction, error: app_commands.AppCommandError
     ) -> None:
-        original: BaseException = error
-        if isinstance(error, app_commands.CommandInvokeError):
-            original = error.original
-        if isinstance(original, TableElsewhere):
-            return
-        if isinstance(original, NotDungeonMaster | GlyphoxaError):
-            message = str(original)
-        elif isinstance(original, app_commands.CheckFailure):
-            message = "You can't use that command here."
-        else:
-            log.error("command %s failed", interaction.command, exc_info=original)
-            message = "Something went wrong; the DM can find the details in the bot's log."
-        await _reply(interaction, message)
+        text = command_error_text(interaction, error)
+        if text is not None:
+            await _reply(interaction, text)
 
 
 def _who(interaction: discord.Interaction) -> str:
@@ -178,9 +167,4 @@ def _cut(text: str) -> str:
 
 async def _reply(interaction: discord.Interaction, text: str) -> None:
     """A private answer; a long queue is shortened and attached whole."""
-    content, attachment = fit_message(text, filename="proposals.txt")
-    extra: dict[str, Any] = {"file": attachment} if attachment is not None else {}
-    if interaction.response.is_done():
-        await interaction.followup.send(content, ephemeral=True, **extra)
-    else:
-        await interaction.response.send_message(content, ephemeral=True, **extra)
+    await reply_privately(interaction, text, filename="proposals.txt")

@@ -5,7 +5,8 @@ Each round streams the model's text (complete sentences go to TTS at once) and c
 calls; the calls of one round run in parallel through the tool host, their results go back to
 the model, and the loop repeats up to ``max_depth`` rounds, after which the model must answer
 without tools. When the requested tools are expected to take longer than ``filler_after_ms``,
-a filler line in the NPC's voice covers the wait.
+a filler line in the NPC's voice covers the wait. Reading one round's answer (sentences out as
+they complete, tool calls collected) is :mod:`npcs.engines.cascaded_round`'s.
 """
 
 from __future__ import annotations
@@ -21,12 +22,11 @@ import openai
 
 from campaigns.basics import GlyphoxaError, Tier
 from npcs.context import MAX_SCENE_CHARS, build_messages
+from npcs.engines.cascaded_round import RoundReader, TurnSpeech
 from npcs.engines.chat_wire import (
     assistant_tool_message,
-    completion_parts,
     create_chat,
     expected_cost_ms,
-    merge_tool_delta,
     offered_tools,
     request_messages,
     run_tool_calls,
@@ -35,26 +35,11 @@ from npcs.engines.chat_wire import (
     stream_error,
     tool_message,
 )
-from npcs.engines.events import (
-    EngineEvent,
-    Filler,
-    FirstToken,
-    Sentence,
-    ToolsUsed,
-    TurnDone,
-    TurnRequest,
-)
+from npcs.engines.events import EngineEvent, Filler, ToolsUsed, TurnDone, TurnRequest
 from npcs.engines.fillers import DEFAULT_FILLERS, FillerPicker
-from npcs.engines.guard import (
-    ContentGuard,
-    calls_written_as_text,
-    fresh_sentences,
-    speaker_stops,
-)
+from npcs.engines.guard import ContentGuard, calls_written_as_text, speaker_stops
 from npcs.inference.health import LlmHealth, LlmUnavailable
-from npcs.sentences import SentenceSplitter, split_sentences
 from npcs.usage import UsageSink, record_round
-from tools.host.types import ToolCall
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -74,9 +59,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-#: Words before a comma that may end the first spoken piece of a turn; without a comma, words
-#: before the next phrase (a conjunction or preposition): the voice starts sooner.
-_FIRST_CLAUSE_WORDS = 4
 _ASK_AGAIN = 3
 """Samples after an answer with nothing speakable (one rehearsal turn in ~100 drew three bad
 ones in a row; a good first answer never pays for the fourth)."""
@@ -266,11 +248,10 @@ class CascadedEngine:
         messages = request_messages(request, has_tools=bool(tools), scene_chars=self.scene_chars)
         names = speaker_names(request)
         stops = speaker_stops(names, limit=self.max_stops) if self.stop_at_speakers else []
-        spoken: list[str] = []
+        speech = TurnSpeech(request.text, prefix)
         if prefix:
             messages.append({"role": "assistant", "content": prefix})
             messages.append({"role": "system", "content": _CONTINUE_INSTRUCTION})
-        first = prefix is None
         filler_spoken = not allow_filler
         asked_again = depth = 0
         while depth <= self.max_depth:
@@ -282,88 +263,37 @@ class CascadedEngine:
                 # Measured on 33 real prompts: 0 unspeakable answers started this way, 3 free.
                 params["messages"].append({"role": "assistant", "content": f'{npc.name}: "'})
                 params["stop"] = [*stops, '"']
-            raw: list[str] = []
-            content_parts: list[str] = []
-            calls: list[ToolCall] = []
-            guard = ContentGuard(names, own=[npc.name, *npc.aliases])
+            reader = RoundReader(ContentGuard(names, own=[npc.name, *npc.aliases]), speech)
             if offered and not self.stream_tool_rounds:
                 response = await self._create(stream=False, **params)
                 record_round(self.meter, getattr(response, "usage", None), params, npc.name)
-                text, calls = completion_parts(response)
-                raw.append(text)
-                if text or calls:
-                    if first:
-                        first = False
-                        yield FirstToken()
-                text = (guard.push(text) + guard.flush()).strip() if text else ""
-                if text:
-                    content_parts.append(text)
-                    for sentence in fresh_sentences(split_sentences(text), request.text, spoken):
-                        spoken.append(sentence)
-                        yield Sentence(sentence)
+                for event in reader.complete(response):
+                    yield event
             else:
-                round_calls: dict[int, dict[str, str]] = {}
-                # The turn's very first piece may end at a comma: TTS starts sooner.
-                clause = _FIRST_CLAUSE_WORDS if not spoken and prefix is None else None
-                splitter = SentenceSplitter(first_clause_words=clause, first_phrase_words=clause)
                 usage = {"stream_options": {"include_usage": True}} if self.meter else {}
                 stream = await self._create(stream=True, **params, **usage)
-                reported = None
                 try:
-                    async for chunk in stream:
-                        reported = getattr(chunk, "usage", None) or reported
-                        if not chunk.choices:
-                            continue
-                        delta = chunk.choices[0].delta
-                        if first and (delta.content or delta.tool_calls):
-                            first = False
-                            yield FirstToken()
-                        if delta.content:
-                            raw.append(delta.content)
-                            safe = guard.push(delta.content)
-                            content_parts.append(safe)
-                            for sentence in fresh_sentences(
-                                splitter.push(safe), request.text, spoken
-                            ):
-                                spoken.append(sentence)
-                                yield Sentence(sentence)
-                            if guard.stopped:
-                                break  # another speaker's line: the answer is over
-                        for tool_delta in delta.tool_calls or ():
-                            merge_tool_delta(round_calls, tool_delta)
+                    async with contextlib.aclosing(reader.stream(stream)) as events:
+                        async for event in events:
+                            yield event
                 except openai.APIError as error:
                     raise await self._explained(stream_error(self.client, error)) from None
                 finally:
                     await stream.close()
                     # cut off (barge-in, another speaker's line): no usage came, estimate it
-                    record_round(self.meter, reported, params, npc.name, "".join(raw))
-                last = guard.flush()
-                content_parts.append(last)
-                pieces = splitter.push(last)
-                rest = splitter.flush()
-                if rest:
-                    pieces.append(rest)
-                for sentence in fresh_sentences(pieces, request.text, spoken):
-                    spoken.append(sentence)
-                    yield Sentence(sentence)
-                calls = [
-                    ToolCall(
-                        slot["id"] or f"call_{depth}_{index}",
-                        slot["name"],
-                        slot["arguments"] or "{}",
-                    )
-                    for index, slot in sorted(round_calls.items())
-                    if slot["name"]
-                ]
-            if guard.held:
-                calls += calls_written_as_text(npc.name, guard.held, offered, depth)
-            if not calls and not spoken and asked_again < _ASK_AGAIN:
+                    record_round(self.meter, reader.usage, params, npc.name, "".join(reader.raw))
+                for event in reader.end_stream(depth):
+                    yield event
+            calls = reader.calls
+            if reader.guard.held:
+                calls += calls_written_as_text(npc.name, reader.guard.held, offered, depth)
+            if not calls and not speech.spoken and asked_again < _ASK_AGAIN:
                 # another speaker's line, an echo or an unknown call: sample this round again
                 asked_again += 1
                 log.info(
                     "%s: nothing speakable in the answer, asking again: %r",
                     npc.name,
-                    shorten("".join(raw), 200),
+                    shorten("".join(reader.raw), 200),
                 )
                 continue
             if not calls or not offered:
@@ -390,11 +320,10 @@ class CascadedEngine:
                     direction=request.direction,
                     reacting_to=request.reacting_to,
                 )[1]
-            messages.append(assistant_tool_message("".join(content_parts), calls))
+            messages.append(assistant_tool_message("".join(reader.content), calls))
             messages.extend(tool_message(result) for result in report.results)
             depth += 1
-        said = " ".join(([prefix] if prefix else []) + spoken).strip()
-        yield TurnDone(said, engine=self.name)
+        yield TurnDone(speech.said(), engine=self.name)
 
     # -- helpers ----------------------------------------------------------------------------
 

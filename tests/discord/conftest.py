@@ -5,24 +5,32 @@ from __future__ import annotations
 import asyncio
 import math
 import struct
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import discord
+import discord.http
 import discord.opus
 import pytest
+import yarl
+from discord.gateway import DiscordWebSocket
 
+from bot.bench.doubles.local_discord import LocalDiscord
 from bot.bench.doubles.voice_loopback import LocalDaveGroup, LoopbackSpeaker
 from bot.voice.dave import DaveReceiver
 from bot.voice.opus_decode import SpeakerDecoder, ensure_opus_loaded
 from bot.voice.receiver import VoiceFrame, VoiceReceiver
 from bot.voice.transport_crypto import XChaCha20Cipher
 
+from .discord_api import APP_ID, BOT_ID, FakeDiscordApi
+
 BOT_USER = 900
 SPEAKER_USER = 101
 SPEAKER_SSRC = 4242
 CHANNEL = 555
 KEY = bytes(range(32))
+
+OpenWorld = Callable[..., Awaitable[tuple[LocalDiscord, FakeDiscordApi]]]
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -121,3 +129,39 @@ async def client(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[discord.Clien
 
     async for bot in logged_in_client(monkeypatch):
         yield bot
+
+
+@pytest.fixture
+async def local_world(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[OpenWorld]:
+    """Opens a guild on a local Discord speaking the real protocols (gateway, voice) and a REST
+    stand-in that also answers interactions, with discord.py pointed at both: only Discord's
+    addresses change, every byte is produced and parsed by discord.py.
+
+    Call it as ``await local_world(guild=, text=, voice=, dm_role=, players={user: name})``:
+    the first player is the DM (role ``DM``), and every player sits in the voice channel.
+    Everything it opened is closed after the test.
+    """
+    opened: list[tuple[LocalDiscord, FakeDiscordApi]] = []
+
+    async def open_world(
+        *, guild: int, text: int, voice: int, dm_role: int, players: dict[int, str]
+    ) -> tuple[LocalDiscord, FakeDiscordApi]:
+        api = FakeDiscordApi()
+        await api.start()
+        dm_user = next(iter(players))
+        local = LocalDiscord(
+            players=players, guild_id=guild, text_id=text, voice_id=voice, bot_id=BOT_ID,
+            app_id=APP_ID, roles={dm_role: "DM"}, member_roles={dm_user: [dm_role]},
+        )  # fmt: skip
+        opened.append((local, api))
+        await local.start()
+        for user_id in players:
+            await local.player_joins(user_id)
+        monkeypatch.setattr(discord.http.Route, "BASE", api.base)
+        monkeypatch.setattr(DiscordWebSocket, "DEFAULT_GATEWAY", yarl.URL(local.gateway_url))
+        return local, api
+
+    yield open_world
+    for local, api in reversed(opened):
+        await local.close()
+        await api.close()

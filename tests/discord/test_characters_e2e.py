@@ -6,15 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import aiohttp
-import discord.http
 import pytest
-import yarl
-from discord.gateway import DiscordWebSocket
 
 from bot.bench.doubles.local_discord import LocalDiscord
 from bot.config import GlyphoxaConfig
@@ -22,7 +18,8 @@ from bot.discord_bot import GlyphoxaBot, TableParts
 from bot.metrics import Metrics
 from campaigns.memory import MemoryStore
 
-from .discord_api import APP_ID, BOT_ID, FakeDiscordApi
+from .conftest import OpenWorld
+from .discord_api import APP_ID, FakeDiscordApi
 from .guild_payloads import member
 from .test_session_e2e import _eventually
 
@@ -45,23 +42,9 @@ def _interaction(who: int, name: str, options: list[dict[str, Any]], n: int) -> 
 
 
 @pytest.fixture
-async def world(
-    monkeypatch: pytest.MonkeyPatch,
-) -> AsyncIterator[tuple[LocalDiscord, FakeDiscordApi]]:
-    api = FakeDiscordApi()
-    await api.start()
-    local = LocalDiscord(
-        players={DM_USER: "dm", PLAYER: "Aria"}, guild_id=GUILD, text_id=TEXT, voice_id=VOICE,
-        bot_id=BOT_ID, app_id=APP_ID, roles={DM_ROLE: "DM"}, member_roles={DM_USER: [DM_ROLE]},
-    )  # fmt: skip
-    await local.start()
-    await local.player_joins(DM_USER)
-    await local.player_joins(PLAYER)
-    monkeypatch.setattr(discord.http.Route, "BASE", api.base)
-    monkeypatch.setattr(DiscordWebSocket, "DEFAULT_GATEWAY", yarl.URL(local.gateway_url))
-    yield local, api
-    await local.close()
-    await api.close()
+async def world(local_world: OpenWorld) -> tuple[LocalDiscord, FakeDiscordApi]:
+    players = {DM_USER: "dm", PLAYER: "Aria"}
+    return await local_world(guild=GUILD, text=TEXT, voice=VOICE, dm_role=DM_ROLE, players=players)
 
 
 async def test_campaign_yaml_and_iam_name_the_players_lane(

@@ -10,15 +10,11 @@ while the bot's playback (the session's mixer) must arrive encrypted for the rem
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import aiohttp
-import discord.http
 import pytest
-import yarl
-from discord.gateway import DiscordWebSocket
 
 from bot.bench.doubles.local_discord import LocalDiscord
 from bot.config import GlyphoxaConfig
@@ -28,6 +24,7 @@ from bot.voice.dave import DaveReceiver
 from bot.voice.receiver import VoiceReceiver
 from campaigns.memory.table_registry import TableRegistry
 
+from .conftest import OpenWorld
 from .discord_api import APP_ID, BOT_ID, FakeDiscordApi
 from .guild_payloads import member
 
@@ -59,25 +56,9 @@ def _interaction(name: str, sub: str) -> dict[str, Any]:
 
 
 @pytest.fixture
-async def world(
-    monkeypatch: pytest.MonkeyPatch,
-) -> AsyncIterator[tuple[LocalDiscord, FakeDiscordApi]]:
-    api = FakeDiscordApi()
-    await api.start()
-    local = LocalDiscord(
-        players={DM_USER: "dm", PLAYER: "Aria"}, guild_id=GUILD, text_id=TEXT, voice_id=VOICE,
-        bot_id=BOT_ID, app_id=APP_ID, roles={DM_ROLE: "DM"}, member_roles={DM_USER: [DM_ROLE]},
-    )  # fmt: skip
-    await local.start()
-    await local.player_joins(DM_USER)
-    await local.player_joins(PLAYER)
-    # Only Discord's addresses change; every byte is produced and parsed by discord.py. The
-    # REST stand-in here also answers interactions.
-    monkeypatch.setattr(discord.http.Route, "BASE", api.base)
-    monkeypatch.setattr(DiscordWebSocket, "DEFAULT_GATEWAY", yarl.URL(local.gateway_url))
-    yield local, api
-    await local.close()
-    await api.close()
+async def world(local_world: OpenWorld) -> tuple[LocalDiscord, FakeDiscordApi]:
+    players = {DM_USER: "dm", PLAYER: "Aria"}
+    return await local_world(guild=GUILD, text=TEXT, voice=VOICE, dm_role=DM_ROLE, players=players)
 
 
 async def test_session_start_hears_players_and_plays_the_mixer(
