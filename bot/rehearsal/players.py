@@ -12,12 +12,19 @@ import numpy as np
 import soxr
 
 from bot.rehearsal.scene import PlayerLine, Scene, player_voice
-from bot.speech import FRAME_MS, STT_FRAME_BYTES, STT_SAMPLE_RATE, decode_audio_file
+from bot.speech import (
+    FRAME_MS,
+    STT_FRAME_BYTES,
+    STT_SAMPLE_RATE,
+    PiperTts,
+    VoiceRouter,
+    decode_audio_file,
+)
 from bot.speech.protocols import TtsProvider
 from campaigns.basics import GlyphoxaError
 from npcs.schema import VoiceSettings
 
-__all__ = ["LineAudio", "SpeakerTimeline", "synthesize_lines"]
+__all__ = ["LineAudio", "SpeakerTimeline", "steady_voices", "synthesize_lines"]
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +74,10 @@ def _finish(line: PlayerLine, mono: np.ndarray) -> LineAudio:
 async def synthesize_lines(
     scene: Scene, tts: TtsProvider, progress: Callable[[str], None] | None = None
 ) -> list[LineAudio]:
-    """Audio for every line: text in the player's voice, or the WAV file resampled."""
+    """Audio for every line: text in the player's voice, or the WAV file resampled. Piper
+    speaks the players without its sampled prosody noise, so a line sounds (and is heard) the
+    same at every run of the scene."""
+    tts = steady_voices(tts)
     out: list[LineAudio] = []
     for number, line in enumerate(scene.lines, 1):
         if progress is not None:
@@ -92,6 +102,18 @@ async def synthesize_lines(
             raise GlyphoxaError(f"no audio synthesized for {line.speaker}'s line at {line.at:g}s")
         out.append(_finish(line, np.concatenate(pieces)))
     return out
+
+
+def steady_voices(tts: TtsProvider) -> TtsProvider:
+    """``tts`` with its Piper voices made steady (``PiperTts.steady``); other voices as they are
+    (espeak-ng is steady already; a remote voice is what its server makes it)."""
+    if not isinstance(tts, VoiceRouter):
+        return tts.steady() if isinstance(tts, PiperTts) else tts
+    piper = tts.providers.get("piper")
+    if not isinstance(piper, PiperTts):
+        return tts
+    providers = {**tts.providers, "piper": piper.steady()}
+    return VoiceRouter(providers, fallback=tts.fallback, inventory=tts.inventory)
 
 
 _FALLBACK = VoiceSettings(provider="piper", speed=0.95, pitch_shift=-5.0)

@@ -82,6 +82,14 @@ class PiperTts:
         self._voices: dict[Path, object] = {}
         self._lock = threading.Lock()
 
+    def steady(self) -> PiperTts:
+        """The same voices (loaded models shared) without sampled prosody noise: the same text
+        gives the same audio every time. Rehearsal players speak this way, so a scene's
+        verdict does not change from one run to the next."""
+        twin = PiperTts(self._default_model, variation=0.0, voice_dirs=self.voice_dirs)
+        twin._voices, twin._lock = self._voices, self._lock
+        return twin
+
     def voice_for(self, settings: VoiceSettings):  # type: ignore[no-untyped-def]
         """Load (once) the Piper voice an NPC uses: a model path or an installed voice's name
         (``npcs.voices.resolve_piper_model``, the rule ``glyphoxa check`` applies)."""
