@@ -7,6 +7,7 @@ queue on the lock instead of failing with "database is locked" when a read upgra
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import random
 import time
@@ -25,7 +26,14 @@ from sqlalchemy.pool import StaticPool
 
 from campaigns.basics import GlyphoxaError
 
-__all__ = ["BUSY_TIMEOUT_S", "create_engine", "include_object", "migrate", "write_transaction"]
+__all__ = [
+    "BUSY_TIMEOUT_S",
+    "OneConnection",
+    "create_engine",
+    "include_object",
+    "migrate",
+    "write_transaction",
+]
 
 log = logging.getLogger(__name__)
 
@@ -150,3 +158,31 @@ def include_object(_obj: Any, name: str | None, type_: str, _reflected: bool, _o
     if type_ == "column" and name == "tsv":
         return False
     return not (type_ == "index" and name.endswith("_tsv"))
+
+
+class OneConnection:
+    """Turns on a database that is one connection (in-memory SQLite under a ``StaticPool``).
+
+    Every reader and writer shares that connection, so a read that ends (its connection
+    returned to the pool rolls back) in the middle of a write transaction would undo the
+    write, and two transactions at once are refused outright. Readers and writers take turns
+    here; a task already holding its turn (a read inside its own write) goes on.
+    """
+
+    def __init__(self) -> None:
+        self._lock = asyncio.Lock()
+        self._owner: asyncio.Task[Any] | None = None
+
+    @asynccontextmanager
+    async def turn(self) -> AsyncIterator[None]:
+        """Hold the connection for the current task (re-entrant within one task)."""
+        task = asyncio.current_task()
+        if task is not None and task is self._owner:
+            yield
+            return
+        async with self._lock:
+            self._owner = task
+            try:
+                yield
+            finally:
+                self._owner = None

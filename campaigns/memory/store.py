@@ -6,7 +6,6 @@ the call returns; embedding runs in background tasks this store owns and cancels
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import time
@@ -25,7 +24,7 @@ from campaigns.basics import GlyphoxaError
 from campaigns.content import EntitiesFile
 from campaigns.memory import backup, graph, proposals, records, transcripts
 from campaigns.memory.characters import CharactersMixin
-from campaigns.memory.database import create_engine, migrate, write_transaction
+from campaigns.memory.database import OneConnection, create_engine, migrate, write_transaction
 from campaigns.memory.embedding_jobs import EmbeddingJobs
 from campaigns.memory.embeddings import Embedder
 from campaigns.memory.models import Chunk, Session, Summary, Utterance, table_of
@@ -70,7 +69,7 @@ class MemoryStore(
         self._closed = False
         self._close_helpers = False
         shared = isinstance(engine.sync_engine.pool, StaticPool)
-        self._one_connection = asyncio.Lock() if shared else None
+        self._one_connection = OneConnection() if shared else None
 
     @classmethod
     async def open(
@@ -127,20 +126,24 @@ class MemoryStore(
     def dialect(self) -> str:
         return self._engine.dialect.name
 
+    def _turn(self) -> contextlib.AbstractAsyncContextManager[None]:
+        """This task's turn on a database that is one connection (else no wait)."""
+        if self._one_connection is None:
+            return contextlib.nullcontext()
+        return self._one_connection.turn()
+
     @asynccontextmanager
     async def _read(self) -> AsyncIterator[AsyncConnection]:
         try:
-            async with self._engine.connect() as connection:
+            async with self._turn(), self._engine.connect() as connection:
                 yield connection
         except _UNAVAILABLE as error:
             raise _unavailable(error) from error
 
     @asynccontextmanager
     async def _write(self) -> AsyncIterator[AsyncConnection]:
-        # An in-memory SQLite database is one connection: its writers take turns here.
-        turns = self._one_connection or contextlib.nullcontext()
-        try:
-            async with turns, write_transaction(self._engine) as connection:
+        try:  # an in-memory SQLite database is one connection: readers and writers take turns
+            async with self._turn(), write_transaction(self._engine) as connection:
                 yield connection
         except _UNAVAILABLE as error:
             raise _unavailable(error) from error
@@ -335,11 +338,13 @@ class MemoryStore(
     # -------------------------------------------------------------------------------- backup
     async def export_json(self, path: str | Path) -> dict[str, int]:
         """Write a JSON backup of every table; returns row counts per table."""
-        return await backup.export_memory(self._engine, Path(path))
+        async with self._turn():
+            return await backup.export_memory(self._engine, Path(path))
 
     async def import_json(self, path: str | Path) -> backup.ImportReport:
         """Merge a JSON backup in one transaction; a bad file raises and changes nothing."""
-        report = await backup.import_memory(self._engine, Path(path))
+        async with self._turn():
+            report = await backup.import_memory(self._engine, Path(path))
         self._pending.clear()
         self._names.invalidate()
         self._jobs.backfill_later()

@@ -136,3 +136,35 @@ def test_two_openers_of_a_new_sqlite_file_never_see_database_is_locked(tmp_path:
         for thread in threads:
             thread.join(timeout=60)
     assert not failures, f"{len(failures)} of 400 opens failed, e.g. {failures[0]}"
+
+
+async def test_an_in_memory_database_loses_no_write_to_readers_at_the_same_time() -> None:
+    """An in-memory SQLite store is one shared connection: readers ending mid-write used to
+    roll the write back or be refused ("cannot start a transaction within a transaction")."""
+    store = await MemoryStore.open("sqlite+aiosqlite:///:memory:")
+    try:
+        session_id = await store.start_session("campaign", "one connection")
+        usage = {
+            "service": "llm", "model": "m", "npc": "Bartok", "calls": 1, "estimated_calls": 0,
+            "input_tokens": 3, "output_tokens": 2, "audio_input_tokens": 0,
+            "audio_output_tokens": 0, "characters": 0, "audio_seconds": 0.0, "cost_usd": 0.0,
+        }  # fmt: skip
+
+        async def write() -> None:
+            for i in range(60):
+                await store.save_usage(session_id, [{**usage, "calls": i + 1}])
+                await store.add_utterance(
+                    session_id, "Arin", f"line {i}", started_at=float(i), ended_at=i + 0.5
+                )
+
+        async def read() -> None:
+            for _ in range(120):
+                await store.session_usage(session_id)
+                await store.search_history("line", limit=5)
+
+        await asyncio.gather(write(), read(), read())
+        (saved,) = await store.session_usage(session_id)
+        assert saved["calls"] == 60
+        assert await store.count("utterances") == 60
+    finally:
+        await store.close()
