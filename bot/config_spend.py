@@ -19,6 +19,7 @@ from bot.config_providers import LlmProvider
 __all__ = [
     "DEFAULT_PRICES",
     "PRICES_AS_OF",
+    "EmbeddingPrice",
     "PricingConfig",
     "RealtimePrice",
     "SessionConfig",
@@ -60,6 +61,12 @@ class SpeechPrice(_Strict):
     per_million_characters: float = Field(ge=0)
 
 
+class EmbeddingPrice(_Strict):
+    """An embedding model's price in US dollars per million tokens embedded."""
+
+    input_per_million: float = Field(ge=0)
+
+
 class TranscriptionPrice(_Strict):
     """A speech recognizer's price in US dollars per minute of audio sent."""
 
@@ -79,6 +86,9 @@ class PricingConfig(_Strict):
     """``providers.tts`` (``name: openai``): ``{model: {per_million_characters}}``."""
     stt: dict[str, TranscriptionPrice] = Field(default_factory=dict)
     """``providers.stt`` (``name: openai``): ``{model: {per_minute}}``."""
+    embeddings: dict[str, EmbeddingPrice] = Field(default_factory=dict)
+    """``providers.embeddings`` (campaign memory's search): ``{model: {input_per_million}}``.
+    Session summaries are priced as ``providers.llm``'s model under ``llm``."""
 
     def merged(self) -> PricingConfig:
         """The defaults with the DM's prices written over them."""
@@ -87,6 +97,7 @@ class PricingConfig(_Strict):
             realtime={**DEFAULT_PRICES.realtime, **self.realtime},
             tts={**DEFAULT_PRICES.tts, **self.tts},
             stt={**DEFAULT_PRICES.stt, **self.stt},
+            embeddings={**DEFAULT_PRICES.embeddings, **self.embeddings},
         )
 
 
@@ -129,6 +140,11 @@ DEFAULT_PRICES = PricingConfig(
         "tts-1-hd": SpeechPrice(per_million_characters=30.00),
         # billed per token; ~$0.015 a minute at ~1,000 characters a minute
         "gpt-4o-mini-tts": SpeechPrice(per_million_characters=15.00),
+    },
+    embeddings={
+        "text-embedding-3-small": EmbeddingPrice(input_per_million=0.02),
+        "text-embedding-3-large": EmbeddingPrice(input_per_million=0.13),
+        "text-embedding-ada-002": EmbeddingPrice(input_per_million=0.10),
     },
     stt={
         "whisper-1": TranscriptionPrice(per_minute=0.006),

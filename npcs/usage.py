@@ -30,7 +30,7 @@ serving_npc: ContextVar[str | None] = ContextVar("serving_npc", default=None)
 """The NPC whose turn the current task serves (set by its turn worker), so a voice request,
 which knows only the text and the voice, is counted to the NPC it spoke for."""
 
-Service = Literal["llm", "stt", "tts", "realtime"]
+Service = Literal["llm", "stt", "tts", "realtime", "embeddings"]
 """Which provider section of ``glyphoxa.yaml`` a call went to."""
 
 #: Characters per token in English text, the usual rule of thumb for an estimate.

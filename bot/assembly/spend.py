@@ -21,9 +21,11 @@ from bot.session.spend import SpendMeter
 from bot.speech import OpenAiStt, SttProvider, TtsProvider, VoiceRouter
 from bot.speech.tts_openai import OpenAiTts
 from campaigns.basics import Tier
+from campaigns.memory import LlmSummarizer, MemoryStore, OpenAIEmbeddings
 from npcs.engines import CascadedEngine, RealtimeEngine
+from npcs.usage import Service, Usage
 
-__all__ = ["attach_meter", "runs_here", "spend_meter"]
+__all__ = ["attach_memory_meter", "attach_meter", "runs_here", "spend_meter"]
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +93,31 @@ def attach_meter(
             engine.meter = meter.sink(free=llm_free)
         elif isinstance(engine, RealtimeEngine):
             engine.meter = meter.sink(free=False)
+
+
+def attach_memory_meter(meter: SpendMeter, config: GlyphoxaConfig, memory: MemoryStore) -> None:
+    """The campaign memory's own model calls report to ``meter`` too: the session's summary
+    (priced as ``providers.llm``'s model) and search embeddings (``pricing.embeddings``)."""
+    summarizer = memory.summarizer
+    if isinstance(summarizer, LlmSummarizer):
+        free = _free(meter, "llm", config.providers.llm)
+        summarizer.on_usage = _memory_calls(meter, "llm", summarizer.model, free)
+    embedder = memory.embeddings
+    if isinstance(embedder, OpenAIEmbeddings):
+        free = _free(meter, "embeddings", config.providers.embeddings)
+        embedder.on_usage = _memory_calls(meter, "embeddings", embedder.model, free)
+
+
+def _memory_calls(
+    meter: SpendMeter, service: Service, model: str, free: bool
+) -> Callable[[int, int, bool], None]:
+    """Records the campaign memory's own calls, which serve no NPC."""
+
+    def record(input_tokens: int, output_tokens: int, estimated: bool) -> None:
+        usage = Usage(service, model, None, input_tokens, output_tokens, estimated=estimated)
+        meter.record(usage, free=free)
+
+    return record
 
 
 def runs_here(provider: Any) -> bool:

@@ -7,6 +7,7 @@ is given, the bundled llama.cpp server is started as a subprocess and stopped at
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from bot.assembly.engines import Engines, open_engines
 from bot.assembly.providers import load_stt, voices
-from bot.assembly.spend import attach_meter, spend_meter
+from bot.assembly.spend import attach_memory_meter, attach_meter, spend_meter
 from bot.config import GlyphoxaConfig
 from bot.metrics import METRICS, Metrics, start_metrics_server
 from bot.session.session import TableSession
@@ -33,7 +34,7 @@ from tools.host.known_tools import known_tools_beside
 from tools.host.persistence import store_invocation_logger
 
 if TYPE_CHECKING:
-    pass
+    from campaigns.memory import MemoryStore
 
 __all__ = ["builtin_servers_for", "open_table"]
 
@@ -159,6 +160,7 @@ async def open_table(
         )
         engines_ref.append(engines)
         attach_meter(meter, config, stt=stt, tts=tts, engines=engines)
+        attach_memory_meter(meter, config, memory)
         session = TableSession(
             config=config,
             campaign=campaign,
@@ -183,9 +185,17 @@ async def open_table(
         await session.start()
         context.session_id = session.recorder.session_id
         stack.push_async_callback(meter.aclose)  # after the session: its last calls are kept
+        stack.push_async_callback(_embedded, memory)  # the night's last embeddings are priced
         await meter.resume(memory, session.recorder.session_id)  # a resumed night continues
         stack.push_async_callback(session.stop)
         yield session
+
+
+async def _embedded(memory: MemoryStore, timeout_s: float = 10.0) -> None:
+    """Let the session's last chunks finish embedding (within ``timeout_s``) before the spend
+    meter writes its last totals; what is still running then is finished when memory closes."""
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(memory.wait_idle(), timeout_s)
 
 
 def _refuse_missing_voices(campaign: Campaign, tts: TtsProvider) -> None:

@@ -1,7 +1,8 @@
 """The night's cost: every provider call's usage, priced, totalled per provider and per NPC,
 checked against ``session.spend``'s limits and kept with the session in campaign memory.
 
-Engines and the remote speech providers report :class:`~npcs.usage.Usage` to a sink from
+Engines, the remote speech providers and the campaign memory's own model calls (the session's
+summary, search embeddings) report :class:`~npcs.usage.Usage` to a sink from
 :meth:`SpendMeter.sink` (one per configured provider: a local model's sink is free). The meter
 prices each call from ``pricing`` (the defaults with the DM's prices over them), says once when
 the soft limit is reached and runs the hard limit's action once (``on_soft`` / ``on_hard``,
@@ -32,14 +33,20 @@ SERVICE_NAMES = {
     "realtime": "realtime",
     "tts": "voices",
     "stt": "speech recognition",
+    "embeddings": "memory search",
 }
 
 Notice = Callable[[str], None]
 
+#: Who a row serves when it serves no NPC: the players' recognition, or the campaign memory's
+#: own calls (session summaries, search embeddings).
+_NOBODYS = {"stt": "players (speech recognition)"}
+
 
 @dataclass
 class UsageRow:
-    """One model's use for one NPC (``npc`` empty: nobody's, the players' recognition)."""
+    """One model's use for one NPC (``npc`` empty: nobody's: the players' recognition, or the
+    campaign memory's summaries and search)."""
 
     service: str
     model: str
@@ -133,6 +140,8 @@ class SpendMeter:
             cost = usage.characters * tts.per_million_characters / 1e6
         elif usage.service == "stt" and (stt := prices.stt.get(model)) is not None:
             cost = usage.audio_seconds / 60.0 * stt.per_minute
+        elif usage.service == "embeddings" and (emb := prices.embeddings.get(model)) is not None:
+            cost = usage.input_tokens * emb.input_per_million / 1e6
         if cost is None:
             self._tell_unpriced(usage.service, model)
             return 0.0
@@ -224,7 +233,7 @@ class SpendMeter:
             slot = providers.setdefault(name, {"cost_usd": 0.0, "calls": 0, "usage": ""})
             slot["cost_usd"] += row.cost_usd
             slot["calls"] += row.calls
-            npc = row.npc or "players (speech recognition)"
+            npc = row.npc or _NOBODYS.get(row.service, "campaign memory")
             npcs[npc] = npcs.get(npc, 0.0) + row.cost_usd
             estimated = estimated or row.estimated_calls > 0
         for name, slot in providers.items():

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
+    from campaigns.memory.usage_records import UsageReport
+
 __all__ = ["Embedder", "OpenAIEmbeddings"]
 
 log = logging.getLogger(__name__)
@@ -41,6 +43,8 @@ class OpenAIEmbeddings:
         self.model = model
         self._owns_client = owns_client
         self._client = client
+        self.on_usage: UsageReport | None = None
+        """Told each request's tokens (the table's spend meter)."""
 
     def __repr__(self) -> str:  # never show the key
         return f"OpenAIEmbeddings(model={self.model!r}, base_url={str(self._client.base_url)!r})"
@@ -49,6 +53,12 @@ class OpenAIEmbeddings:
         if not texts:
             return []
         response = await self._client.embeddings.create(model=self.model, input=texts)
+        if self.on_usage is not None:
+            reported = getattr(response, "usage", None)
+            if reported is not None and reported.prompt_tokens is not None:
+                self.on_usage(reported.prompt_tokens, 0, False)
+            else:  # a server that reports no usage: about four characters a token
+                self.on_usage(sum(len(text) for text in texts) // 4, 0, True)
         ordered = sorted(response.data, key=lambda item: item.index)
         if len(ordered) != len(texts):
             raise ValueError(

@@ -123,6 +123,16 @@ class MemoryStore(
         await self.close()
 
     @property
+    def summarizer(self) -> Summarizer | None:
+        """Writes each session's summary when it ends (None: extractive only)."""
+        return self._summarizer
+
+    @property
+    def embeddings(self) -> Embedder | None:
+        """Embeds the transcript's chunks in the background (None: full-text search only)."""
+        return self._embeddings
+
+    @property
     def dialect(self) -> str:
         return self._engine.dialect.name
 

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
+    from campaigns.memory.usage_records import UsageReport
+
 __all__ = ["ExtractiveSummarizer", "LlmSummarizer", "Summarizer", "TranscriptLine"]
 
 log = logging.getLogger(__name__)
@@ -94,6 +96,8 @@ class LlmSummarizer:
         self.model = model
         self.max_transcript_chars = max_transcript_chars
         self.max_tokens = max_tokens
+        self.on_usage: UsageReport | None = None
+        """Told each summary's tokens (the table's spend meter)."""
 
     def __repr__(self) -> str:
         return f"LlmSummarizer(model={self.model!r})"
@@ -117,6 +121,12 @@ class LlmSummarizer:
             temperature=0.2,
         )
         content = (response.choices[0].message.content or "").strip()
+        if self.on_usage is not None:
+            reported = response.usage
+            if reported is not None:
+                self.on_usage(reported.prompt_tokens, reported.completion_tokens, False)
+            else:  # a server that reports no usage: about four characters a token
+                self.on_usage((len(_PROMPT) + len(transcript)) // 4, len(content) // 4, True)
         if not content:
             raise ValueError("the LLM returned an empty summary")
         return content

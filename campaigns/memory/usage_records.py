@@ -8,7 +8,7 @@ whole (``save_usage``), so a write is idempotent; a resumed session reads them b
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import delete, insert, select
@@ -20,7 +20,12 @@ if TYPE_CHECKING:
 
     from sqlalchemy.ext.asyncio import AsyncConnection
 
-__all__ = ["USAGE_COLUMNS", "UsageRecordsMixin"]
+__all__ = ["USAGE_COLUMNS", "UsageRecordsMixin", "UsageReport"]
+
+UsageReport = Callable[[int, int, bool], None]
+"""What a model call of the memory itself (a summary, embeddings) used: input tokens, output
+tokens, and whether they were estimated (the server reported none). The table's spend meter
+listens (``LlmSummarizer.on_usage``, ``OpenAIEmbeddings.on_usage``)."""
 
 USAGE = table_of(SessionUsage)
 

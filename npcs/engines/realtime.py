@@ -151,7 +151,15 @@ class RealtimeEngine:
         self.max_depth = max_depth
         self.sessions = SessionKeeper(client, model, renewal or RenewalPolicy())
         """Each NPC's session and conversation, renewed before the provider's limit."""
-        self.meter: UsageSink | None = None  # the table's spend meter: responses report usage
+
+    @property
+    def meter(self) -> UsageSink | None:
+        """The table's spend meter: every response reports its usage, a renewal's summary too."""
+        return self.sessions.meter
+
+    @meter.setter
+    def meter(self, sink: UsageSink | None) -> None:
+        self.sessions.meter = sink
 
     @classmethod
     def from_config(

@@ -22,6 +22,8 @@ from npcs.engines.realtime_session import RealtimeSession, ask_summary, open_ses
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
+    from npcs.usage import UsageSink
+
 __all__ = ["SessionKeeper"]
 
 log = logging.getLogger(__name__)
@@ -41,6 +43,8 @@ class SessionKeeper:
         self.model = model
         self.policy = policy
         self.renewals = 0
+        self.meter: UsageSink | None = None
+        """Where a renewal's summary reports its tokens (the engine's spend meter)."""
         """Sessions renewed so far (before the limit or after the server ended one)."""
         self._sessions: dict[str, RealtimeSession] = {}
         self._locks: dict[str, asyncio.Lock] = {}
@@ -178,7 +182,8 @@ class SessionKeeper:
                     await old.ending(),
                 )
             elif conversation.fresh:
-                summary = await ask_summary(old, npc, self.policy.summary_timeout_s)
+                timeout_s = self.policy.summary_timeout_s
+                summary = await ask_summary(old, npc, timeout_s, model=self.model, meter=self.meter)
             had_fresh = conversation.fresh > 0
             from_record = conversation.fold(summary, self.policy.carry_turns)
             try:

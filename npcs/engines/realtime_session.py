@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -22,12 +23,14 @@ from websockets.exceptions import ConnectionClosed
 from campaigns.basics import GlyphoxaError, Tier
 from npcs.context import direction_note, reaction_instruction, render_scene
 from npcs.engines import realtime_wire as wire
+from npcs.usage import realtime_usage
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
     from npcs.engines.events import TurnRequest
     from npcs.engines.realtime_carry import Conversation
+    from npcs.usage import UsageSink
 
 __all__ = ["RealtimeSession", "ask_summary", "open_session"]
 
@@ -193,13 +196,27 @@ async def open_session(
     return session
 
 
-async def ask_summary(session: RealtimeSession, npc: str, timeout_s: float) -> str | None:
+async def ask_summary(
+    session: RealtimeSession,
+    npc: str,
+    timeout_s: float,
+    *,
+    model: str,
+    meter: UsageSink | None = None,
+) -> str | None:
     """The old session's own summary of its conversation, or None (logged) when it fails or
-    takes longer than ``timeout_s``; the caller then summarizes from its record."""
+    takes longer than ``timeout_s``; the caller then summarizes from its record. The summary's
+    tokens are reported to ``meter`` as the NPC's (they are billed like any response)."""
+
+    def record(reported: Any) -> None:
+        used = realtime_usage(reported, model=model, npc=npc)
+        if used is not None and meter is not None:
+            meter.record(used)
+
     try:
         async with asyncio.timeout(timeout_s):
             await session.connection.response.create(response=wire.summary_request())
-            return await _read_summary(session.connection)
+            return await _read_summary(session.connection, record)
     except TimeoutError:
         log.warning("realtime session for %s gave no summary within %.0f s", npc, timeout_s)
     except (*_LOST, GlyphoxaError) as error:
@@ -207,7 +224,7 @@ async def ask_summary(session: RealtimeSession, npc: str, timeout_s: float) -> s
     return None
 
 
-async def _read_summary(connection: Any) -> str | None:
+async def _read_summary(connection: Any, record: Callable[[Any], None]) -> str | None:
     ours: str | None = None
     parts: list[str] = []
     while True:
@@ -223,5 +240,6 @@ async def _read_summary(connection: Any) -> str | None:
         elif kind == "response.output_text.delta" and event.response_id == ours:
             parts.append(event.delta)
         elif kind == "response.done" and ours is not None and event.response.id == ours:
+            record(getattr(event.response, "usage", None))
             text = "".join(parts).strip()
             return text or None

@@ -151,3 +151,50 @@ async def test_open_memory_wires_config_providers_and_seeds_entities(
         assert "dark ale" in drink["text"]
     finally:
         await store.close()
+
+
+async def test_the_memorys_own_model_calls_are_priced_for_the_night(
+    tmp_path, openai_stub: OpenAIStub
+) -> None:
+    """The session's summary (priced as the LLM's model) and the chunks' embeddings (priced
+    under ``pricing.embeddings``) report to the table's spend meter as the campaign memory's
+    own cost; a server that reports no usage (this summary) is estimated, and says so."""
+    from bot.assembly.memory import open_memory
+    from bot.assembly.spend import attach_memory_meter
+    from bot.config import GlyphoxaConfig
+    from bot.session.spend import SpendMeter
+
+    config = GlyphoxaConfig.model_validate(
+        {
+            "memory": {"url": f"sqlite+aiosqlite:///{tmp_path / 'm.db'}", "chunk_utterances": 3},
+            "campaign": {"path": str(EXAMPLE)},
+            "providers": {
+                "llm": {"name": "openai", "model": "tiny", "base_url": openai_stub.base_url},
+                "embeddings": {"name": "openai", "model": "concepts",
+                               "base_url": openai_stub.base_url},
+            },
+            "pricing": {
+                "llm": {"tiny": {"input_per_million": 1e6, "output_per_million": 2e6}},
+                "embeddings": {"concepts": {"input_per_million": 5e5}},
+            },
+        }
+    )  # fmt: skip
+    meter = SpendMeter(config.pricing, config.session.spend)
+    store = await open_memory(config)
+    try:
+        attach_memory_meter(meter, config, store)
+        await _session(store)
+        await store.wait_idle()
+    finally:
+        await store.close()
+    night = meter.summary()
+    assert night["npcs"] == {"campaign memory": pytest.approx(night["total_usd"])}
+    assert "memory search concepts" in night["providers"] and night["estimated"]
+    llm = meter.rows[("llm", "tiny", "")]
+    assert llm.calls == 1 and llm.estimated_calls == 1 and llm.input_tokens > 0
+    assert llm.cost_usd == pytest.approx(llm.input_tokens * 1.0 + llm.output_tokens * 2.0)
+    embedded = [body for path, body in openai_stub.requests if path.endswith("/embeddings")]
+    emb = meter.rows[("embeddings", "concepts", "")]
+    assert emb.calls == len(embedded) > 0 and emb.estimated_calls == 0
+    assert emb.input_tokens == len(embedded)  # the server reports 1 token a request
+    assert emb.cost_usd == pytest.approx(0.5 * len(embedded))

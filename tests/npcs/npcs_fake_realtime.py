@@ -248,7 +248,15 @@ class FakeRealtime:
         part = {"item_id": item_id, "content_index": 0, **ids}
         await self._send(ws, "response.output_text.delta", delta=text, **part)
         await self._send(ws, "response.output_text.done", text=text, **part)
-        await self._send(ws, "response.done", response={**response, "status": "completed"})
+        usage = {  # as OpenAI reports a text response: every token text, none audio
+            "total_tokens": 400 + len(text.split()),
+            "input_tokens": 400,
+            "output_tokens": len(text.split()),
+            "input_token_details": {"text_tokens": 400, "audio_tokens": 0, "cached_tokens": 0},
+            "output_token_details": {"text_tokens": len(text.split()), "audio_tokens": 0},
+        }
+        done = {**response, "status": "completed", "usage": usage}
+        await self._send(ws, "response.done", response=done)
 
     async def _send(self, ws: ServerConnection, kind: str, **fields: Any) -> None:
         await ws.send(json.dumps({"type": kind, "event_id": self._id("evt"), **fields}))

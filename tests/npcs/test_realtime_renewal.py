@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 from openai import AsyncOpenAI
 
+from bot.config_spend import PricingConfig, SpendConfig
+from bot.session.spend import SpendMeter
 from campaigns.basics import GlyphoxaError, Tier
 from npcs.engines import TurnDone, TurnRequest
 from npcs.engines.realtime import RealtimeEngine, RenewalPolicy
@@ -72,6 +74,8 @@ async def test_a_session_is_renewed_before_its_limit_with_the_conversation_and_t
     caplog.set_level(logging.INFO, logger="npcs.engines.realtime_keeper")
     async with FakeRealtime(knowing, expire_after_s=1.5) as server:
         engine = engine_for(server, host, RenewalPolicy(limit_s=1.5, margin_s=0.7))
+        meter = SpendMeter(PricingConfig(), SpendConfig())
+        engine.meter = meter.sink(free=False)
         try:
             first = await run(engine, ask(FACT))
             await server.wait_until(lambda: len(server.connections) == 2)
@@ -108,6 +112,11 @@ async def test_a_session_is_renewed_before_its_limit_with_the_conversation_and_t
     assert second[-1] == TurnDone("Under the third barrel.", engine="realtime")
     assert engine.sessions.renewals == 1
     assert "carried the model's summary and 1 recent turns" in caplog.text
+    # the summary is billed like any response: the NPC's text tokens, priced
+    (row,) = meter.rows.values()  # the turns' responses reported no usage
+    assert (row.service, row.model, row.npc, row.calls) == ("realtime", "gpt-realtime", "Oracle", 1)
+    assert row.input_tokens == 400 and row.output_tokens > 0 and row.audio_output_tokens == 0
+    assert row.cost_usd > 0
 
 
 async def test_renewal_waits_for_the_turn_in_progress_and_queues_the_next_one(host) -> None:

@@ -125,3 +125,21 @@ def test_spend_limits_warn_then_switch_to_the_fallback(
     # ... and the report says so.
     assert "## Cost" in report and f"Cost so far: ${cost['total_usd']:.4f}" in report
     assert "hard limit $1.20 (reached)" in report and "- Bartok: $" in report
+    # The session's summary, written by the main LLM as the table closed, is priced too and kept
+    # with the session in its memory, as the campaign memory's own cost (no NPC's).
+    (summary,) = [r for r in llm.requests if not r.get("stream")]
+    rows = asyncio.run(_stored_usage(out / "memory.db"))
+    memory_rows = [r for r in rows if r["npc"] == ""]
+    assert [(r["service"], r["model"], r["calls"]) for r in memory_rows] == [("llm", "scripted", 1)]
+    used = usage(summary, 5)  # the server's unstreamed answer reports 5 tokens written
+    assert memory_rows[0]["input_tokens"] == used["prompt_tokens"]
+    priced = (used["prompt_tokens"] * INPUT_PRICE + used["completion_tokens"] * OUTPUT_PRICE) / 1e6
+    assert memory_rows[0]["cost_usd"] == pytest.approx(priced)
+
+
+async def _stored_usage(database: Path) -> list[dict[str, Any]]:
+    from campaigns.memory import MemoryStore
+
+    async with await MemoryStore.open(f"sqlite+aiosqlite:///{database}") as store:
+        (session,) = await store.list_sessions()
+        return await store.session_usage(session["id"])
