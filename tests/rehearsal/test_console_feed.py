@@ -10,7 +10,7 @@ from conftest import Table
 
 from bot.console.feed import TableFeed
 from bot.console.render import Renderer
-from bot.session.events import NpcSpoke
+from bot.session.events import NpcSpoke, SpeakingChanged
 
 
 async def test_a_page_that_stops_reading_is_dropped_and_the_table_plays_on(table: Table) -> None:
@@ -49,3 +49,24 @@ async def test_a_dead_console_leaves_the_table_playing(table: Table) -> None:
     assert feed.dropped == 0 or len(feed._inbox) <= 4096
     await feed.stop()
     assert feed.see not in table.session.watchers
+
+
+async def test_the_console_sees_a_player_start_and_stop_speaking(table: Table) -> None:
+    """Presence lights up while a player talks and goes out after (both edges reach it)."""
+    feed = TableFeed("1", "test table", table.session, Renderer())
+    feed.start()
+    try:
+        changes: list[tuple[str, bool]] = []
+        table.session.watchers.append(
+            lambda e: (
+                changes.append((e.speaker, e.speaking)) if isinstance(e, SpeakingChanged) else None
+            )
+        )
+        table.driver.say("Arin", "Bartok, are you listening?")
+        await table.driver.run_until(lambda: ("Arin", True) in changes)
+        assert feed.speaking == {"Arin"}
+        await table.driver.run_until(lambda: ("Arin", False) in changes)
+        assert feed.speaking == set()
+        assert changes[:2] == [("Arin", True), ("Arin", False)]
+    finally:
+        await feed.stop()
