@@ -75,8 +75,8 @@ async def synthesize_lines(
     scene: Scene, tts: TtsProvider, progress: Callable[[str], None] | None = None
 ) -> list[LineAudio]:
     """Audio for every line: text in the player's voice, or the WAV file resampled. Piper
-    speaks the players without its sampled prosody noise, so a line sounds (and is heard) the
-    same at every run of the scene."""
+    speaks the players without its sampled prosody noise, so a line sounds the same at every
+    run of the scene (only the table's timing still varies)."""
     tts = steady_voices(tts)
     out: list[LineAudio] = []
     for number, line in enumerate(scene.lines, 1):

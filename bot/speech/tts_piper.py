@@ -84,8 +84,8 @@ class PiperTts:
 
     def steady(self) -> PiperTts:
         """The same voices (loaded models shared) without sampled prosody noise: the same text
-        gives the same audio every time. Rehearsal players speak this way, so a scene's
-        verdict does not change from one run to the next."""
+        gives the same audio every time. Rehearsal players speak this way, so their voice is
+        not what varies from one run of a scene to the next."""
         twin = PiperTts(self._default_model, variation=0.0, voice_dirs=self.voice_dirs)
         twin._voices, twin._lock = self._voices, self._lock
         return twin
