@@ -27,6 +27,11 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "campaigns" / "example"
 @pytest.fixture
 def llm() -> Iterator[InstantLlm]:
     """The scripted LLM server on its own loop thread (the CLI runs its own asyncio.run)."""
+    yield from scripted_llm_on_a_thread()
+
+
+def scripted_llm_on_a_thread() -> Iterator[InstantLlm]:
+    """A scripted LLM server serving from its own loop thread until the generator closes."""
     loop = asyncio.new_event_loop()
     server = InstantLlm()
     thread = threading.Thread(target=loop.run_forever, daemon=True)

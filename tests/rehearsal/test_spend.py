@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from conftest import scripted_llm_on_a_thread
 from scripted_config import scripted_config
 
 from bot.bench.doubles.instant_llm import InstantLlm, usage
@@ -30,18 +30,7 @@ INPUT_PRICE, OUTPUT_PRICE = 1000.0, 2000.0
 @pytest.fixture
 def fallback_llm() -> Iterator[InstantLlm]:
     """A second scripted server on its own loop thread: the "local" fallback model."""
-    loop = asyncio.new_event_loop()
-    server = InstantLlm()
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    asyncio.run_coroutine_threadsafe(server.__aenter__(), loop).result(10)
-    try:
-        yield server
-    finally:
-        asyncio.run_coroutine_threadsafe(server.__aexit__(), loop).result(10)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(5)
-        loop.close()
+    yield from scripted_llm_on_a_thread()
 
 
 def _priced(config: Path, fallback: InstantLlm, soft: float, hard: float) -> None:
