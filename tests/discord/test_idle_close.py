@@ -68,13 +68,14 @@ class Night:
                 if c[1] == f"channels/{TEXT}/messages" and isinstance(c[2], dict)]  # fmt: skip
 
     async def everyone_leaves(self) -> float:
-        """Both people leave voice (the music bot stays); returns when discord.py saw the last
-        one go."""
+        """Both people leave voice (the music bot stays); returns once discord.py saw the last
+        one go, with the time just before that one left (no countdown starts earlier)."""
         await self.local.player_leaves(DM_USER)
+        last_left = time.monotonic()
         await self.local.player_leaves(PLAYER)
         channel = self.bot.get_guild(GUILD).get_channel(VOICE)  # type: ignore[union-attr]
         await _eventually(lambda: set(channel.voice_states) == {BOT_ID, JUKEBOX})  # type: ignore[union-attr]
-        return time.monotonic()
+        return last_left
 
 
 async def _night(
@@ -184,8 +185,8 @@ async def test_a_player_back_in_time_keeps_the_table_and_the_countdown_starts_ov
     assert cog.tables.get(GUILD) is table and not night.sessions[0]._stopped
     assert not any(NOTICE in text for text in night.notices())
     # Leaving again starts a full countdown of its own.
+    left_at = time.monotonic()  # before the leave: the bot may hear it before this returns
     await night.local.player_leaves(PLAYER)
-    left_at = time.monotonic()
     await night.api.wait_for_call(lambda c: NOTICE in str(c[2]))
     assert time.monotonic() - left_at >= 1.5
     assert night.sessions[0]._stopped and cog.tables == {}
