@@ -96,14 +96,16 @@ async def test_player_to_bartok_through_the_real_local_stack(tmp_path: Path) -> 
     heard = " ".join(_words(_transcribe(stt, wav_path, seconds=12)))
     said = " ".join(_words(turn["spoken"]))
     assert heard, "Bartok's audio transcribed to nothing"
-    # Character similarity with the start of what the engine wrote: names come back misspelt
-    # ("Bartok" -> "boredock") but the words line up (~0.7-0.9; unrelated speech ~0.15-0.35).
-    # (autojunk off: above 200 characters it would ignore spaces and common letters)
-    # SmolLM2 sometimes answers with a name alone ("Arin"), which comes back misspelt
-    # ("ellen"): one or two words say nothing letter by letter; speech was heard above.
+    # How much of what was heard, letter by letter and in order, stands in what the engine
+    # wrote: names come back misspelt ("Bartok" -> "boredock") and Whisper may miss the first
+    # words ("dwarf barkeep of the rusty flagon" heard as "keep the resty flag in"), but the
+    # letters line up (0.8-0.9; unrelated speech 0.25-0.35). (autojunk off: above 200
+    # characters it would ignore spaces and common letters.) SmolLM2 sometimes answers with a
+    # name alone ("Arin" heard as "ellen"): one or two words say nothing letter by letter;
+    # speech was heard above.
     if len(said.split()) >= 3:
-        start = said[: round(len(heard) * 1.2)]
-        similarity = SequenceMatcher(None, heard, start, autojunk=False).ratio()
-        assert similarity >= 0.55, f"heard {heard!r}\nsaid {said!r}"
+        blocks = SequenceMatcher(None, heard, said, autojunk=False).get_matching_blocks()
+        found = sum(block.size for block in blocks) / len(heard)
+        assert found >= 0.6, f"heard {heard!r}\nsaid {said!r}"
     for name in ("transcript.jsonl", "latency.json", "report.md", "session.wav"):
         assert (tmp_path / "out" / name).stat().st_size > 0
