@@ -99,13 +99,14 @@ async def test_player_to_bartok_through_the_real_local_stack(tmp_path: Path) -> 
     # How much of what was heard, letter by letter and in order, stands in what the engine
     # wrote: names come back misspelt ("Bartok" -> "boredock") and Whisper may miss the first
     # words ("dwarf barkeep of the rusty flagon" heard as "keep the resty flag in"), but the
-    # letters line up (0.8-0.9; unrelated speech 0.25-0.35). (autojunk off: above 200
+    # letters line up (0.59-0.9 seen, the low end from a second kernel path hearing "fourth our
+    # keep of the rest he flagging"; unrelated speech 0.25-0.35). (autojunk off: above 200
     # characters it would ignore spaces and common letters.) SmolLM2 sometimes answers with a
     # name alone ("Arin" heard as "ellen"): one or two words say nothing letter by letter;
     # speech was heard above.
     if len(said.split()) >= 3:
         blocks = SequenceMatcher(None, heard, said, autojunk=False).get_matching_blocks()
         found = sum(block.size for block in blocks) / len(heard)
-        assert found >= 0.6, f"heard {heard!r}\nsaid {said!r}"
+        assert found >= 0.45, f"heard {heard!r}\nsaid {said!r}"
     for name in ("transcript.jsonl", "latency.json", "report.md", "session.wav"):
         assert (tmp_path / "out" / name).stat().st_size > 0
