@@ -197,6 +197,10 @@ async def _pause_until_the_turn_ends(lane: SpeakerLane, watch: LaneWatch) -> Spe
     return await watch.next(SpeechEnded)
 
 
+QUESTION = "Bartok, is it raining outside?"
+"""A whole question. Tests check that its words were heard (two of five words may be misheard:
+on an AVX-512 CPU the second kernel path hears "is it greening outside?"), never one word."""
+
 UNSURE = 0.2
 """A score far under ``speech.turn.threshold``: the sound alone leaves the turn in doubt. Real
 Smart Turn scores a flat-voiced question anywhere from 0.05 to 0.9 across CPUs, kernels and a
@@ -213,7 +217,7 @@ async def test_a_busy_table_still_hears_a_long_pause_in_time_for_a_whole_questio
     lane = _lane(whisper, ScoredTurnModel(UNSURE))
     watch = LaneWatch(lane)
     with lane.scheduler.answering():  # another NPC's answer is on its way
-        _push(lane, stt_frames(*piper_pcm(piper, "Bartok, is it raining outside?")))
+        _push(lane, stt_frames(*piper_pcm(piper, QUESTION)))
         _push(lane, stt_silence(0.1))
         check = await watch.next(TurnCheck)
         assert not check.complete and check.text == "", check  # unsure, and no words yet
@@ -227,10 +231,10 @@ async def test_a_busy_table_still_hears_a_long_pause_in_time_for_a_whole_questio
         ended = await _pause_until_the_turn_ends(lane, watch)
         final = await watch.next(FinalTranscript)
     await watch.close()
-    assert words.reason == "a whole question" and "raining" in words.text.lower(), words
+    assert words.reason == "a whole question" and heard_as(QUESTION, words.text, 0.4), words
     assert ended.reason == "a whole question", ended
     assert abs(ended.silence_ms - CONFIG.turn.unsure_ms) <= WINDOW_MS / 2
-    assert "raining" in final.text.lower(), final.text
+    assert heard_as(QUESTION, final.text, 0.4), final.text
 
 
 async def test_words_in_doubt_still_judge_the_pause(
@@ -244,7 +248,7 @@ async def test_words_in_doubt_still_judge_the_pause(
     stt = MisheardOpening(whisper)
     lane = _lane(stt, ScoredTurnModel(UNSURE))  # type: ignore[arg-type]
     watch = LaneWatch(lane)
-    _push(lane, stt_frames(*piper_pcm(piper, "Bartok, is it raining outside?")))
+    _push(lane, stt_frames(*piper_pcm(piper, QUESTION)))
     _push(lane, stt_silence(0.1))
     ended = await _pause_until_the_turn_ends(lane, watch)
     final = await watch.next(FinalTranscript)
@@ -253,9 +257,9 @@ async def test_words_in_doubt_still_judge_the_pause(
     assert ended.reason == "a whole question", (ended, checks)
     assert CONFIG.turn.unsure_ms - WINDOW_MS / 2 <= ended.silence_ms < CONFIG.turn.incomplete_ms
     reason, draft = checks[-1]
-    assert reason == "a whole question" and "is it raining" in draft.lower(), checks
+    assert reason == "a whole question" and heard_as(QUESTION, draft, 0.4), checks
     assert draft.startswith("Mark,") and draft in stt.first_looks, checks
-    assert not final.text.startswith("Mark") and "outside" in final.text.lower(), final.text
+    assert not final.text.startswith("Mark") and heard_as(QUESTION, final.text, 0.4), final.text
 
 
 async def test_a_whole_question_in_doubt_is_heard_again_while_its_turn_waits(
@@ -273,7 +277,7 @@ async def test_a_whole_question_in_doubt_is_heard_again_while_its_turn_waits(
         turn_model=ScoredTurnModel(UNSURE),
     )
     watch = LaneWatch(lane)
-    _push(lane, stt_frames(*piper_pcm(piper, "Bartok, is it raining outside?")))
+    _push(lane, stt_frames(*piper_pcm(piper, QUESTION)))
     _push(lane, stt_silence(0.1))
     while (check := await watch.next(TurnCheck)).reason != "a whole question":
         assert not check.complete, check  # no words yet: the sound alone is unsure
@@ -282,7 +286,7 @@ async def test_a_whole_question_in_doubt_is_heard_again_while_its_turn_waits(
     heard, _ms = await asyncio.wait_for(pause.heard, 30)  # no more audio: the turn is not over
     assert not watch.of(SpeechEnded)
     assert metrics.sample("glyphoxa_stt_seconds_count", {"kind": "second_look"}) == 1.0
-    assert heard != pause.draft.result() and "outside" in heard.lower(), heard
+    assert heard != pause.draft.result() and heard_as(QUESTION, heard, 0.4), heard
     ended = await _pause_until_the_turn_ends(lane, watch)
     final = await watch.next(FinalTranscript)
     await watch.close()
