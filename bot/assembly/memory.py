@@ -106,6 +106,8 @@ async def open_memory(
             entities = load_model(entities_file, EntitiesFile, allow_empty=True).unwrap()
             count, relations = await store.seed_entities(entities)
             log.info("seeded %d entities and %d relations from %s", count, relations, entities_file)
+        elif seed and await store.index_entities():
+            log.info("entity descriptions indexed for search_facts")
     except BaseException:
         await store.close()
         raise

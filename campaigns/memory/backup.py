@@ -253,14 +253,27 @@ async def _merge_bindings(conn: AsyncConnection, tables: Tables) -> int:
 
 
 async def _new_fact_chunks(conn: AsyncConnection, chunks: list[ChunkRow]) -> list[ChunkRow]:
-    """Approved-fact chunks (no session) not already present (same text and time)."""
+    """Approved-fact chunks (no session) not already present (same text and time), and the
+    described entities' chunks of entities that have none here yet."""
     table = T["chunks"]
-    known = set(
-        await conn.execute(
-            select(table.c.text, table.c.created_at).where(table.c.session_id.is_(None))
+    rows = await conn.execute(
+        select(table.c.kind, table.c.entity_id, table.c.text, table.c.created_at).where(
+            table.c.session_id.is_(None)
         )
     )
-    return [c for c in chunks if c.session_id is None and (c.text, c.created_at) not in known]
+    known: set[tuple[str, float]] = set()
+    described: set[str | None] = set()
+    for row in rows:
+        known.add((row.text, row.created_at))
+        if row.kind == "entity":
+            described.add(row.entity_id)
+    return [
+        c
+        for c in chunks
+        if c.session_id is None
+        and (c.text, c.created_at) not in known
+        and not (c.kind == "entity" and c.entity_id in described)
+    ]
 
 
 async def _insert_remapped(

@@ -51,7 +51,7 @@ class UtteranceRow(_Row):
 
 class ChunkRow(_Row):
     id: int
-    kind: Literal["transcript", "fact"]
+    kind: Literal["transcript", "fact", "entity"]
     session_id: str | None = None
     entity_id: str | None = None
     first_utterance_id: int | None = None

@@ -17,12 +17,13 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from campaigns.basics import GlyphoxaError
 from campaigns.content import ENTITY_TYPES, EntitiesFile
-from campaigns.memory.models import Entity, ProposedFact, Relation, table_of
+from campaigns.memory.models import Chunk, Entity, ProposedFact, Relation, table_of
 
 __all__ = ["NameIndex", "entity_summary", "find_entities", "search_names", "seed"]
 
 ENTITIES = table_of(Entity)
 RELATIONS = table_of(Relation)
+CHUNKS = table_of(Chunk)
 FACTS = table_of(ProposedFact)
 _FUZZY_CUTOFF = 0.75
 #: Dice coefficient of character bigrams a form needs before the exact (slower) ratio runs.
@@ -41,7 +42,9 @@ async def seed(connection: AsyncConnection, entities: EntitiesFile) -> tuple[int
     """Insert or update entities and add missing relations; returns (entities, new relations).
 
     Relations may point at entities already in the database. An unknown endpoint is refused before
-    anything is written.
+    anything is written. Each described entity is also a searchable chunk (kind ``entity``,
+    :func:`index_entities`), so ``search_facts`` finds what the campaign was written with, not
+    only what was said or approved since.
     """
     now = time.time()
     keys = {seed.key for seed in entities.entities}
@@ -70,6 +73,7 @@ async def seed(connection: AsyncConnection, entities: EntitiesFile) -> tuple[int
         else:
             await connection.execute(insert(ENTITIES).values(id=seed_entity.key, **values))
             existing.add(seed_entity.key)
+    await index_entities(connection)
     triples = select(RELATIONS.c.source_id, RELATIONS.c.type, RELATIONS.c.target_id)
     present: set[tuple[str, str, str]] = {
         (a, b, c) for a, b, c in await connection.execute(triples)
@@ -90,6 +94,41 @@ async def seed(connection: AsyncConnection, entities: EntitiesFile) -> tuple[int
         )
         added += 1
     return len(entities.entities), added
+
+
+async def index_entities(connection: AsyncConnection) -> int:
+    """One ``entity`` chunk per described entity ("Name: description"), added or updated to
+    match the entity as stored (seeded, or changed since); returns how many changed."""
+    held = {
+        row.entity_id: (row.id, row.text)
+        for row in await connection.execute(
+            select(CHUNKS.c.id, CHUNKS.c.entity_id, CHUNKS.c.text).where(CHUNKS.c.kind == "entity")
+        )
+    }
+    now = time.time()
+    changed = 0
+    for entity in await connection.execute(
+        select(ENTITIES.c.id, ENTITIES.c.name, ENTITIES.c.description)
+    ):
+        description = (entity.description or "").strip()
+        if not description:
+            continue
+        text = f"{entity.name}: {description}"
+        found = held.get(entity.id)
+        if found is None:
+            await connection.execute(
+                insert(CHUNKS).values(kind="entity", entity_id=entity.id, text=text, created_at=now)
+            )
+        elif found[1] != text:
+            await connection.execute(
+                update(CHUNKS)
+                .where(CHUNKS.c.id == found[0])
+                .values(text=text, created_at=now, embedding=None, embedded_at=None)
+            )
+        else:
+            continue
+        changed += 1
+    return changed
 
 
 def _public(row: Any) -> dict[str, Any]:

@@ -89,7 +89,8 @@ class Chunk(Base):
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     kind: Mapped[str] = mapped_column(String(20))
-    """``transcript`` (3-6 utterances) or ``fact`` (an approved proposed fact)."""
+    """``transcript`` (3-6 utterances), ``fact`` (an approved proposed fact) or ``entity`` (a
+    seeded entity's description)."""
     session_id: Mapped[str | None] = mapped_column(
         ForeignKey("sessions.id", ondelete="CASCADE"), index=True
     )

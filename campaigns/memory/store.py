@@ -334,6 +334,12 @@ class MemoryStore(
         finally:
             self._names.invalidate()
 
+    async def index_entities(self) -> int:
+        """Keep a searchable ``entity`` chunk of every described entity (a database seeded
+        before such chunks existed gets them here); returns how many were added or updated."""
+        async with self._write() as conn:
+            return await graph.index_entities(conn)
+
     async def query_entities(
         self, name: str | None = None, type: str | None = None, limit: int = 20
     ) -> list[dict[str, Any]]:

@@ -61,11 +61,12 @@ async def test_export_import_round_trip_and_second_import_is_a_no_op(
     counts = await source.export_json(tmp_path / "backup.json")
     expected = await _snapshot(source)
     await source.close()
-    assert counts["utterances"] == 8 and counts["chunks"] == 3
+    described = sum(1 for e in example_entities.entities if e.description.strip())
+    assert counts["utterances"] == 8 and counts["chunks"] == 3 + described  # + "entity" chunks
 
     target = await MemoryStore.open(memory_url)  # both backends: SQLite -> PostgreSQL migration
     report = await target.import_json(tmp_path / "backup.json")
-    assert report.sessions_added == 1 and report.utterances == 8 and report.chunks == 3
+    assert report.sessions_added == 1 and report.utterances == 8 and report.chunks == 3 + described
     assert report.characters == 1 and expected["characters"] == [
         ("123456789012345678", "Arin", "Dana")
     ]

@@ -80,8 +80,8 @@ def test_memory_commands_end_to_end(
     code, out, _ = _run(capsys, *c, "memory", "export", str(backup))
     assert code == 0 and "2 utterances" in out
     other = f"sqlite+aiosqlite:///{tmp_path / 'other.db'}"
-    code, out, _ = _run(capsys, *c, "memory", "--url", other, "import", str(backup))
-    assert code == 0 and "sessions added: 1" in out
+    code, out, err = _run(capsys, *c, "memory", "--url", other, "import", str(backup))
+    assert code == 0 and "sessions added: 1" in out, err
     code, out, _ = _run(capsys, *c, "recap", "--url", other)
     assert "old mill is busy" in out
 
