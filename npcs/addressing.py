@@ -198,7 +198,7 @@ class AddressDetector:
             (m.group(1), m.start(), m.end(1), m.group(2) is not None)
             for m in (_TOKEN_ASCII if lowered.isascii() else _TOKEN).finditer(lowered)
         ]
-        found = self._find(spans)
+        found = self._find(spans, lowered)
         if not found:
             return [], [], []
         words = Words(lowered, spans)
@@ -220,7 +220,7 @@ class AddressDetector:
         return heard, asked, unasked
 
     def _find(
-        self, spans: list[tuple[str, int, int, bool]]
+        self, spans: list[tuple[str, int, int, bool]], lowered: str
     ) -> list[tuple[NameForm, str, int, int]]:
         """Every name form heard: (form, how, first word, word count), in order."""
         words = [span[0] for span in spans]
@@ -265,6 +265,10 @@ class AddressDetector:
                     if result is not None:
                         hit = (result[0], result[1], n)
                         break
+            if hit is None and not plain[i] and _opens_line(lowered, spans, i):
+                short = index.lookup_opening(words[i])
+                if short is not None and not is_everyday(words[i]):
+                    hit = (short[0], short[1], 1)
             if hit is None:
                 i += 1
                 continue
@@ -309,7 +313,15 @@ class AddressDetector:
             if passed:
                 reason += f"; {', '.join(dict.fromkeys(passed))} only thanked or greeted"
             return AddressDecision(names, reason, mentions)
+        # A line about an NPC ("I don't trust Bartok", "let's ask Greymantle tomorrow") or
+        # naming one that is not in the conversation is not said to the NPC of the
+        # conversation, nor to the only NPC in the scene: nobody answers it.
         last = self._last.get(speaker)
+        talking_with = set(last[0]) if last is not None else set()
+        about = [m.npc for m in mentions if not m.vocative or m.npc not in talking_with]
+        if about:
+            who = ", ".join(dict.fromkeys(about))
+            return AddressDecision([], f"NPCs only talked about, not to ({who})", mentions)
         if last is not None and now - last[1] <= self.continuation_window_s:
             names = [n for n in last[0] if n in self._npcs and not self._npcs[n].address_only]
             if names:
@@ -323,8 +335,6 @@ class AddressDetector:
             if not sole.address_only:
                 self._remember(speaker, [sole.name], now, record)
                 return AddressDecision([sole.name], f"sole active NPC {sole.name}", mentions)
-        if mentions:
-            return AddressDecision([], "NPCs only talked about, not to", mentions)
         return AddressDecision([], "no clear addressee", mentions)
 
     def _remember(self, speaker: str, names: list[str], now: float, record: bool) -> None:
@@ -347,3 +357,15 @@ class AddressDetector:
                     [npc], f"DM puppeting {npc}", puppet_text=match.group("text").strip()
                 )
         return None
+
+
+_OPENERS = frozenset("hey hi hello oi ok okay so well now and yo right".split())
+
+
+def _opens_line(lowered: str, spans: list[_Span], i: int) -> bool:
+    """The word at ``i`` opens the line as a name said to someone does: first (or after "hey")
+    and set off by a comma, "!", "?" or the line's end ("Mera, a pint!", "hey Oren!")."""
+    if i > 1 or (i == 1 and spans[0][0] not in _OPENERS):
+        return False
+    after = lowered[spans[i][2] :].lstrip()
+    return not after or after[0] in ",!?.:"

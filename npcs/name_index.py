@@ -85,6 +85,9 @@ _PHONETIC_RULES = (
 _VOWELS = str.maketrans("", "", "aeiouyhw")
 _WIDE_MIN_LEN = 8
 """Names this long are still matched two edits off when they sound alike."""
+_SHORT_MIN_LEN = 3
+"""Names this short (up to ``_FUZZY_MIN_LEN``) are matched one edit off only where they open
+the line (``NpcNameIndex.lookup_opening``)."""
 _PART_RANK = 2
 """How far a derived name part ranks below a name or alias the DM wrote."""
 
@@ -231,6 +234,7 @@ class NpcNameIndex:
         "fuzzy_gate",
         "name_words",
         "phonetic",
+        "short",
         "wide",
     )
 
@@ -239,7 +243,7 @@ class NpcNameIndex:
         self.name_words: set[str] = set()
         self.fuzzy_gate: set[tuple[str, int]] = set()
         """(first letter, length) of every word a one-edit fuzzy match may start from."""
-        claims = {table: _Claims() for table in ("exact", "phonetic", "fuzzy", "wide")}
+        claims = {table: _Claims() for table in ("exact", "phonetic", "fuzzy", "wide", "short")}
         for npc in npcs:
             written: set[str] = set()
             for name in npc.names():
@@ -272,12 +276,19 @@ class NpcNameIndex:
         self.phonetic: dict[str, NameForm] = claims["phonetic"].table()
         self.fuzzy: dict[str, NameForm] = claims["fuzzy"].table()
         self.wide: dict[str, NameForm] = claims["wide"].table()
+        self.short: dict[str, NameForm] = claims["short"].table()
+        """Short names (3-4 letters) and their one-letter deletions: matched one edit off only
+        where a name opens the line (:meth:`lookup_opening`)."""
         # "the" of "the barkeep" stays an everyday word: approximate matching skips it.
         self.common = _COMMON_WORDS.difference(self.name_words - ARTICLES)
 
     def _add(self, form: NameForm, claims: dict[str, _Claims], rank: int) -> None:
         claims["exact"].put(form.joined, form, rank)
         if len(form.joined) < _FUZZY_MIN_LEN:
+            if len(form.joined) >= _SHORT_MIN_LEN and form.words == 1:
+                claims["short"].put(form.joined, form, rank)
+                for variant in _deletions(form.joined):
+                    claims["short"].put(variant, form, rank + 1)
             return
         key = phonetic_key(form.joined)
         if len(key) >= 4:
@@ -323,6 +334,22 @@ class NpcNameIndex:
                     return form, "fuzzy"
         if len(candidate) >= _WIDE_MIN_LEN - 1 and self.wide:
             return self._lookup_wide(candidate, key)
+        return None
+
+    def lookup_opening(self, candidate: str) -> tuple[NameForm, str] | None:
+        """A short name one edit off ("Mera" for Mira, "Oren" for Orin, "Eda" for Edda), for
+        a word that opens the line as a name does ("Mera, ..."): Whisper's usual slip on a
+        short fantasy name, which elsewhere in a line is too likely another word to match."""
+        if not _SHORT_MIN_LEN <= len(candidate) <= _FUZZY_MIN_LEN + 1:
+            return None
+        for variant in (candidate, *_deletions(candidate)):
+            form = self.short.get(variant)
+            if (
+                form is not None
+                and form.joined[0] == candidate[0]  # Whisper keeps a name's first letter
+                and edit_distance(candidate, form.joined, 1) <= 1
+            ):
+                return form, "fuzzy"
         return None
 
     def _lookup_wide(self, candidate: str, key: str) -> tuple[NameForm, str] | None:
