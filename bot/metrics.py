@@ -56,6 +56,7 @@ class Metrics:
     packets: _PacketCounts = field(init=False)
     active_speakers: Gauge = field(init=False)
     turns: Counter = field(init=False)
+    speech_repairs: Counter = field(init=False)
     failures: Counter = field(init=False)
     voice_events: Counter = field(init=False)
 
@@ -98,6 +99,13 @@ class Metrics:
             ["outcome", "tier"],
             registry=reg,
         )
+        self.speech_repairs = Counter(
+            "glyphoxa_speech_repairs_total",
+            "What clean speech did to NPC answers, by kind (label, echo, fallback, ...); "
+            "kind budget counts answers cut at their spoken budget.",
+            ["kind"],
+            registry=reg,
+        )
         self.failures = Counter(
             "glyphoxa_failures_total",
             "Failures the DM was told about, by part (llm_server, npc_turn, ...).",
@@ -116,6 +124,13 @@ class Metrics:
         for stage, ms in stages_ms.items():
             if ms is not None and ms >= 0:
                 self.turn_stage_seconds.labels(stage).observe(ms / 1000.0)
+
+    def observe_speech(self, repairs: Mapping[str, int], budget_hit: bool) -> None:
+        """Record what clean speech did to one answer and whether it hit its budget."""
+        for kind, times in repairs.items():
+            self.speech_repairs.labels(kind).inc(times)
+        if budget_hit:
+            self.speech_repairs.labels("budget").inc()
 
     def observe_tool(self, status: str, tier: str) -> None:
         self.tool_calls.labels(status, tier).inc()

@@ -10,18 +10,29 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from npcs.schema import NpcDefinition
+from npcs.schema import CascadeSettings, NpcDefinition
 
 __all__ = [
+    "CONTINUE_INSTRUCTION",
     "MAX_SCENE_CHARS",
     "SceneLine",
     "SceneWindow",
     "build_messages",
     "build_system_prompt",
     "direction_note",
+    "nothing_recalled_note",
+    "prompt_wording",
     "reaction_instruction",
+    "recall_note",
     "render_scene",
+    "roll_note",
 ]
+
+#: What a model continuing words already spoken (the sentence cascade's opener) is told.
+CONTINUE_INSTRUCTION = (
+    "Continue speaking right after your last words above, as the same reply. "
+    "Do not repeat what you already said."
+)
 
 #: Most recent scene lines included in a prompt; older ones are campaign memory's job.
 MAX_SCENE_LINES = 12
@@ -152,6 +163,11 @@ def build_system_prompt(
         parts.append(f"People also call you: {', '.join(npc.aliases)}.")
     if npc.behavior_rules:
         parts.append("Rules you follow:\n" + "\n".join(f"- {r}" for r in npc.behavior_rules))
+    if npc.example_lines:
+        parts.append(
+            "How you talk (lines you might say):\n"
+            + "\n".join(f"- {line}" for line in npc.example_lines)
+        )
     if npc.knowledge_scope:
         parts.append(
             "You know about: "
@@ -194,6 +210,7 @@ def build_messages(
     scene_chars: int = MAX_SCENE_CHARS,
     direction: str | None = None,
     reacting_to: str | None = None,
+    notes: str = "",
 ) -> list[dict[str, Any]]:
     """Chat Completions messages for one turn: the stable system prompt, then one user message
     with what changes every turn (the scene, campaign facts, the player's words; at most
@@ -205,7 +222,8 @@ def build_messages(
     server renders the tool descriptions at the end of the system message.
 
     ``reacting_to``: the turn is a reaction to what that NPC just said (``text``, which named
-    this NPC), not an answer to ``speaker``.
+    this NPC), not an answer to ``speaker``. ``notes``: what the table did before the model
+    speaks (a roll, what the NPC recalls; ``npcs.engines.table_actions``).
     """
     if scene and scene[-1].npc is None and scene[-1].text.strip() == text.strip():
         scene = scene[:-1]  # the current line may already be in the transcript
@@ -218,6 +236,8 @@ def build_messages(
         parts.append(f"What was just said at the table (oldest first):\n{transcript}")
     if entity_snapshot and entity_snapshot.strip():
         parts.append(f"Facts from the campaign notes:\n{entity_snapshot.strip()}")
+    if notes.strip():
+        parts.append(notes.strip())
     if direction and direction.strip():
         parts.append(direction_note(direction))
     # The instruction before the player's words, not after: then the prompt prefilled on a
@@ -243,3 +263,57 @@ def _instruction(npc_name: str, speaker: str, text: str, reacting_to: str | None
     if reacting_to:
         return reaction_instruction(npc_name, reacting_to, text)
     return f"Answer as {npc_name}. {speaker} says to you: {text.strip()}".rstrip()
+
+
+def recall_note(facts: Sequence[str]) -> str:
+    """What an NPC is told it recalls: the campaign memory the table searched before it spoke
+    (``npcs.engines.table_actions``)."""
+    return "What you recall about this (say it in your own words):\n" + "\n".join(
+        f"- {fact}" for fact in facts
+    )
+
+
+def nothing_recalled_note() -> str:
+    """What an NPC is told when the table's search of memory found nothing."""
+    return "You searched your memory and found nothing about this; say so in character."
+
+
+def roll_note(expression: str, purpose: str, speaker: str, total: int) -> str:
+    """What an NPC is told of the roll the table made for a player (it opened with the total)."""
+    what = f"{expression} for {purpose}" if purpose else expression
+    return (
+        f"You just rolled {what} for {speaker} and said the result, {total}. Add one short line "
+        "in character about it; do not roll again and do not name another number."
+    )
+
+
+_MARK = "qqmark"
+
+
+def prompt_wording() -> tuple[str, ...]:
+    """Every text Glyphoxa itself writes into a prompt, with the DM's text, the scene and the
+    player's words left out: a spoken line repeating a run of it is the prompt leaking into
+    speech (``npcs.clean_speech``)."""
+    npc = NpcDefinition(
+        name=_MARK,
+        aliases=[_MARK],
+        personality=_MARK,
+        knowledge_scope=[_MARK],
+        secret_knowledge=[_MARK],
+        behavior_rules=[_MARK],
+        example_lines=[_MARK],
+    )
+    texts = [build_system_prompt(npc, has_tools=True)]
+    messages = build_messages(
+        npc, _MARK, _MARK, entity_snapshot=_MARK, direction=_MARK, notes=_MARK, has_tools=True
+    )
+    texts += [str(message["content"]) for message in messages]
+    texts += [
+        reaction_instruction(_MARK, _MARK, _MARK),
+        recall_note([_MARK]),
+        nothing_recalled_note(),
+        roll_note(_MARK, _MARK, _MARK, 0),
+        CONTINUE_INSTRUCTION,
+        CascadeSettings().opener_instruction,
+    ]
+    return tuple(text.replace(_MARK, "\n") for text in texts)

@@ -19,11 +19,18 @@ __all__ = [
     "EngineKind",
     "LlmOverrides",
     "NpcDefinition",
+    "SpokenBudgetWords",
     "VoiceSettings",
 ]
 
 #: Lists whose items are sentences: a flow list there that a comma split is warned about.
-PROSE_LIST_FIELDS = ("secret_knowledge", "behavior_rules", "filler_lines")
+PROSE_LIST_FIELDS = (
+    "secret_knowledge",
+    "behavior_rules",
+    "filler_lines",
+    "fallback_lines",
+    "example_lines",
+)
 
 
 class _Strict(BaseModel):
@@ -54,6 +61,15 @@ class LlmOverrides(_Strict):
     model: str | None = None
     temperature: float | None = Field(default=None, ge=0.0, le=2.0)
     max_tokens: int | None = Field(default=None, gt=0, le=8192)
+
+
+class SpokenBudgetWords(_Strict):
+    """Words one spoken answer may have at each tier; empty: the default (fast 30, standard
+    60, deep 120). An answer ends at the last whole sentence that fits."""
+
+    fast: int | None = Field(default=None, ge=5, le=400)
+    standard: int | None = Field(default=None, ge=5, le=400)
+    deep: int | None = Field(default=None, ge=5, le=400)
 
 
 class CascadeSettings(_Strict):
@@ -87,6 +103,17 @@ class NpcDefinition(_Strict):
     greeting: str | None = None
     filler_lines: list[str] = Field(default_factory=list)
     """Short lines spoken while slow tools run ("Let me think...")."""
+    fallback_lines: list[str] = Field(default_factory=list)
+    """Lines said in character when an answer cannot be used (the model failed, or wrote
+    nothing clean even when asked again); empty: the filler lines, else built-in ones."""
+    example_lines: list[str] = Field(default_factory=list)
+    """A few lines in the NPC's own voice ("Ale's two copper, and worth every one."): shown to
+    the model as how this NPC talks. Two to four short lines help small models most."""
+    spoken_budget: SpokenBudgetWords = Field(default_factory=SpokenBudgetWords)
+    """Words an answer may have at each tier (``{fast: 30, standard: 60, deep: 120}``)."""
+    emotes: bool = False
+    """Keep stage directions (``*wipes a mug*``) in the NPC's lines; by default they are cut
+    before the voice."""
     address_only: bool = False
     """Answer only when named, never by continuation or as the sole NPC in the scene."""
     llm: LlmOverrides = Field(default_factory=LlmOverrides)

@@ -77,6 +77,10 @@ class TurnView:
     segments: list[Segment] = field(default_factory=list)
     voice_to_voice_ms: float | None = None
     dom: str = ""
+    budget_words: int | None = None
+    budget_hit: bool = False
+    repairs: dict[str, int] = field(default_factory=dict)
+    """What clean speech did to the answer, by kind."""
 
 
 def grouped_stages(trace: TurnTrace) -> dict[str, float | None]:
@@ -146,6 +150,9 @@ def turn_view(trace: TurnTrace) -> TurnView:
         segments=segments,
         voice_to_voice_ms=trace.stages_ms()["voice_to_voice"],
         dom=f"turn-{trace.turn_id}",
+        budget_words=trace.budget_words,
+        budget_hit=trace.budget_hit,
+        repairs=dict(trace.repairs),
     )
 
 

@@ -63,7 +63,22 @@ def latency_summary(turns: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "turns": len(turns),
         "interrupted": sum(1 for t in turns if t.get("interrupted")),
         "failed": sum(1 for t in turns if t.get("error")),
+        "budget_hit": sum(1 for t in turns if t.get("budget_hit")),
+        "repairs": _repair_totals(turns),
+        "tool_calls": sum(len(t.get("tools") or ()) for t in turns),
     }
+
+
+def _repair_totals(turns: Sequence[dict[str, Any]]) -> dict[str, int]:
+    totals: dict[str, int] = {}
+    for turn in turns:
+        for kind, times in (turn.get("repairs") or {}).items():
+            totals[kind] = totals.get(kind, 0) + times
+    return totals
+
+
+def _repairs_text(repairs: dict[str, int]) -> str:
+    return ", ".join(f"{kind} {times}" for kind, times in repairs.items())
 
 
 def write_latency_json(
@@ -166,9 +181,12 @@ def write_report(
     if summary.get("cost") is not None:
         lines += ["## Cost", "", *cost_lines(summary["cost"]), ""]
     stages = summary["stages"]
+    repaired = _repairs_text(summary.get("repairs") or {})
     lines += [
         f"- Turns: {summary['turns']} ({summary['interrupted']} interrupted, "
-        f"{summary['failed']} failed)",
+        f"{summary['failed']} failed); tool calls: {summary.get('tool_calls', 0)}",
+        f"- What the NPCs said: {summary.get('budget_hit', 0)} answers cut at their spoken "
+        f"budget; clean speech repaired: {repaired or 'nothing'}",
         f"- Voice-to-voice (end of player speech to first NPC audio): "
         f"{_fmt(stages.get('voice_to_voice'))}",
         f"- Voice-to-voice, FAST turns: {_fmt(summary['voice_to_voice_fast_ms'])}",
@@ -196,6 +214,10 @@ def write_report(
         flag += f" (error: {turn['error']})" if turn.get("error") else ""
         flag += f' (said "{turn["fallback"]}" instead)' if turn.get("fallback") else ""
         flag += f" (reaction dropped: {turn['dropped']})" if turn.get("dropped") else ""
+        if turn.get("budget_hit"):
+            flag += f" (cut at its {turn.get('budget_words')}-word budget)"
+        if turn.get("repairs"):
+            flag += f" (repaired: {_repairs_text(turn['repairs'])})"
         who = turn.get("reaction_to") or turn["speaker"]  # a reaction hears an NPC's answer
         heard = f"{who}: \u201c{turn['heard']}\u201d -> " if turn["heard"] else ""
         lines.append(

@@ -100,6 +100,7 @@ class AnswerFollowUp:
             self._metrics.observe_turn(trace.stages_ms())
         outcome = "failed" if trace.error else "interrupted" if trace.interrupted else "done"
         self._metrics.turns.labels(outcome, trace.tier).inc()
+        self._metrics.observe_speech(trace.repairs, trace.budget_hit)
         self._reactions.answer_ended(turn)
         now = time.monotonic()
         if trace.spoken:

@@ -86,6 +86,12 @@ class TurnTrace:
     """A reaction: the NPC whose answer named this one (``heard`` holds that answer)."""
     dropped: str | None = None
     """Why a reaction was dropped before anyone heard it (a player started speaking)."""
+    budget_words: int | None = None
+    """The answer's spoken budget in words (``npcs.spoken_budget``); None: none was set."""
+    budget_hit: bool = False
+    """The answer was cut at its spoken budget."""
+    repairs: dict[str, int] = field(default_factory=dict)
+    """What clean speech did to the answer, by kind (``npcs.clean_speech``)."""
 
     def stages_ms(self) -> dict[str, float | None]:
         """Duration of every stage in milliseconds, None where a timestamp is missing."""
@@ -157,6 +163,9 @@ class TurnTrace:
             "speculative_entities": self.speculative_entities,
             "reaction_to": self.reaction_to,
             "dropped": self.dropped,
+            "budget_words": self.budget_words,
+            "budget_hit": self.budget_hit,
+            "repairs": dict(self.repairs),
             "stages_ms": self.stages_ms(),
             "model_ms": round(self.model_ms(), 2),
             "overhead_ms": self.overhead_ms(),

@@ -166,6 +166,9 @@ async def run_turn(
                     trace.tools.extend(tool_use(r) for r in event.report.results)
                 elif isinstance(event, TurnDone):
                     trace.reply = event.text or " ".join(spoken)
+                    trace.budget_words = event.budget_words
+                    trace.budget_hit = event.budget_hit
+                    trace.repairs = dict(event.repairs)
                     if trace.first_audio is not None and not spoken and event.text:
                         handle.caption(event.text)  # speech-to-speech: the whole transcript
         if not trace.reply:

@@ -6,7 +6,10 @@ calls; the calls of one round run in parallel through the tool host, their resul
 the model, and the loop repeats up to ``max_depth`` rounds, after which the model must answer
 without tools. When the requested tools are expected to take longer than ``filler_after_ms``,
 a filler line in the NPC's voice covers the wait. Reading one round's answer (sentences out as
-they complete, tool calls collected) is :mod:`npcs.engines.cascaded_round`'s.
+they complete, cleaned and within the spoken budget, tool calls collected) is
+:mod:`npcs.engines.cascaded_round`'s. Before the first round the table's own actions run
+(:mod:`npcs.engines.table_actions`: a roll asked for, what the NPC recalls); an answer with
+nothing clean in it is asked for again once, then the NPC says its fallback line.
 """
 
 from __future__ import annotations
@@ -21,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 import openai
 
 from campaigns.basics import GlyphoxaError, Tier
-from npcs.context import MAX_SCENE_CHARS, build_messages
-from npcs.engines.cascaded_round import RoundReader, TurnSpeech
+from npcs.context import CONTINUE_INSTRUCTION, MAX_SCENE_CHARS, build_messages
+from npcs.engines.cascaded_round import RoundReader, turn_speech
 from npcs.engines.chat_wire import (
     assistant_tool_message,
     create_chat,
@@ -35,11 +38,22 @@ from npcs.engines.chat_wire import (
     stream_error,
     tool_message,
 )
-from npcs.engines.events import EngineEvent, Filler, ToolsUsed, TurnDone, TurnRequest
-from npcs.engines.fillers import DEFAULT_FILLERS, FillerPicker
+from npcs.engines.events import (
+    EngineEvent,
+    Filler,
+    FirstToken,
+    Sentence,
+    ToolsUsed,
+    TurnDone,
+    TurnRequest,
+)
+from npcs.engines.fillers import DEFAULT_FALLBACKS, DEFAULT_FILLERS, FillerPicker
 from npcs.engines.guard import ContentGuard, calls_written_as_text, speaker_stops
+from npcs.engines.table_actions import TableActions, plan_table_actions, run_table_actions
 from npcs.inference.health import LlmHealth, LlmUnavailable
+from npcs.spoken_budget import token_cap
 from npcs.usage import UsageSink, record_round
+from tools.host.types import ToolCall
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -59,13 +73,9 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-_ASK_AGAIN = 3
-"""Samples after an answer with nothing speakable (one rehearsal turn in ~100 drew three bad
-ones in a row; a good first answer never pays for the fourth)."""
-_CONTINUE_INSTRUCTION = (
-    "Continue speaking right after your last words above, as the same reply. "
-    "Do not repeat what you already said."
-)
+_ASK_AGAIN = 1
+"""Samples after an answer with nothing clean to speak: one, then the NPC's fallback line (a
+second wait for the model costs the table more than an in-character line does)."""
 
 
 class CascadedEngine:
@@ -134,6 +144,7 @@ class CascadedEngine:
         self.retry_in_character = retry_in_character
         self.health = health
         self.fillers = FillerPicker(rng)
+        self.fallbacks = FillerPicker(rng)
         self.meter: UsageSink | None = None  # the table's spend meter: requests report usage
         self._turns = 0
         self._idle = asyncio.Event()
@@ -150,12 +161,14 @@ class CascadedEngine:
         prefix: str | None = None,
         allow_filler: bool = True,
         model: str | None = None,
+        actions: TableActions | None = None,
     ) -> AsyncGenerator[EngineEvent, None]:
-        """The tool loop. ``prefix``: words already spoken (sentence cascade) to continue from."""
+        """The tool loop. ``prefix``: words already spoken (sentence cascade) to continue from;
+        ``actions``: the table actions already run for this turn (else they run here)."""
         self._turns += 1
         self._idle.clear()
         try:
-            loop = self._tool_loop(request, prefix, allow_filler, model)
+            loop = self._tool_loop(request, prefix, allow_filler, model, actions)
             async with contextlib.aclosing(loop) as events:
                 async for event in events:
                     yield event
@@ -240,23 +253,51 @@ class CascadedEngine:
         return True
 
     async def _tool_loop(
-        self, request: TurnRequest, prefix: str | None, allow_filler: bool, model: str | None
+        self,
+        request: TurnRequest,
+        prefix: str | None,
+        allow_filler: bool,
+        model: str | None,
+        actions: TableActions | None,
     ) -> AsyncGenerator[EngineEvent, None]:
         npc = request.npc
         whitelist = tuple(npc.tools)
-        tools = offered_tools(self.host, whitelist, request.tier)
-        messages = request_messages(request, has_tools=bool(tools), scene_chars=self.scene_chars)
+        filler_spoken = not allow_filler
+        if actions is None:
+            plan = plan_table_actions(self.host, request)
+            if plan.calls and not filler_spoken and self._waits_for_dm(npc.name, plan.calls):
+                filler_spoken = True  # the DM is asked first: the NPC does not go silent
+                yield Filler(self.fillers.pick(npc.name, npc.filler_lines))
+            actions = await run_table_actions(self.host, request, plan)
+            if actions.report is not None:
+                yield ToolsUsed(actions.report)
+        tools = [
+            tool
+            for tool in offered_tools(self.host, whitelist, request.tier)
+            if tool["function"]["name"] not in actions.withheld
+        ]
+        messages = request_messages(
+            request, has_tools=bool(tools), scene_chars=self.scene_chars, notes=actions.note
+        )
         names = speaker_names(request)
         stops = speaker_stops(names, limit=self.max_stops) if self.stop_at_speakers else []
-        speech = TurnSpeech(request.text, prefix)
+        speech = turn_speech(request, names, actions, prefix)
+        if actions.opening and not prefix:
+            if speech.first_token():
+                yield FirstToken()
+            for sentence in speech.say_ours(actions.opening):
+                yield sentence
         if prefix:
             messages.append({"role": "assistant", "content": prefix})
-            messages.append({"role": "system", "content": _CONTINUE_INSTRUCTION})
-        filler_spoken = not allow_filler
+            messages.append({"role": "system", "content": CONTINUE_INSTRUCTION})
         asked_again = depth = 0
-        while depth <= self.max_depth:
+        while depth <= self.max_depth and not speech.full:
             offered = tools if depth < self.max_depth else []
             params = self._params(npc, messages, offered, model)
+            params["max_tokens"] = min(
+                params.get("max_tokens") or token_cap(speech.budget.words),
+                token_cap(speech.budget.words),
+            )
             if stops:
                 params["stop"] = stops
             if asked_again and self.retry_in_character:
@@ -287,26 +328,24 @@ class CascadedEngine:
             calls = reader.calls
             if reader.guard.held:
                 calls += calls_written_as_text(npc.name, reader.guard.held, offered, depth)
-            if not calls and not speech.spoken and asked_again < _ASK_AGAIN:
-                # another speaker's line, an echo or an unknown call: sample this round again
+            if not calls and not speech.spoken and not prefix and asked_again < _ASK_AGAIN:
+                # another speaker's line, an echo, scaffolding: sample this round again
                 asked_again += 1
+                speech.cleaner.count("regenerated")  # type: ignore[union-attr]
                 log.info(
-                    "%s: nothing speakable in the answer, asking again: %r",
+                    "%s: nothing clean to speak in the answer, asking again: %r",
                     npc.name,
                     shorten("".join(reader.raw), 200),
                 )
                 continue
-            if not calls or not offered:
+            if not calls or not offered or speech.full:
                 if calls:
                     log.warning("%s: tool calls after the last round ignored", npc.name)
                 break
             if not filler_spoken:
                 cost = expected_cost_ms(self.host, calls, whitelist)
                 # A call that waits for the DM's approval takes as long as the DM does.
-                waits = self.host is not None and self.host.needs_approval(
-                    npc.name, (c.name for c in calls)
-                )
-                if cost > self.filler_after_ms or waits:
+                if cost > self.filler_after_ms or self._waits_for_dm(npc.name, calls):
                     filler_spoken = True
                     yield Filler(self.fillers.pick(npc.name, npc.filler_lines))
             report = await run_tool_calls(self.host, calls, request)
@@ -319,11 +358,29 @@ class CascadedEngine:
                     entity_snapshot=request.entity_snapshot,
                     direction=request.direction,
                     reacting_to=request.reacting_to,
+                    notes=actions.note,
                 )[1]
             messages.append(assistant_tool_message("".join(reader.content), calls))
             messages.extend(tool_message(result) for result in report.results)
             depth += 1
-        yield TurnDone(speech.said(), engine=self.name)
+        cleaner = speech.cleaner
+        assert cleaner is not None
+        if not speech.spoken and not prefix:
+            line = self.fallbacks.pick(npc.name, npc.fallback_lines or DEFAULT_FALLBACKS)
+            cleaner.count("fallback")
+            log.info("%s: no clean answer even asked again; fallback line %r", npc.name, line)
+            speech.spoken.append(line)
+            yield Sentence(line)
+        yield TurnDone(
+            speech.said(),
+            engine=self.name,
+            budget_words=speech.budget.words,
+            budget_hit=speech.budget.hit,
+            repairs=cleaner.summary(),
+        )
+
+    def _waits_for_dm(self, npc: str, calls: Iterable[ToolCall]) -> bool:
+        return self.host is not None and self.host.needs_approval(npc, (c.name for c in calls))
 
     # -- helpers ----------------------------------------------------------------------------
 

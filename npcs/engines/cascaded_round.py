@@ -1,11 +1,13 @@
 """One round of the cascaded engine's tool loop, spoken while it arrives.
 
 A round is one chat completion: its text passes the :class:`~npcs.engines.guard.ContentGuard`
-(never another speaker's line, never a tool call written as text), is cut into sentences and
-handed out as :class:`~npcs.engines.events.Sentence` events at once, so TTS speaks the first
-sentence while the model still writes the rest; the round's tool calls are collected for the
-loop. What happens between rounds (asking again, a filler, running the tools, the follow-up
-prompt) is :mod:`npcs.engines.cascaded`'s; this module only reads what one round said.
+(never another speaker's line, never a tool call written as text), is cut into sentences, each
+cleaned (:mod:`npcs.clean_speech`) and counted against the answer's spoken budget
+(:mod:`npcs.spoken_budget`), and handed out as :class:`~npcs.engines.events.Sentence` events at
+once, so TTS speaks the first sentence while the model still writes the rest; the round's tool
+calls are collected for the loop. What happens between rounds (asking again, a filler, running
+the tools, the follow-up prompt) is :mod:`npcs.engines.cascaded`'s; this module only reads what
+one round said.
 """
 
 from __future__ import annotations
@@ -15,13 +17,16 @@ from collections.abc import AsyncGenerator, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from npcs.clean_speech import LineCleaner, SpeechContext
 from npcs.engines.chat_wire import completion_parts, merge_tool_delta
-from npcs.engines.events import EngineEvent, FirstToken, Sentence
-from npcs.engines.guard import ContentGuard, fresh_sentences
+from npcs.engines.events import EngineEvent, FirstToken, Sentence, TurnRequest
+from npcs.engines.guard import ContentGuard
+from npcs.engines.table_actions import TableActions
 from npcs.sentences import SentenceSplitter, split_sentences
+from npcs.spoken_budget import SpokenBudget, budget_words
 from tools.host.types import ToolCall
 
-__all__ = ["RoundReader", "TurnSpeech"]
+__all__ = ["RoundReader", "TurnSpeech", "turn_speech"]
 
 log = logging.getLogger(__name__)
 
@@ -38,16 +43,26 @@ class TurnSpeech:
         heard: the player's words; a sentence that only repeats them is never spoken.
         prefix: words already spoken before this engine took over (the sentence cascade's
             opener), or None.
+        cleaner: what lets only the NPC's clean line through (the default knows only
+            ``heard``).
+        budget: the answer's spoken budget (default: none).
         spoken: the sentences handed out, in order.
     """
 
     heard: str
     prefix: str | None = None
+    cleaner: LineCleaner | None = None
+    budget: SpokenBudget = field(default_factory=lambda: SpokenBudget(1_000_000))
     spoken: list[str] = field(default_factory=list)
     _first: bool = field(init=False)
+    _held: str = field(init=False, default="")
 
     def __post_init__(self) -> None:
         self._first = self.prefix is None  # a continued turn has had its first token
+        if self.cleaner is None:
+            self.cleaner = LineCleaner(SpeechContext(heard=self.heard))
+        if self.prefix:
+            self.budget.take(self.prefix)
 
     def first_token(self) -> bool:
         """True once, when the turn's first token (text or tool call) arrives."""
@@ -59,15 +74,72 @@ class TurnSpeech:
         """Nothing of the turn was spoken yet: the next piece opens it."""
         return not self.spoken and self.prefix is None
 
-    def say(self, pieces: Iterable[str]) -> Iterator[Sentence]:
-        """The pieces not yet said (nor parroting the player), each remembered as spoken."""
-        for sentence in fresh_sentences(pieces, self.heard, self.spoken):
-            self.spoken.append(sentence)
-            yield Sentence(sentence)
+    @property
+    def full(self) -> bool:
+        """The spoken budget is used up: nothing more is said."""
+        return self.budget.full
+
+    def say(self, pieces: Iterable[str], *, final: bool = False) -> Iterator[Sentence]:
+        """The pieces that are clean and fit the budget, each remembered as spoken. A piece
+        that ends on words that may begin an echo is held until the next piece (or the end of
+        the round, ``final``) shows whether they do."""
+        assert self.cleaner is not None
+        for piece in pieces:
+            if self._held:
+                piece, self._held = f"{self._held} {piece}", ""
+            if self.cleaner.unfinished(piece):
+                self._held = piece  # said with the next piece
+                continue
+            yield from self._speak(piece)
+        if final and self._held:
+            held, self._held = self._held, ""
+            yield from self._speak(held)
+
+    def _speak(self, piece: str) -> Iterator[Sentence]:
+        assert self.cleaner is not None
+        if self.budget.full:
+            self.budget.hit = True
+            return
+        text = self.budget.take(self.cleaner.clean(piece))
+        if text:
+            self.spoken.append(text)
+            yield Sentence(text)
+
+    def say_ours(self, line: str) -> Iterator[Sentence]:
+        """A line the table wrote (a roll's number): not the model's, so not cleaned, but
+        within the budget like every word."""
+        assert self.cleaner is not None
+        text = self.budget.take(line)
+        if text:
+            self.cleaner.remember(text)
+            self.spoken.append(text)
+            yield Sentence(text)
 
     def said(self) -> str:
         """The whole turn as spoken, the prefix included."""
         return " ".join(([self.prefix] if self.prefix else []) + self.spoken).strip()
+
+
+def turn_speech(
+    request: TurnRequest, names: list[str], actions: TableActions, prefix: str | None
+) -> TurnSpeech:
+    """What one turn will say, cleaned for this table (``names``: everyone whose line the
+    model might write) and within the NPC's spoken budget at the turn's tier."""
+    npc = request.npc
+    own = [npc.name, *npc.aliases]
+    context = SpeechContext(
+        heard=request.text if not request.reacting_to else "",
+        speakers=[name for name in names if name not in own],
+        own=own,
+        earlier=[
+            *(line.text for line in request.scene if line.npc == npc.name),
+            *([prefix] if prefix else []),
+        ],
+        emotes=npc.emotes,
+        roll_total=actions.roll_total,
+    )
+    budget = SpokenBudget(budget_words(npc.spoken_budget.model_dump(), request.tier))
+    return TurnSpeech(request.text, prefix, cleaner=LineCleaner(context), budget=budget)
 
 
 class RoundReader:
@@ -90,6 +162,8 @@ class RoundReader:
         self.content: list[str] = []
         self.calls: list[ToolCall] = []
         self.usage: Any = None
+        self.cut_off = False
+        """The model stopped at its token cap (``finish_reason`` "length")."""
         self._slots: dict[int, dict[str, str]] = {}
         self._splitter = SentenceSplitter()
 
@@ -97,12 +171,18 @@ class RoundReader:
         """An unstreamed round: the whole answer at once."""
         text, self.calls = completion_parts(response)
         self.raw.append(text)
+        choices = getattr(response, "choices", None) or []
+        self.cut_off = bool(choices) and getattr(choices[0], "finish_reason", None) == "length"
         if (text or self.calls) and self.speech.first_token():
             yield FirstToken()
         text = (self.guard.push(text) + self.guard.flush()).strip() if text else ""
         if text:
             self.content.append(text)
-            yield from self.speech.say(split_sentences(text))
+            pieces = split_sentences(text)
+            if self.cut_off and len(pieces) > 1 and not _ends_sentence(pieces[-1]):
+                pieces.pop()  # the unfinished last sentence of an answer cut at its cap
+                self.speech.budget.ran_out()
+            yield from self.speech.say(pieces, final=True)
 
     async def stream(self, chunks: Any) -> AsyncGenerator[EngineEvent, None]:
         """A streamed round: each sentence leaves as soon as it is complete; stops reading at
@@ -115,6 +195,8 @@ class RoundReader:
             if not chunk.choices:
                 continue
             delta = chunk.choices[0].delta
+            if getattr(chunk.choices[0], "finish_reason", None) == "length":
+                self.cut_off = True
             if (delta.content or delta.tool_calls) and self.speech.first_token():
                 yield FirstToken()
             if delta.content:
@@ -125,6 +207,8 @@ class RoundReader:
                     yield sentence
                 if self.guard.stopped:
                     break  # another speaker's line: the answer is over
+                if self.speech.full:
+                    break  # the spoken budget is used up: the rest is never said
             for tool_delta in delta.tool_calls or ():
                 merge_tool_delta(self._slots, tool_delta)
 
@@ -135,11 +219,28 @@ class RoundReader:
         self.content.append(last)
         pieces = self._splitter.push(last)
         rest = self._splitter.flush()
-        if rest:
+        if rest and self.cut_off and (pieces or self.speech.spoken) and not _ends_sentence(rest):
+            self.speech.budget.ran_out()  # cut at the token cap mid-sentence: not said
+        elif rest:
+            if self.cut_off and not _ends_sentence(rest):
+                self.speech.budget.ran_out()
+                rest = _closed(rest)  # the only words of the answer, ended where a clause ends
             pieces.append(rest)
-        yield from self.speech.say(pieces)
+        yield from self.speech.say(pieces, final=True)
         self.calls = [
             ToolCall(slot["id"] or f"call_{depth}_{index}", slot["name"], slot["arguments"] or "{}")
             for index, slot in sorted(self._slots.items())
             if slot["name"]
         ]
+
+
+def _ends_sentence(piece: str) -> bool:
+    return piece.rstrip("\"')]}»”’ ").endswith((".", "!", "?", "…"))
+
+
+def _closed(piece: str) -> str:
+    """An unfinished sentence ended at its last clause mark (past half of it), with a stop."""
+    marks = [piece.rfind(mark) for mark in (",", ";", ":", " - ", " — ")]
+    cut = max(marks)
+    head = piece[:cut] if cut >= len(piece) // 2 else piece
+    return head.rstrip(" ,;:—–-") + "."

@@ -84,9 +84,14 @@ async def await_confirmation(
 
 
 def request_messages(
-    request: TurnRequest, *, has_tools: bool = False, scene_chars: int = MAX_SCENE_CHARS
+    request: TurnRequest,
+    *,
+    has_tools: bool = False,
+    scene_chars: int = MAX_SCENE_CHARS,
+    notes: str = "",
 ) -> list[dict[str, Any]]:
-    """Chat Completions messages for a turn: the NPC's system prompt, then the player's words."""
+    """Chat Completions messages for a turn: the NPC's system prompt, then the player's words
+    (``notes``: what the table did first, ``npcs.engines.table_actions``)."""
     return build_messages(
         request.npc,
         request.speaker,
@@ -97,6 +102,7 @@ def request_messages(
         scene_chars=scene_chars,
         direction=request.direction,
         reacting_to=request.reacting_to,
+        notes=notes,
     )
 
 

@@ -97,6 +97,12 @@ class TurnDone:
     text: str
     engine: str = ""
     """Which engine actually answered (realtime turns may fall back to cascaded)."""
+    budget_words: int | None = None
+    """The answer's spoken budget in words (None: the engine sets none)."""
+    budget_hit: bool = False
+    """The answer was cut at its spoken budget (``npcs.spoken_budget``)."""
+    repairs: tuple[tuple[str, int], ...] = ()
+    """What clean speech did to the answer, by kind (``npcs.clean_speech.REPAIR_KINDS``)."""
 
 
 EngineEvent = FirstToken | Sentence | Filler | AudioChunk | Caption | ToolsUsed | TurnDone

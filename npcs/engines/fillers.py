@@ -6,12 +6,19 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-__all__ = ["DEFAULT_FILLERS", "FillerPicker"]
+__all__ = ["DEFAULT_FALLBACKS", "DEFAULT_FILLERS", "FillerPicker"]
 
 DEFAULT_FILLERS: tuple[str, ...] = (
     "Hmm, let me think.",
     "One moment.",
     "Let me see...",
+)
+
+#: What an NPC without ``fallback_lines`` says when it has no clean answer to give.
+DEFAULT_FALLBACKS: tuple[str, ...] = (
+    "Hm. Ask me that again in a moment.",
+    "Give me a moment to think on that.",
+    "Now that is a question.",
 )
 
 

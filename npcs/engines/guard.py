@@ -23,7 +23,6 @@ from tools.host.types import ToolCall
 __all__ = [
     "ContentGuard",
     "calls_written_as_text",
-    "fresh_sentences",
     "imitated_calls",
     "parrots",
     "speaker_stops",
@@ -206,18 +205,6 @@ def _json_object_after(text: str, match: re.Match[str]) -> str:
     except ValueError:
         return "{}"
     return json.dumps(value) if isinstance(value, dict) else "{}"
-
-
-def fresh_sentences(sentences: Iterable[str], heard: str, spoken: Sequence[str]) -> list[str]:
-    """The sentences worth saying: until the NPC has said something, an echo of the player's
-    own words is dropped (and an answer of nothing but echoes is asked again)."""
-    kept: list[str] = []
-    for sentence in sentences:
-        if not spoken and not kept and parrots(sentence, heard):
-            log.info("dropped an echo of the player's words: %r", sentence)
-            continue
-        kept.append(sentence)
-    return kept
 
 
 def calls_written_as_text(

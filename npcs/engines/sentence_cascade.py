@@ -2,22 +2,34 @@
 
 The opener ("Ah, the Shadowfell... a dark subject.") covers the strong model's first-token time
 and any slow tools. The strong model gets the opener as words already spoken (an assistant
-message plus an instruction to continue without repeating), and only it sees tools.
+message plus an instruction to continue without repeating), and only it sees tools. The table's
+own actions run first (``npcs.engines.table_actions``): a roll's number is the opener itself.
+The opener passes clean speech like every line (``npcs.clean_speech``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+from collections import Counter
 from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING, Any
 
 import openai
 
 from campaigns.basics import GlyphoxaError
+from npcs.clean_speech import LineCleaner, SpeechContext
 from npcs.engines.cascaded import CascadedEngine, request_messages, speaker_names, stream_error
-from npcs.engines.events import EngineEvent, FirstToken, Sentence, TurnDone, TurnRequest
-from npcs.engines.guard import ContentGuard, parrots
+from npcs.engines.events import (
+    EngineEvent,
+    FirstToken,
+    Sentence,
+    ToolsUsed,
+    TurnDone,
+    TurnRequest,
+)
+from npcs.engines.guard import ContentGuard
+from npcs.engines.table_actions import run_table_actions
 from npcs.sentences import SentenceSplitter
 from npcs.usage import record_round
 
@@ -71,24 +83,54 @@ class SentenceCascadeEngine:
 
     async def _respond(self, request: TurnRequest) -> AsyncGenerator[EngineEvent, None]:
         npc = request.npc
+        actions = await run_table_actions(self.strong.host, request)
+        if actions.report is not None:
+            yield ToolsUsed(actions.report)
+        cleaner = LineCleaner(
+            SpeechContext(
+                heard=request.text,
+                speakers=[n for n in speaker_names(request) if n not in npc.names()],
+                own=npc.names(),
+                earlier=[line.text for line in request.scene if line.npc == npc.name],
+                emotes=npc.emotes,
+            )
+        )
         opener = ""
-        async for event in self._opener(request):
-            if isinstance(event, Sentence):
-                opener = event.text
-            yield event
+        if actions.opening:
+            opener = actions.opening  # a roll: its number is the opener
+            yield FirstToken()
+            yield Sentence(opener)
+        else:
+            async for event in self._opener(request, cleaner):
+                if isinstance(event, Sentence):
+                    opener = event.text
+                yield event
         strong_model = npc.cascade.strong_model
         continuation = self.strong.run_turn(
-            request, prefix=opener or None, allow_filler=not opener, model=strong_model
+            request,
+            prefix=opener or None,
+            allow_filler=not opener,
+            model=strong_model,
+            actions=actions,
         )
         async with contextlib.aclosing(continuation) as events:
             async for event in events:
                 if isinstance(event, FirstToken) and opener:
                     continue
                 if isinstance(event, TurnDone):
-                    event = TurnDone(event.text, engine=self.name)
+                    repairs = Counter(dict(cleaner.summary())) + Counter(dict(event.repairs))
+                    event = TurnDone(
+                        event.text,
+                        engine=self.name,
+                        budget_words=event.budget_words,
+                        budget_hit=event.budget_hit,
+                        repairs=tuple(repairs.items()),
+                    )
                 yield event
 
-    async def _opener(self, request: TurnRequest) -> AsyncGenerator[EngineEvent, None]:
+    async def _opener(
+        self, request: TurnRequest, cleaner: LineCleaner
+    ) -> AsyncGenerator[EngineEvent, None]:
         """Stream the fast model only until its first sentence is complete."""
         npc = request.npc
         messages = request_messages(request)
@@ -122,7 +164,7 @@ class SentenceCascadeEngine:
                     first = False
                     yield FirstToken()
                 done = splitter.push(guard.push(chunk.choices[0].delta.content))
-                done = [d for d in done if not parrots(d, request.text)]  # no echo as opener
+                done = [clean for d in done if (clean := cleaner.clean(d))]
                 if done:
                     sentence = done[0]
                     break  # the rest of the fast model's text is not needed
@@ -136,8 +178,7 @@ class SentenceCascadeEngine:
         if sentence is None:
             done = splitter.push(guard.flush())
             sentence = done[0] if done else splitter.flush()
-            if sentence and parrots(sentence, request.text):
-                sentence = None
+            sentence = cleaner.clean(sentence) if sentence else None
         if sentence:
             yield Sentence(sentence)
         else:

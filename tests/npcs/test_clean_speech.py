@@ -1,0 +1,118 @@
+"""Clean speech: only the NPC's own line reaches the voice, and every repair is counted.
+
+The inputs are what the embedded model (SmolLM2) was seen writing at the table (role labels,
+prompt scaffolding, echoes, emoji, "as an AI") and what larger models write (markdown, stage
+directions)."""
+
+from __future__ import annotations
+
+import pytest
+
+from campaigns.basics import Tier
+from npcs.clean_speech import LineCleaner, SpeechContext
+from npcs.spoken_budget import SpokenBudget, budget_words, token_cap
+
+TABLE = SpeechContext(
+    heard="How much for the chain shirt?",
+    speakers=["Arin", "Tobble", "Greymantle", "Vinnie"],
+    own=["Bartok", "Bart"],
+    earlier=["Welcome to the Rusty Flagon!"],
+)
+
+REPAIRED = [
+    # (what the model wrote, what is spoken, the repair counted)
+    ('Arin, "How much for the change shirt?', "", "echo"),
+    ("Hello there, how much for the chain shirt, you ask?", "", "echo"),
+    ("The player: Vinnie wants a drink.", "", "label"),
+    ("Arin (Greymantle: the candle is lit.", "", "label"),
+    ("Greymantle: I know nothing of it.", "", "label"),
+    ("Bartok: Aye, the dark ale.", "Aye, the dark ale.", "label"),
+    ('Bartok (you) said: "Ale for you."', "Ale for you.", "label"),
+    ("Sure! Here's my response: the ale is fine.", "the ale is fine.", "label"),
+    ("I'll make it concise and avoid mentioning Bartok.", "", "scaffolding"),
+    ("Answer as Bartok. Arin says to you: hello", "", "scaffolding"),
+    ("I'm not an AI designed to pour ale.", "", "broken character"),
+    ("As a language model, I cannot taste ale.", "", "broken character"),
+    ("Ale is two copper! 🍺😀", "Ale is two copper!", "emoji"),
+    ("**Two** copper, friend.", "Two copper, friend.", "markdown"),
+    ("- Ale\n- Mead", "Ale Mead", "markdown"),
+    ("*wipes a mug* Two copper, friend.", "Two copper, friend.", "stage direction"),
+    ("(laughs) That'll be five gold.", "That'll be five gold.", "stage direction"),
+    ("[grins] Fifty gold for the shirt.", "Fifty gold for the shirt.", "stage direction"),
+    ("Welcome to the Rusty Flagon!", "", "repeat"),
+]
+
+
+@pytest.mark.parametrize(("written", "spoken", "repair"), REPAIRED)
+def test_a_piece_that_fails_is_cut_to_its_clean_part_and_counted(
+    written: str, spoken: str, repair: str
+) -> None:
+    cleaner = LineCleaner(TABLE)
+    assert cleaner.clean(written) == spoken
+    assert repair in dict(cleaner.summary())
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "A chain shirt costs fifty gold, lad.",
+        "Aye, the dark ale is on tap tonight.",
+        "I've heard the old mill grinds at night.",
+        "Ask Greymantle about the candle, not me.",
+        "Three copper for a room, two for the stew.",
+    ],
+)
+def test_a_clean_line_passes_untouched(line: str) -> None:
+    cleaner = LineCleaner(TABLE)
+    assert cleaner.clean(line) == line
+    assert cleaner.summary() == ()
+
+
+def test_a_stage_direction_left_open_goes_on_into_the_next_piece() -> None:
+    cleaner = LineCleaner(TABLE)
+    assert cleaner.clean("*wipes the bar and smiles.") == ""
+    assert cleaner.clean("* Welcome, friend!") == "Welcome, friend!"
+    assert dict(cleaner.summary()) == {"stage direction": 2}
+
+
+def test_an_npc_allowed_emotes_keeps_its_stage_directions() -> None:
+    context = SpeechContext(heard="Hello", own=["Bartok"], emotes=True)
+    assert LineCleaner(context).clean("*wipes a mug* Welcome!") == "*wipes a mug* Welcome!"
+
+
+def test_in_a_roll_turn_another_number_is_never_spoken() -> None:
+    cleaner = LineCleaner(SpeechContext(heard="Roll a d20", own=["Bartok"], roll_total=14))
+    assert cleaner.clean("Fourteen, not bad at all.") == "Fourteen, not bad at all."
+    assert cleaner.clean("A 14, lad.") == "A 14, lad."
+    assert cleaner.clean("You rolled a 7!") == ""
+    assert dict(cleaner.summary()) == {"contradicts the roll": 1}
+
+
+def test_a_line_is_never_said_twice_in_one_answer() -> None:
+    cleaner = LineCleaner(SpeechContext(heard="Hi", own=["Bartok"]))
+    assert cleaner.clean("The ale is fresh today.") == "The ale is fresh today."
+    assert cleaner.clean("The ale is fresh today!") == ""
+
+
+def test_budgets_per_tier_and_overrides() -> None:
+    assert [budget_words(None, tier) for tier in Tier] == [30, 60, 120]
+    assert budget_words({"fast": 12, "deep": None}, Tier.FAST) == 12
+    assert budget_words({"fast": 12, "deep": None}, Tier.DEEP) == 120
+    assert token_cap(30) >= 48 and token_cap(120) > token_cap(30)
+
+
+def test_the_budget_ends_an_answer_at_the_last_whole_sentence_that_fits() -> None:
+    budget = SpokenBudget(10)
+    assert budget.take("The ale is fresh.") == "The ale is fresh."
+    assert budget.take("Two copper a pint.") == "Two copper a pint."
+    assert budget.take("And the stew is hot tonight.") == ""
+    assert budget.hit and budget.full and budget.spent == 8
+
+
+def test_a_first_sentence_past_the_budget_is_cut_at_a_clause_and_closed() -> None:
+    budget = SpokenBudget(8)
+    said = budget.take(
+        "Well, the mill, which grinds at night, was built by my grandfather long ago."
+    )
+    assert said == "Well, the mill, which grinds at night."
+    assert budget.hit
