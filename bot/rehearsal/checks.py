@@ -43,18 +43,34 @@ def scene_checks(
     routed = [r for r in records if r["type"] == "routed"]
     answers = [r for r in records if r["type"] == "npc"]
     by_turn = {turn["turn"]: turn for turn in turns}
+    claimed: set[int] = set()
     for index, start in sorted(plan.started.items(), key=lambda pair: pair[1]):
         line = plan.lines[index].line
-        if not (line.expect_npc or line.expect_tier or line.expect_command):
-            continue
         at = start * _TICK_S
         called = plan.scene.called(line.speaker)  # the character the table knows them by
-        match = next((r for r in routed if r["speaker"] == called and (r["t"] or 0) >= at), None)
+        # The first of the speaker's routed lines from then on that no earlier line took: a
+        # line nobody answers lets the next start before it is routed.
+        match = next(
+            (r for r in routed
+             if r["speaker"] == called and (r["t"] or 0) >= at and id(r) not in claimed),
+            None,
+        )  # fmt: skip
+        if match is not None:
+            claimed.add(id(match))
+        if not (line.expect_npc or line.expect_tier or line.expect_command):
+            continue
         heard = f" (heard \u201c{match['text']}\u201d)" if match else " (nothing heard)"
         for kind, want, got, ok in tier_checks(line, match):
             checks.append(Check(ok, f"{at:.1f}s {line.speaker} -> expected {kind} {want}, "
                                     f"got {got}{heard}"))  # fmt: skip
         if not line.expect_npc:
+            continue
+        if line.expects_nobody:
+            got = ", ".join(match["npcs"]) if match and match["npcs"] else "nobody"
+            ok = match is not None and not match["npcs"]
+            checks.append(
+                Check(ok, f"{at:.1f}s {line.speaker} -> expected nobody, got {got}{heard}")
+            )
             continue
         where = f"{at:.1f}s {line.speaker} -> {line.expect_npc}"
         ok = match is not None and line.expect_npc in match["npcs"]

@@ -50,7 +50,11 @@ def _validate(scene: Scene, campaign: Campaign) -> None:
                     f"scene DM command at {cmd.at:g}s names unknown NPC {name!r}; known: {known}"
                 )
     for line in scene.lines:
-        if line.expect_npc and campaign.find_npc(line.expect_npc) is None:
+        if (
+            line.expect_npc
+            and not line.expects_nobody
+            and campaign.find_npc(line.expect_npc) is None
+        ):
             raise GlyphoxaError(f"line at {line.at:g}s expects unknown NPC {line.expect_npc!r}")
     played: dict[str, str] = {}
     for speaker, character in scene.characters.items():

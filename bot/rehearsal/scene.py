@@ -56,7 +56,8 @@ class PlayerLine(_Strict):
     wav: str | None = None
     """A recorded line instead of text (relative to the scene file); any rate, mono or stereo."""
     expect_npc: str | None = None
-    """Optional: the NPC that should answer (checked in the report)."""
+    """Optional: the NPC that should answer (checked in the report); ``nobody``: no NPC may
+    answer (table talk, a name only talked about)."""
     expect_tools: list[str] = Field(default_factory=list)
     """Optional: tools the answer must run successfully (checked; needs ``expect_npc``)."""
     interrupt: bool = False
@@ -76,11 +77,16 @@ class PlayerLine(_Strict):
             raise ValueError("a line needs exactly one of 'text' or 'wav'")
         if self.text is not None and not self.text.strip():
             raise ValueError("'text' is empty")
-        if self.expect_tools and not self.expect_npc:
+        if self.expect_tools and (not self.expect_npc or self.expects_nobody):
             raise ValueError("'expect_tools' needs 'expect_npc': whose answer runs them")
         if self.overlap and self.interrupt:
             raise ValueError("a line is either 'overlap' (table talk) or 'interrupt' (barge-in)")
         return self
+
+    @property
+    def expects_nobody(self) -> bool:
+        """``expect_npc: nobody``: no NPC may answer this line."""
+        return (self.expect_npc or "").strip().lower() == "nobody"
 
 
 class DmCommand(_Strict):

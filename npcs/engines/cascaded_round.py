@@ -167,6 +167,12 @@ class RoundReader:
         self._slots: dict[int, dict[str, str]] = {}
         self._splitter = SentenceSplitter()
 
+    def _count_labels(self) -> None:
+        """The guard's cut labels count as clean speech's repairs (once per round)."""
+        if self.guard.labels and self.speech.cleaner is not None:
+            self.speech.cleaner.count("label", self.guard.labels)
+            self.guard.labels = 0
+
     def complete(self, response: Any) -> Iterator[EngineEvent]:
         """An unstreamed round: the whole answer at once."""
         text, self.calls = completion_parts(response)
@@ -176,6 +182,7 @@ class RoundReader:
         if (text or self.calls) and self.speech.first_token():
             yield FirstToken()
         text = (self.guard.push(text) + self.guard.flush()).strip() if text else ""
+        self._count_labels()
         if text:
             self.content.append(text)
             pieces = split_sentences(text)
@@ -216,6 +223,7 @@ class RoundReader:
         """What the guard and the splitter still held, and the round's complete tool calls
         (``depth`` names calls the server sent without an id)."""
         last = self.guard.flush()
+        self._count_labels()
         self.content.append(last)
         pieces = self._splitter.push(last)
         rest = self._splitter.flush()

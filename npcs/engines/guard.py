@@ -100,6 +100,8 @@ class ContentGuard:
         self._started = False
         self.stopped = False
         self.held = ""
+        self.labels = 0
+        """Speaker labels it cut: the NPC's own stripped, or another speaker's line ended."""
 
     def push(self, text: str) -> str:
         """Add streamed text; return the part that is safe to speak now."""
@@ -135,6 +137,8 @@ class ContentGuard:
         is writing their line: nothing of it is spoken."""
         if self._label is not None:
             match = self._label.match(text)
+            if match:
+                self.labels += 1
             if match and match.group(1).lower() in self._own:
                 return text[match.end() :].lstrip()
             if match:
@@ -155,6 +159,7 @@ class ContentGuard:
             return text[: imitation.start()]
         if label is not None:
             self.stopped = True
+            self.labels += 1
             self._buffer = ""
             return text[:cut]
         if final:
