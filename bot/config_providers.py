@@ -99,6 +99,12 @@ class LlmOptions(RemoteOptions):
     retry_in_character: bool | None = None
     """An answer asked again because the model wrote another speaker's line starts as the NPC's
     quoted line; empty: on for the bundled server."""
+    frequency_penalty: float | None = Field(default=None, ge=-2.0, le=2.0)
+    """Sampling: penalise words by how often the answer used them already (OpenAI's
+    ``frequency_penalty``); empty: the server's default."""
+    repeat_penalty: float | None = Field(default=None, ge=0.5, le=2.0)
+    """Sampling: penalise repeated tokens (sent as ``repeat_penalty``, which llama.cpp servers
+    and vLLM read; OpenAI's API has no such setting); empty: 1.1 for ``local``, none otherwise."""
 
     def bundled_options_set(self) -> list[str]:
         """The bundled server's options that were written (for the check beside ``openai``)."""

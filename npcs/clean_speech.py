@@ -30,6 +30,7 @@ from npcs.speech_patterns import (
     LINK,
     MARKDOWN,
     MIN_KEPT_WORDS,
+    NAME_LABEL,
     NESTED_LABEL,
     NUMBER,
     OPENERS,
@@ -212,6 +213,8 @@ class LineCleaner:
             found.append((match.start(), match.end(), match.group(1) is None))
         if match := NESTED_LABEL.search(text):
             found.append((match.start(), match.end(), match.group(1).lower() in FACT_TAGS))
+        if not found and (match := NAME_LABEL.search(text)):
+            found.append((match.start(), match.end(), False))  # a speaker it made up
         return min(found) if found else None
 
     def _markdown(self, text: str) -> str:

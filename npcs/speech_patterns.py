@@ -27,6 +27,7 @@ __all__ = [
     "LINK",
     "MARKDOWN",
     "MIN_KEPT_WORDS",
+    "NAME_LABEL",
     "NESTED_LABEL",
     "NUMBER",
     "OPENERS",
@@ -63,6 +64,9 @@ _OWN_ROLES = (
 ROLE_LABEL = re.compile(
     rf"(?:^|(?<=[\s\"'(]))(?:({_OTHER_ROLES})|{_OWN_ROLES})(?:\s*\([^)]{{0,40}}\))?\s*:", re.I
 )
+#: "Quil: ..." or "Frostfang Pass: ...": one to three capitalised words and a colon, where a
+#: line or sentence begins: a speaker's label the model made up (or a fact's name as a label).
+NAME_LABEL = re.compile(r"(?:^|(?<=[.!?]\s))\s*[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*){0,2}\s*:(?=\s|$)")
 #: "Arin (Greymantle: ..." or "Bartok (you):": a name and a bracketed label opening a line.
 NESTED_LABEL = re.compile(
     r"\b[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*){0,3}\s*\(\s*([\w' ]{1,40}?)\s*(?::|\)\s*:)"
@@ -84,6 +88,7 @@ SCAFFOLDING = re.compile(
     r"stay(?:ing)? in character|one to three|short spoken|spoken sentences?|stage directions?|"
     r"\bmarkdown\b|players at the table|table-?top|role-?play|\(you\)|\bthe player\b|"
     r"(?:you(?:'re| are)|i(?:'m| am)) (?:speaking|talking) (?:to|with)\b|"
+    r"you(?:'re| are) asked to\b|\byou say to\b|"
     r"continue speaking|same reply|system prompt|\bprompt\b|"
     r"(?:my|the|your|these) instructions? (?:say|says|are|is|tell)|"
     r"(?:make|keep) (?:it|this|my (?:answer|reply|response)) (?:concise|short|brief)|"

@@ -9,11 +9,11 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from bot.assembly.providers import llm_client, local_llm_server
 from bot.config import GlyphoxaConfig
-from bot.config_providers import LlmProvider
+from bot.config_providers import LlmOptions, LlmProvider
 from npcs.engines import CascadedEngine, Engine
 from npcs.inference.pools import InferencePool
 from npcs.schema import EngineKind, NpcDefinition
@@ -24,6 +24,9 @@ __all__ = ["Engines", "open_engines"]
 log = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
+_BUNDLED_REPEAT_PENALTY = 1.1
+"""The bundled server's repeat penalty (llama.cpp's own default), until the words benchmark
+says otherwise (docs/performance.md, "What an NPC says")."""
 ServerChange = Callable[[str | None, str], None]
 """Told (reason, one line) when the bundled LLM server goes down or comes back."""
 
@@ -138,7 +141,20 @@ async def _cascaded_engine(
         follow_up_scene=options.follow_up_scene,
         retry_in_character=_or(options.retry_in_character, bundled),
         health=server,
+        sampling=_sampling(options, llama_cpp=local),
     )
+
+
+def _sampling(options: LlmOptions, *, llama_cpp: bool) -> dict[str, Any]:
+    """The request settings ``options`` add to every round: a repeat penalty set in the config
+    goes to any server (llama.cpp and vLLM read it); the bundled default only to llama.cpp."""
+    sampling: dict[str, Any] = {}
+    if options.frequency_penalty is not None:
+        sampling["frequency_penalty"] = options.frequency_penalty
+    repeat = _or(options.repeat_penalty, _BUNDLED_REPEAT_PENALTY if llama_cpp else None)
+    if repeat is not None:
+        sampling["extra_body"] = {"repeat_penalty": repeat}
+    return sampling
 
 
 def _or(written: _T | None, default: _T) -> _T:

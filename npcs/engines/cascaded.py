@@ -104,6 +104,8 @@ class CascadedEngine:
             continue a final assistant message (the bundled one, llama.cpp's llama-server).
         health: the LLM server's supervisor: requests fail at once while it is down, and a
             broken request names the crash rather than "Connection error".
+        sampling: more request settings sent with every round (``frequency_penalty``;
+            ``extra_body`` for a server's own, such as llama.cpp's ``repeat_penalty``).
     """
 
     name = "cascaded"
@@ -118,6 +120,7 @@ class CascadedEngine:
         filler_after_ms: float = 700.0,
         temperature: float | None = None,
         max_tokens: int | None = None,
+        sampling: dict[str, Any] | None = None,
         stream_tool_rounds: bool = True,
         stop_at_speakers: bool = False,
         max_stops: int | None = 4,
@@ -135,6 +138,7 @@ class CascadedEngine:
         self.max_depth = max_depth
         self.filler_after_ms = filler_after_ms
         self.temperature = temperature
+        self.sampling = dict(sampling or {})
         self.max_tokens = max_tokens
         self.stream_tool_rounds = stream_tool_rounds
         self.stop_at_speakers = stop_at_speakers
@@ -398,6 +402,7 @@ class CascadedEngine:
         temperature = npc.llm.temperature if npc.llm.temperature is not None else self.temperature
         if temperature is not None:
             params["temperature"] = temperature
+        params.update(self.sampling)
         max_tokens = npc.llm.max_tokens or self.max_tokens
         if max_tokens is not None:
             params["max_tokens"] = max_tokens
