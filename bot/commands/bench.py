@@ -25,6 +25,7 @@ __all__ = ["TARGETS", "register"]
 TARGETS: dict[str, str] = {
     "tiers": "bot.bench.tiers",
     "address": "bot.bench.address",
+    "words": "bot.bench.words",
     "llm": "bot.bench.llm",
     "tools": "bot.bench.tool_host",
     "speech": "bot.bench.speech",
@@ -35,7 +36,7 @@ TARGETS: dict[str, str] = {
     "tables": "bot.bench.tables.run",
     "console": "bot.bench.console",
 }
-_ON_REQUEST = ("e2e", "soak", "tables", "console")
+_ON_REQUEST = ("e2e", "soak", "tables", "console", "words")
 """Long runs: only when named."""
 
 
@@ -65,6 +66,12 @@ def register(sub: Subcommands) -> None:
         "created on first use)",
     )
     parser.add_argument(
+        "--sweep",
+        action="store_true",
+        help="words: also play the corpus once per prompt and sampling variant of the embedded "
+        "model, side by side (slow)",
+    )
+    parser.add_argument(
         "--no-reference",
         action="store_true",
         help="skip the SmolLM2 reference figure (the CPython loop and the machine are printed "
@@ -90,6 +97,8 @@ async def _run(args: argparse.Namespace) -> int:
             raise GlyphoxaError(
                 f"--peer compares the e2e bench; name it: glyphoxa bench e2e --peer {args.peer}"
             )
+    if args.sweep and "words" not in targets:
+        raise GlyphoxaError("--sweep plays the words corpus; name it: glyphoxa bench words --sweep")
     from bot.bench.machine import describe_machine, measure_reference
 
     machine = describe_machine()
@@ -107,6 +116,8 @@ async def _run(args: argparse.Namespace) -> int:
         options: dict[str, Any] = {"hours": args.hours} if target == "soak" else {}
         if target == "e2e" and args.peer is not None:
             options["peer"] = args.peer
+        if target == "words" and args.sweep:
+            options["sweep"] = True
         results: list[BenchResult] = await module.run_bench(quick=args.quick, **options)
         report[target] = [r.as_dict() for r in results]
         if not args.json:
