@@ -6,6 +6,7 @@ The override takes effect for the next turn, and the player's identical words do
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -32,6 +33,11 @@ def _greymantle_tools(llm: InstantLlm) -> list[set[str]]:
     return [{t["function"]["name"] for t in r.get("tools", [])} for r in firsts]
 
 
+def _first_of_runs(records: list[dict], key: str) -> list[dict]:
+    """The first record of each run of records with the same ``key``."""
+    return [next(run) for _, run in itertools.groupby(records, key=lambda r: r[key])]
+
+
 def test_dm_voice_command_in_a_rehearsal_scene(tmp_path: Path, llm: InstantLlm) -> None:
     # one request per turn: no speculative or prefill requests to tell apart
     config = scripted_config(tmp_path, llm, speculate=False)
@@ -50,7 +56,9 @@ def test_dm_voice_command_in_a_rehearsal_scene(tmp_path: Path, llm: InstantLlm) 
         "DM voice command: tier auto for all NPCs",
     ]
     assert all(r["npcs"] == [] for r in dana)
-    arin = [r for r in routed if r["speaker"] == "Arin"]
+    # A line may be heard as two (a pause after "Greymantle," on a busy machine): its pieces
+    # share the line's tier, so runs of one tier are one line.
+    arin = _first_of_runs([r for r in routed if r["speaker"] == "Arin"], "tier")
     assert [r["tier"] for r in arin] == ["standard", "deep", "fast", "deep", "fast"]
     assert arin[1]["tier_reason"] == "DEEP phrase 'take your time'"
     assert arin[3]["tier_reason"].startswith("DM override deep for Greymantle")
@@ -62,9 +70,8 @@ def test_dm_voice_command_in_a_rehearsal_scene(tmp_path: Path, llm: InstantLlm) 
     assert all(r["heard"].startswith("Dana: ") for r in dm)
     # The engine saw it: DEEP tools (web search) only in the override turn and the player's
     # own DEEP phrase turn, FAST tools after the DM's "back to normal".
-    tools = _greymantle_tools(llm)
-    assert len(tools) == 5
-    assert ["web_search" in offered for offered in tools] == [False, True, False, True, False]
+    deep = [web for web, _ in itertools.groupby("web_search" in o for o in _greymantle_tools(llm))]
+    assert deep == [False, True, False, True, False]
     # The report shows the decision and its reason per turn, the checks and the DM's actions.
     assert "[deep (DM override deep for Greymantle" in report
     assert "PASS" in report and "FAIL" not in report
