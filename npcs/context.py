@@ -278,9 +278,15 @@ def nothing_recalled_note() -> str:
     return "You searched your memory and found nothing about this; say so in character."
 
 
-def roll_note(expression: str, purpose: str, speaker: str, total: int) -> str:
-    """What an NPC is told of the roll the table made for a player (it opened with the total)."""
+def roll_note(expression: str, purpose: str, speaker: str, total: int, *, said: bool = True) -> str:
+    """What an NPC is told of the roll the table made for a player: it opened with the total
+    (``said``), or must say it (a speech-to-speech model speaks every word itself)."""
     what = f"{expression} for {purpose}" if purpose else expression
+    if not said:
+        return (
+            f"You just rolled {what} for {speaker}: the result is {total}. Say the number in "
+            "one short line in character; do not roll again."
+        )
     return (
         f"You just rolled {what} for {speaker} and said the result, {total}. Add one short line "
         "in character about it; do not roll again and do not name another number."
@@ -313,6 +319,7 @@ def prompt_wording() -> tuple[str, ...]:
         recall_note([_MARK]),
         nothing_recalled_note(),
         roll_note(_MARK, _MARK, _MARK, 0),
+        roll_note(_MARK, _MARK, _MARK, 0, said=False),
         CONTINUE_INSTRUCTION,
         CascadeSettings().opener_instruction,
     ]

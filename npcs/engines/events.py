@@ -51,6 +51,9 @@ class TurnRequest:
     reacting_to: str | None = None
     """A reaction: the NPC whose words (``text``) this NPC reacts to, because they named it;
     ``speaker`` is then the player whose turn it belongs to."""
+    notes: str = ""
+    """What the table did before the model speaks (a roll, what the NPC recalls), for an engine
+    that tells its model through the request (realtime; ``npcs.engines.table_actions``)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import dataclasses
 import logging
 import time
 from collections.abc import AsyncGenerator
@@ -51,6 +52,7 @@ from npcs.engines.realtime_carry import RenewalPolicy
 from npcs.engines.realtime_keeper import SessionKeeper
 from npcs.engines.realtime_session import RealtimeSession
 from npcs.engines.realtime_wire import BYTES_PER_MS, REALTIME_SAMPLE_RATE
+from npcs.engines.table_actions import run_table_actions
 from npcs.inference.openai_client import openai_client
 from npcs.sentences import SentenceSplitter
 from npcs.usage import UsageSink, realtime_usage
@@ -216,6 +218,10 @@ class RealtimeEngine:
                 async for event in events:
                     yield event
             return
+        actions = await run_table_actions(self.host, request)  # a roll, a lookup: told below
+        if actions.report is not None:
+            yield ToolsUsed(actions.report)
+            request = dataclasses.replace(request, notes=actions.unsaid_note or actions.note)
         npc = request.npc.name
         sessions = self.sessions
         async with sessions.lock(npc):  # one turn (or renewal) of an NPC at a time, in order

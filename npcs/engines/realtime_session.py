@@ -129,6 +129,8 @@ class RealtimeSession:
             context.append("Meanwhile at the table:\n" + render_scene(fresh, request.npc.name))
         if request.entity_snapshot:
             context.append(f"Facts from the campaign notes:\n{request.entity_snapshot.strip()}")
+        if request.notes:  # the table's roll or lookup for this turn
+            context.append(request.notes)
         if request.direction:  # the DM's private direction: this turn only, never carried over
             context.append(direction_note(request.direction))
         if context:

@@ -59,6 +59,7 @@ class TableActions:
         opening: a line the NPC says first ("That's a 14."), or None.
         note: what the model is told of it (the roll, what the NPC recalls), or "".
         roll_total: the roll's total when a die was rolled.
+        unsaid_note: ``note`` for a model that must say the roll's number itself (realtime).
         withheld: tools not offered to the model this turn (the dice tool after a roll).
         facts: the recalled texts (how the words benchmark judges grounding).
     """
@@ -67,6 +68,7 @@ class TableActions:
     opening: str | None = None
     note: str = ""
     roll_total: int | None = None
+    unsaid_note: str = ""
     withheld: tuple[str, ...] = ()
     facts: tuple[str, ...] = ()
 
@@ -146,6 +148,7 @@ def _rolled(
         report=report,
         opening=roll_line(roll, total),
         note=roll_note(roll.expression, roll.purpose, request.speaker, total),
+        unsaid_note=roll_note(roll.expression, roll.purpose, request.speaker, total, said=False),
         roll_total=total,
         withheld=(tool,),
     )

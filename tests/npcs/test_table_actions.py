@@ -270,3 +270,29 @@ async def test_the_sentence_cascade_opens_a_roll_with_its_number(table_host: Too
     said = spoken(events)
     assert said[0].startswith("That's a") and said[1:] == ["Ha!", "Not bad."]
     assert [body["model"] for body in server.requests] == ["strong"]  # no opener needed
+
+
+async def test_a_realtime_npc_gets_the_roll_made_and_is_told_its_number(
+    table_host: ToolHost,
+) -> None:
+    """Speech to speech: the table rolls before the model answers and tells it the total in
+    the turn's context (its own voice says it)."""
+    from npcs.engines.realtime import RealtimeEngine
+
+    from .npcs_fake_realtime import FakeRealtime, Reply
+
+    async with FakeRealtime(lambda received: Reply(transcript="Fourteen!")) as server:
+        client = AsyncOpenAI(base_url=server.base_url, api_key="k", max_retries=0)
+        engine = RealtimeEngine(client, model="gpt-realtime", host=table_host)
+        request = TurnRequest(barkeep(), "Arin", "Bartok, roll a d20.", Tier.FAST)
+        try:
+            events = await collect(engine, request)
+        finally:
+            await engine.aclose()
+    [(name, arguments)] = tools_run(events)
+    assert (name, arguments) == ("roll", {"expression": "1d20"})
+    [used] = [e for e in events if isinstance(e, ToolsUsed)]
+    total = json.loads(used.report.results[0].content)["total"]
+    items = [m["item"] for m in server.received if m["type"] == "conversation.item.create"]
+    told = " ".join(str(part.get("text")) for item in items for part in item.get("content", []))
+    assert f"the result is {total}. Say the number" in told
