@@ -103,7 +103,8 @@ BROKEN = re.compile(
     r"virtual assistant|\bopenai\b|\bchatgpt\b|\b(?:an?|the|your) assistant\b|"
     r"computer program|my training|knowledge cut-?off|i (?:do not|don'?t) have personal|"
     r"i (?:cannot|can'?t) (?:browse|access the internet)|as a (?:bot|machine|program)|"
-    r"\b(?:in|from|of|outside) (?:the|this) game\b|\bvideo ?game\b|\bfictional character\b",
+    r"\b(?:the|this|our|your) game\b|\bvideo ?game\b|\bfictional character\b|"
+    r"\bthe (?:other )?players\b",
 )
 BROKEN_ANY_CASE = re.compile(BROKEN.pattern.replace(r"\b(?:AI|A\.I\.)(?=\W|$)|", ""), re.IGNORECASE)
 STARRED = re.compile(r"\*{1,2}([^*\n]{1,120})\*{1,2}")

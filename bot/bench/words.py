@@ -205,7 +205,7 @@ async def _answer(
     line = answer.line
     decision = tiers.select(line.text, npc=npc, queue_depth=0, now=now)
     tiers.commit(decision, npc=npc.name, now=now)
-    snapshot = await lookup.snapshot(line.text)
+    snapshot = await lookup.snapshot(line.text, exclude=npc.name)
     request = TurnRequest(
         npc, line.speaker, line.text, decision.tier, scene=list(scene), entity_snapshot=snapshot
     )

@@ -81,9 +81,13 @@ class EntityLookup:
             return fallback
         return rows[:1] or fallback  # an unseeded store still knows entities.yaml
 
-    async def snapshot(self, text: str, trace: TurnTrace | None = None) -> str | None:
-        """Facts about the entities in ``text`` for the prompt; waits at most ``wait_s``."""
-        names = self.names_in(text)
+    async def snapshot(
+        self, text: str, trace: TurnTrace | None = None, *, exclude: str | None = None
+    ) -> str | None:
+        """Facts about the entities in ``text`` for the prompt; waits at most ``wait_s``.
+        ``exclude``: the answering NPC, whose own entry its prompt does not need (small models
+        read it out: "Dwarf barkeep of the Rusty Flagon.")."""
+        names = [n for n in self.names_in(text) if exclude is None or n.lower() != exclude.lower()]
         if not names:
             return None
         ready = sum(1 for n in names if n in self._tasks and self._tasks[n][1].done())

@@ -307,7 +307,9 @@ class Router:
                 tier.tier,
                 trace,
                 verbatim=decision.puppet_text,
-                snapshot=partial(self._entities.snapshot, text, trace) if text else None,
+                snapshot=partial(self._entities.snapshot, text, trace, exclude=name)
+                if text
+                else None,
                 speculation=adopted,
                 direction=direction,
             )
@@ -360,7 +362,7 @@ class Router:
         npc = self._addressee(speaker, text, now)
         if npc is not None:
             tier = self._tiers.select(text, npc=npc, queue_depth=self._turns.depth(), now=now)
-            snapshot = partial(self._entities.snapshot, text)
+            snapshot = partial(self._entities.snapshot, text, exclude=npc.name)
             scene = self._scene_for(speaker.name)
             self._prefiller.ahead(npc, speaker.name, tier.tier, scene, text, snapshot)
 
@@ -388,7 +390,7 @@ class Router:
             name,
             text,
             tier.tier,
-            snapshot=partial(self._entities.snapshot, text),
+            snapshot=partial(self._entities.snapshot, text, exclude=name),
             scheduler=self._scheduler,
         )
         speaker.speculation = spec.start(engine, npc, self._scene_for(speaker.name), tts=self._tts)

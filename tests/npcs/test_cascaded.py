@@ -305,7 +305,7 @@ async def test_an_answer_with_nothing_clean_is_asked_again_once_then_the_fallbac
     assert len(server.requests) == 2
     done = events[-1]
     assert isinstance(done, TurnDone) and done.text == "The stars are unclear tonight."
-    assert dict(done.repairs) == {"regenerated": 1, "fallback": 1}
+    assert dict(done.repairs) == {"label": 2, "regenerated": 1, "fallback": 1}
 
 
 async def test_asking_again_does_not_use_up_the_tool_rounds(host, sage) -> None:
