@@ -24,6 +24,9 @@ __all__ = ["Engines", "open_engines"]
 log = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
+_LOCAL_TEMPERATURE = 0.3
+"""The local model's temperature for NPCs that set none, chosen on ``glyphoxa bench words
+--sweep``: the fewest answers asked again and the most grounded ones (docs/performance.md)."""
 _BUNDLED_REPEAT_PENALTY = 1.1
 """The bundled server's repeat penalty (llama.cpp's own default), until the words benchmark
 says otherwise (docs/performance.md, "What an NPC says")."""
@@ -141,6 +144,7 @@ async def _cascaded_engine(
         follow_up_scene=options.follow_up_scene,
         retry_in_character=_or(options.retry_in_character, bundled),
         health=server,
+        temperature=_or(options.temperature, _LOCAL_TEMPERATURE if local else None),
         sampling=_sampling(options, llama_cpp=local),
     )
 

@@ -6,7 +6,7 @@ table must do (roll, look up). :func:`judge` reads what an NPC actually said and
 own rules, written from the issue's definitions rather than from clean speech's code, so the
 benchmark can catch what clean speech lets through:
 
-- echo: the spoken answer repeats four words in a row of the player's line;
+- echo: a spoken sentence repeats four words in a row of the player's line;
 - leak: a role or speaker label ("Arin:", "The player:"), or four words in a row of the
   prompt's own wording (the template Glyphoxa writes around the DM's text);
 - broken character: "AI", "language model", "assistant", "chatbot" and the like;
@@ -47,6 +47,7 @@ __all__ = [
 WORDS_CORPUS = Path(__file__).with_name("words_corpus")
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 _NGRAM = 4
+_SENTENCES = re.compile(r"(?<=[.!?])\s+")
 _ECHO_RUN = 4
 _LABEL = re.compile(
     r"(?:^|[.!?]\s+|\n)\s*(?:the\s+)?(?:player|user|assistant|npc|narrator|system|dm|gm|"
@@ -187,7 +188,10 @@ def judge(answer: Answer, template: set[tuple[str, ...]], speakers: Sequence[str
     why: list[str] = []
     spoken = answer.spoken
     words = _words(spoken)
-    echo = _shares_run(words, _words(line.text), min(_ECHO_RUN, max(3, len(_words(line.text)))))
+    run = min(_ECHO_RUN, max(3, len(_words(line.text))))
+    echo = any(
+        _shares_run(_words(said), _words(line.text), run) for said in _SENTENCES.split(spoken)
+    )
     leak = _labelled(spoken, speakers) or _shares_template(words, template)
     broken = _BROKEN.search(spoken) is not None
     markup = _MARKUP.search(spoken) is not None or any(_emoji(ch) for ch in spoken)
