@@ -112,7 +112,7 @@ def _measure(verdict: Verdict, measure: str) -> bool | None:
     return value
 
 
-async def run_bench(quick: bool, sweep: bool = False) -> list[BenchResult]:
+async def run_bench(quick: bool) -> list[BenchResult]:
     results: list[BenchResult] = []
     async with CapableLlm() as capable:
         runs = [
@@ -122,10 +122,6 @@ async def run_bench(quick: bool, sweep: bool = False) -> list[BenchResult]:
         for label, base_url in runs:
             run = await play_corpus(base_url, label, quick=quick)
             results += _results(run)
-    if sweep:
-        from bot.bench.words_sweep import run_sweep
-
-        results += await run_sweep(quick)
     return results
 
 

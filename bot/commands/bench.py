@@ -116,9 +116,10 @@ async def _run(args: argparse.Namespace) -> int:
         options: dict[str, Any] = {"hours": args.hours} if target == "soak" else {}
         if target == "e2e" and args.peer is not None:
             options["peer"] = args.peer
-        if target == "words" and args.sweep:
-            options["sweep"] = True
         results: list[BenchResult] = await module.run_bench(quick=args.quick, **options)
+        if target == "words" and args.sweep:
+            sweep = importlib.import_module("bot.bench.words_sweep")
+            results += await sweep.run_sweep(args.quick)
         report[target] = [r.as_dict() for r in results]
         if not args.json:
             print(f"== {target}")
