@@ -167,6 +167,7 @@ async def _run(args: argparse.Namespace) -> int:
     for check in result.checks:
         print(f"  {check}")
     print(f"outputs in {out}/: report.md, transcript.jsonl, session.wav, latency.json, latency.png")
+    print(f"its campaign memory: glyphoxa memory sessions --url {out / 'memory.db'}")
     for line in result.verdict:  # last, where it is seen: PASS, or FAIL and what failed
         print(line.replace("**", ""))
     return 1 if result.failed_checks else 0
