@@ -30,6 +30,7 @@ __all__ = [
     "CAMPAIGN_HELP",
     "CONFIG_HELP",
     "TIER_NAMES",
+    "CampaignRefused",
     "Subcommands",
     "add_anyway_option",
     "add_campaign_option",
@@ -119,12 +120,42 @@ def walk_parsers(
                 yield from walk_parsers(child, (*path, name))
 
 
+class CampaignRefused(argparse.Action):
+    """``--campaign`` given to a command that works on no campaign: refused in one line that
+    names the commands that take it (instead of argparse's "unrecognized arguments")."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        parser.error(str(self.help_text))
+
+    help_text = ""
+
+
 def share_global_options(parser: argparse.ArgumentParser) -> None:
     """Add ``-c/--config`` and ``-v/--verbose`` to every command below ``parser``, including
-    commands added by modules that never heard of them."""
-    for path, child in walk_parsers(parser):
-        if path:
-            add_global_options(child, default=argparse.SUPPRESS)
+    commands added by modules that never heard of them; a command without ``--campaign``
+    answers it with what it is for and which commands take it."""
+    tree = list(walk_parsers(parser))
+    takers = sorted(
+        {path[0] for path, child in tree if path and "--campaign" in child._option_string_actions}
+    )
+    for path, child in tree:
+        if not path:
+            continue
+        add_global_options(child, default=argparse.SUPPRESS)
+        if "--campaign" not in child._option_string_actions:
+            refusal = child.add_argument(
+                "--campaign", metavar="DIR", action=CampaignRefused, help=argparse.SUPPRESS
+            )
+            refusal.help_text = (  # type: ignore[attr-defined]
+                f"--campaign: 'glyphoxa {' '.join(path)}' works on no campaign; the commands "
+                f"that do take --campaign DIR: {', '.join(takers)}"
+            )
 
 
 def load_config(args: argparse.Namespace) -> GlyphoxaConfig:
