@@ -32,8 +32,9 @@ log = logging.getLogger(__name__)
 _DESCRIPTION = "Voice bot that lets tabletop-RPG players talk to AI NPCs."
 _USAGE = "glyphoxa [-h] [-c CONFIG] [-v] COMMAND [options]"
 _FOOTER = (
-    "Every command reads glyphoxa.yaml (-c CONFIG, else $GLYPHOXA_CONFIG, else ./glyphoxa.yaml)\n"
-    "and works on campaign.path from it (--campaign DIR after the command's name overrides it).\n"
+    "Every command reads glyphoxa.yaml (-c CONFIG, else $GLYPHOXA_CONFIG, else ./glyphoxa.yaml).\n"
+    "Every command that works on a campaign works on campaign.path from it; --campaign DIR\n"
+    "after the command's name overrides it (the others say they take none).\n"
     "Run 'glyphoxa COMMAND --help' for a command's options."
 )
 

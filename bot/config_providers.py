@@ -5,19 +5,25 @@ its own per service (``LlmOptions``, ``SttOptions``, ``TtsOptions``, ``RealtimeO
 ``EmbeddingsOptions``) that forbids unknown keys, so a misspelt option is refused at load with
 its file and line and the closest known name, like every other key of the config. An option
 that only one implementation reads (the bundled LLM server's ``n_ctx``, faster-whisper's
-``cpu_threads``) is refused beside a provider that would ignore it.
+``cpu_threads``) is refused beside a provider that would ignore it. A provider ``name`` is one
+that exists for its service (``name: olama`` is refused with the choices, the closest one and,
+for a known OpenAI-compatible server such as Ollama, the ``name: openai`` and ``base_url`` that
+reach it), so a typo never silently means OpenAI's cloud.
 """
 
 from __future__ import annotations
 
-from typing import Self
+from typing import Any, ClassVar, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
 from campaigns.basics import Tier, TierName
+from campaigns.suggest import closest
 from npcs.context import MAX_SCENE_CHARS
 
 __all__ = [
+    "OPENAI_COMPATIBLE_SERVERS",
+    "PROVIDER_NAMES",
     "EmbeddingsOptions",
     "EmbeddingsProvider",
     "LlmOptions",
@@ -35,6 +41,75 @@ __all__ = [
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+
+LlmName = Literal["local", "openai"]
+SttName = Literal["faster-whisper", "openai"]
+TtsName = Literal["piper", "espeak", "openai"]
+RemoteName = Literal["openai"]
+
+#: Service -> the provider names that exist for it (the ``Literal`` of its ``name``).
+PROVIDER_NAMES: dict[str, tuple[str, ...]] = {
+    "llm": ("local", "openai"),
+    "stt": ("faster-whisper", "openai"),
+    "tts": ("piper", "espeak", "openai"),
+    "realtime": ("openai",),
+    "embeddings": ("openai",),
+}
+
+#: Servers that speak OpenAI's API, as a DM may name them, and the ``base_url`` that is theirs
+#: by default: ``name: ollama`` is answered with ``name: openai`` and this URL.
+OPENAI_COMPATIBLE_SERVERS: dict[str, tuple[str, str]] = {
+    "ollama": ("Ollama", "http://localhost:11434/v1"),
+    "vllm": ("vLLM", "http://localhost:8000/v1"),
+    "lm-studio": ("LM Studio", "http://localhost:1234/v1"),
+    "lmstudio": ("LM Studio", "http://localhost:1234/v1"),
+    "llama.cpp": ("llama.cpp's server", "http://localhost:8080/v1"),
+    "llamacpp": ("llama.cpp's server", "http://localhost:8080/v1"),
+    "groq": ("Groq", "https://api.groq.com/openai/v1"),
+    "openrouter": ("OpenRouter", "https://openrouter.ai/api/v1"),
+    "together": ("Together", "https://api.together.xyz/v1"),
+    "mistral": ("Mistral", "https://api.mistral.ai/v1"),
+}
+
+
+def _or_list(names: tuple[str, ...]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
+
+
+_KINDS = {
+    "llm": "an LLM provider",
+    "stt": "a speech recognition (stt) provider",
+    "tts": "a voice (tts) provider",
+    "realtime": "a realtime provider",
+    "embeddings": "an embeddings provider",
+}
+_SERVED = ("llm", "embeddings")
+"""The services an OpenAI-compatible server of one's own usually answers (chat, embeddings)."""
+
+
+def unknown_provider_message(service: str, given: str) -> str:
+    """Why ``given`` is not a provider of ``service`` and what to write instead."""
+    names = PROVIDER_NAMES[service]
+    message = f"'{given}' is not {_KINDS[service]}; choose {_or_list(names)}"
+    best = closest(given, names)
+    if best is not None:
+        return f"{message}; did you mean '{best}'?"
+    key = given.strip().lower()
+    server = key if key in OPENAI_COMPATIBLE_SERVERS else closest(key, OPENAI_COMPATIBLE_SERVERS)
+    if server is not None and service in _SERVED:
+        label, url = OPENAI_COMPATIBLE_SERVERS[server]
+        return (
+            f"{message}; {label} speaks OpenAI's API: write name: openai and base_url: {url} "
+            "(or where yours listens)"
+        )
+    return message
+
+
+def _known_name(service: str, value: Any) -> Any:
+    if isinstance(value, str) and value not in PROVIDER_NAMES[service]:
+        raise ValueError(unknown_provider_message(service, value))
+    return value
 
 
 class RemoteOptions(_Strict):
@@ -187,11 +262,23 @@ class ProviderConfig(_Strict):
     api_key: SecretStr | None = None
     """The server's key; write ``${OPENAI_API_KEY}`` and keep the value in the environment."""
 
+    service: ClassVar[str | None] = None
+    """The ``providers`` key this section is (its names are ``PROVIDER_NAMES[service]``)."""
+
+    @field_validator("name", mode="before")
+    @classmethod
+    def _name_exists(cls, value: Any) -> Any:
+        return value if cls.service is None else _known_name(cls.service, value)
+
 
 class LlmProvider(ProviderConfig):
     """``providers.llm``: ``local`` starts the bundled llama.cpp server; ``openai`` is any
     OpenAI-compatible API."""
 
+    service: ClassVar[str | None] = "llm"
+    name: LlmName
+    """``local`` (the bundled llama.cpp server; with ``base_url``, a server of your own) or
+    ``openai`` (any OpenAI-compatible API: OpenAI, Ollama, Groq, vLLM... by ``base_url``)."""
     options: LlmOptions = Field(default_factory=LlmOptions)
     """The bundled server, how answers are produced, and the connection to a server."""
 
@@ -210,6 +297,10 @@ class SttProvider(ProviderConfig):
     """``providers.stt``: ``faster-whisper`` (local) or ``openai`` (any server with OpenAI's
     transcription API)."""
 
+    service: ClassVar[str | None] = "stt"
+    name: SttName
+    """``faster-whisper`` (local speech recognition) or ``openai`` (any server with OpenAI's
+    transcription API)."""
     options: SttOptions = Field(default_factory=SttOptions)
     """faster-whisper's settings, or the connection to a server."""
 
@@ -228,6 +319,10 @@ class TtsProvider(ProviderConfig):
     """``providers.tts``: ``piper`` (local), ``espeak`` or ``openai`` (any server with
     OpenAI's speech API)."""
 
+    service: ClassVar[str | None] = "tts"
+    name: TtsName
+    """``piper`` (local voices), ``espeak`` (espeak-ng) or ``openai`` (any server with OpenAI's
+    speech API)."""
     options: TtsOptions = Field(default_factory=TtsOptions)
     """More Piper voices, and what a speech server speaks."""
 
@@ -244,6 +339,9 @@ class TtsProvider(ProviderConfig):
 class RealtimeProvider(ProviderConfig):
     """``providers.realtime``: speech to speech for NPCs with ``engine: realtime``."""
 
+    service: ClassVar[str | None] = "realtime"
+    name: RemoteName
+    """``openai``: OpenAI Realtime or a server speaking its protocol (``base_url``)."""
     options: RealtimeOptions = Field(default_factory=RealtimeOptions)
     """The realtime voice and the slowest tier a realtime turn may take."""
 
@@ -251,5 +349,8 @@ class RealtimeProvider(ProviderConfig):
 class EmbeddingsProvider(ProviderConfig):
     """``providers.embeddings``: an OpenAI-compatible embeddings endpoint."""
 
+    service: ClassVar[str | None] = "embeddings"
+    name: RemoteName
+    """``openai``: any server with OpenAI's embeddings API (``base_url``)."""
     options: EmbeddingsOptions = Field(default_factory=EmbeddingsOptions)
     """None yet."""

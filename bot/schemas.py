@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from bot.config import GlyphoxaConfig
+from bot.rehearsal.scene import Scene
 from campaigns.basics import GlyphoxaError
 from campaigns.content import CampaignMeta, EntitiesFile, RandomTable
 from npcs.schema import NpcDefinition
@@ -29,6 +30,7 @@ SCHEMA_MODELS: dict[str, type[BaseModel]] = {
     "config": GlyphoxaConfig,
     "entities": EntitiesFile,
     "table": RandomTable,
+    "scene": Scene,
 }
 
 _TITLES = {
@@ -37,6 +39,7 @@ _TITLES = {
     "config": "Glyphoxa configuration (glyphoxa.yaml)",
     "entities": "Glyphoxa knowledge-graph seed (campaigns/<name>/entities.yaml)",
     "table": "Glyphoxa random table (campaigns/<name>/tables/<table>.yaml)",
+    "scene": "Glyphoxa rehearsal scene (a scene file for glyphoxa rehearse)",
 }
 
 

@@ -1,9 +1,9 @@
 """Render the ``glyphoxa`` command line as a Markdown reference page for the docs site.
 
 The page is built from the real parser (``bot.cli.build_parser()``), so every command, option,
-default and help text on it is the one the program accepts: a renamed option changes the page
-the next time the site is built, and the docs' snippet tests parse every example against the
-same parser.
+default and help text on it is the one the program accepts: a renamed option fails the test
+that compares the committed page with a fresh one (``scripts/docs_reference.py`` writes it
+again), and the docs' snippet tests parse every example against the same parser.
 """
 
 from __future__ import annotations
@@ -22,9 +22,10 @@ def render_cli_page(parser: argparse.ArgumentParser) -> str:
     lines = [
         "# Command line",
         "",
-        "Every `glyphoxa` command, generated from the program's own parser when the site is "
-        "built. `glyphoxa COMMAND --help` prints the same text. A mistake in what you type is "
-        "answered with one line naming the option and the fix, never a traceback.",
+        "Every `glyphoxa` command, generated from the program's own parser by "
+        "`scripts/docs_reference.py` (a test fails when this page is out of date). `glyphoxa "
+        "COMMAND --help` prints the same text. A mistake in what you type is answered with one "
+        "line naming the option and the fix, never a traceback.",
         "",
         "## Global options",
         "",

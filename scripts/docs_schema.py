@@ -139,8 +139,8 @@ def render_schema_page(schema: Schema, *, title: str, intro: str, source: str) -
     lines += [
         "---",
         "",
-        f"Generated from `{source}` when the site is built, so it always matches what the "
-        "program accepts.",
+        f"Generated from `{source}` by `scripts/docs_reference.py` (a test fails when this "
+        "page is out of date), so it always matches what the program accepts.",
         "",
     ]
     return "\n".join(lines)

@@ -4,7 +4,8 @@ is a failure, so a missing model or server can never turn a red run green. The e
 the reasons named in ``GLYPHOXA_SKIP_OK`` (separated by ``;``; ``.ci/run`` names, and
 says so, the real Pipecat peer test, which installs Pipecat from PyPI and runs only with
 ``GLYPHOXA_TEST_PEER=1``, and the SRD 5.1 tests when that dataset, which must not be copied into
-the repository, is absent)."""
+the repository, is absent). Every run ends with what was skipped and the exact way to run
+each group (``tests/skip_summary.py``)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,14 @@ import os
 import pytest
 
 from tests.isolation import pytest_configure, pytest_runtest_protocol
+from tests.skip_summary import pytest_terminal_summary
 
-__all__ = ["pytest_configure", "pytest_runtest_makereport", "pytest_runtest_protocol"]
+__all__ = [
+    "pytest_configure",
+    "pytest_runtest_makereport",
+    "pytest_runtest_protocol",
+    "pytest_terminal_summary",
+]
 
 
 @pytest.hookimpl(hookwrapper=True)

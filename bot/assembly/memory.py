@@ -18,12 +18,30 @@ if TYPE_CHECKING:
     from bot.config import GlyphoxaConfig
     from campaigns.memory import MemoryStore
 
-__all__ = ["IN_MEMORY_URL", "memory_url_for_reading", "open_memory", "sqlite_file"]
+__all__ = [
+    "IN_MEMORY_URL",
+    "REHEARSAL_MEMORY",
+    "database_url",
+    "memory_url_for_reading",
+    "open_memory",
+    "sqlite_file",
+]
 
 log = logging.getLogger(__name__)
 
 IN_MEMORY_URL = "sqlite+aiosqlite://"
 """A private SQLite database that lives as long as its store and touches no file."""
+
+REHEARSAL_MEMORY = Path("out") / "memory.db"
+"""Where ``glyphoxa rehearse`` keeps a scene's memory by default (``--out out``)."""
+
+
+def database_url(value: str) -> str:
+    """A database URL from what a DM typed: a URL as it is, a plain path (``out/memory.db``)
+    as the SQLite file it names."""
+    if "://" in value:
+        return value
+    return f"sqlite+aiosqlite:///{Path(value).expanduser()}"
 
 
 def sqlite_file(url: str) -> Path | None:

@@ -31,7 +31,7 @@ LLM_TIMEOUT_S = 60.0
 async def load_stt(provider: SttSection, pool: InferencePool | None = None) -> SttProvider:
     """The configured recognizer, loaded off the event loop; a remote one goes through
     ``pool`` (pooled connections, this table's request limit, retries)."""
-    if provider.name in ("faster-whisper", "whisper", "local"):
+    if provider.name == "faster-whisper":
         options = provider.options
         return await FasterWhisperStt.load(
             provider.model,

@@ -180,7 +180,7 @@ def _model_files(config: Any, npc: Any) -> dict[str, str]:
             "the peer comparison runs on the bundled local LLM; set providers.llm.name: local "
             "(without base_url) in glyphoxa.yaml"
         )
-    if providers.stt.name not in ("faster-whisper", "whisper", "local"):
+    if providers.stt.name != "faster-whisper":
         raise PeerUnavailable(
             f"the peer hears through faster-whisper, not providers.stt {providers.stt.name!r}: "
             "set providers.stt.name: faster-whisper"

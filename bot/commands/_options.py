@@ -23,13 +23,16 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from bot.config import GlyphoxaConfig
+    from campaigns.yamlio import Issue
     from npcs.campaign import Campaign
 
 __all__ = [
     "CAMPAIGN_HELP",
     "CONFIG_HELP",
     "TIER_NAMES",
+    "CampaignRefused",
     "Subcommands",
+    "add_anyway_option",
     "add_campaign_option",
     "add_global_options",
     "add_json_option",
@@ -90,6 +93,17 @@ def add_campaign_option(parser: argparse.ArgumentParser, *, default: Any = None)
     parser.add_argument("--campaign", metavar="DIR", default=default, help=CAMPAIGN_HELP)
 
 
+def add_anyway_option(parser: argparse.ArgumentParser) -> None:
+    """``--anyway``: start a table (``run``, ``rehearse``) although a configured model server
+    cannot be reached (``bot.doctor.preflight``)."""
+    parser.add_argument(
+        "--anyway",
+        action="store_true",
+        help="go on although a configured model server cannot be reached (a campaign that "
+        "fails glyphoxa check still stops it)",
+    )
+
+
 def add_json_option(parser: argparse.ArgumentParser, what: str = "the result") -> None:
     """``--json``: the same data as the text output, as one JSON document on stdout."""
     parser.add_argument("--json", action="store_true", help=f"print {what} as JSON")
@@ -106,12 +120,42 @@ def walk_parsers(
                 yield from walk_parsers(child, (*path, name))
 
 
+class CampaignRefused(argparse.Action):
+    """``--campaign`` given to a command that works on no campaign: refused in one line that
+    names the commands that take it (instead of argparse's "unrecognized arguments")."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        parser.error(str(self.help_text))
+
+    help_text = ""
+
+
 def share_global_options(parser: argparse.ArgumentParser) -> None:
     """Add ``-c/--config`` and ``-v/--verbose`` to every command below ``parser``, including
-    commands added by modules that never heard of them."""
-    for path, child in walk_parsers(parser):
-        if path:
-            add_global_options(child, default=argparse.SUPPRESS)
+    commands added by modules that never heard of them; a command without ``--campaign``
+    answers it with what it is for and which commands take it."""
+    tree = list(walk_parsers(parser))
+    takers = sorted(
+        {path[0] for path, child in tree if path and "--campaign" in child._option_string_actions}
+    )
+    for path, child in tree:
+        if not path:
+            continue
+        add_global_options(child, default=argparse.SUPPRESS)
+        if "--campaign" not in child._option_string_actions:
+            refusal = child.add_argument(
+                "--campaign", metavar="DIR", action=CampaignRefused, help=argparse.SUPPRESS
+            )
+            refusal.help_text = (  # type: ignore[attr-defined]
+                f"--campaign: 'glyphoxa {' '.join(path)}' works on no campaign; the commands "
+                f"that do take --campaign DIR: {', '.join(takers)}"
+            )
 
 
 def load_config(args: argparse.Namespace) -> GlyphoxaConfig:
@@ -145,15 +189,30 @@ def campaign_folder(args: argparse.Namespace, config: GlyphoxaConfig) -> Path:
     raise GlyphoxaError(message)
 
 
-def load_campaign(args: argparse.Namespace, config: GlyphoxaConfig) -> Campaign:
-    """The command's campaign, loaded; every problem of its files raised at once.
+def load_campaign(
+    args: argparse.Namespace, config: GlyphoxaConfig, *, warnings: list[Issue] | None = None
+) -> Campaign:
+    """The command's campaign, loaded; every problem of its files raised at once, and its
+    warnings (YAML that reads legally but probably not as meant, such as a sentence a flow
+    list split at its commas) printed on stderr as ``glyphoxa check`` prints them, so no
+    command shows their pieces silently. ``warnings``, when given, receives them too.
 
     Raises:
         GlyphoxaError: the folder is missing (with the fix) or a file is invalid.
     """
-    from npcs.campaign import load_campaign as load
+    import sys
 
-    return load(campaign_folder(args, config))
+    from campaigns.yamlio import ContentError
+    from npcs.campaign import scan_campaign
+
+    scan = scan_campaign(campaign_folder(args, config))
+    if scan.issues:
+        raise ContentError(scan.issues)
+    for warning in scan.warnings:
+        print(warning, file=sys.stderr)
+    if warnings is not None:
+        warnings.extend(scan.warnings)
+    return scan.campaign
 
 
 def missing_campaign_message(

@@ -1,9 +1,9 @@
 """``glyphoxa campaign new NAME [--dir DIR]``: start a campaign that passes check.
 
-Creates DIR (default: campaigns/<name as a slug>) with campaign.yaml, entities.yaml, npcs/ with
-one example NPC and tables/ with one example table, each starting with the line that gives
-editors completion from the schema. Files already there are kept, never overwritten; a folder
-that already has a campaign.yaml is refused.
+Creates DIR (default: campaigns/<name as a slug>; --campaign DIR is the same as --dir DIR) with
+campaign.yaml, entities.yaml, npcs/ with one example NPC and tables/ with one example table,
+each starting with the line that gives editors completion from the schema. Files already there
+are kept, never overwritten; a folder that already has a campaign.yaml is refused.
 """
 
 from __future__ import annotations
@@ -32,6 +32,8 @@ def register(sub: Subcommands) -> None:
     new.add_argument("name", metavar="NAME", help='the campaign\'s name, e.g. "The Sunken Crown"')
     new.add_argument(
         "--dir",
+        "--campaign",
+        dest="dir",
         metavar="DIR",
         default=None,
         help="folder to create (default: campaigns/ and the name as a slug, e.g. "

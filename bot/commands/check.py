@@ -6,10 +6,11 @@ Prints every problem as ``file:line:column: message``: the config's first, then 
 grants nothing or a voice that is not installed); exits 1 if there is any. YAML that reads
 legally but probably not as meant (a sentence split at its commas, a list item joined to the
 one above) is printed as ``file:line:column: warning: message``; warnings fail the check only
-with --strict. The campaign is --campaign DIR (or, as in earlier versions, a folder given as
-the only argument), else campaign.path from the config. While the config has errors and names
-no campaign.path, the campaign is not checked: fix the config first, or name the folder with
---campaign.
+with --strict. The config is -c FILE (or a config file given as the only argument: glyphoxa
+check my-glyphoxa.yaml), else $GLYPHOXA_CONFIG, else ./glyphoxa.yaml. The campaign is
+--campaign DIR (or a folder, or a file inside one, given as the only argument), else
+campaign.path from the config. While the config has errors and names no campaign.path, the
+campaign is not checked: fix the config first, or name the folder with --campaign.
 
 --json prints {"ok", "config": {"path", "ok"}, "campaign": {"path", "name", "npcs",
 "entities", "relations", "tables", "ambience_moods"} or null, "problems": [{"file", "line",
@@ -203,11 +204,11 @@ def register(sub: Subcommands) -> None:
     )
     add_campaign_option(parser)
     parser.add_argument(
-        "campaign_dir",
+        "target",
         nargs="?",
         default=None,
-        metavar="CAMPAIGN_DIR",
-        help="the campaign folder, as --campaign (kept for earlier scripts)",
+        metavar="PATH",
+        help="a campaign folder (as --campaign), a file inside one, or a config file (as -c)",
     )
     parser.add_argument(
         "--strict",
@@ -218,15 +219,40 @@ def register(sub: Subcommands) -> None:
     parser.set_defaults(func=_run)
 
 
-def _run(args: argparse.Namespace) -> int:
+def campaign_of(path: Path) -> Path | None:
+    """The campaign folder a file belongs to (``campaign.yaml`` beside it or one folder up:
+    ``npcs/bartok.yaml``, ``entities.yaml``), or None."""
+    for folder in (path.parent, path.parent.parent):
+        if (folder / "campaign.yaml").is_file():
+            return folder
+    return None
+
+
+def _targets(args: argparse.Namespace) -> tuple[str | None, str | None]:
+    """(config, campaign) from -c, --campaign and the one PATH argument."""
     from campaigns.basics import GlyphoxaError
 
-    if args.campaign and args.campaign_dir and Path(args.campaign) != Path(args.campaign_dir):
+    config, campaign, target = args.config, args.campaign, args.target
+    if target is not None and Path(target).is_file():
+        folder = campaign_of(Path(target))
+        if folder is None:  # a file outside any campaign: the config to check
+            if config and Path(config) != Path(target):
+                raise GlyphoxaError(
+                    f"check: two config files given ({target} and -c {config}); name one"
+                )
+            return target, campaign
+        target = str(folder)
+    if campaign and target and Path(campaign) != Path(target):
         raise GlyphoxaError(
-            f"check: two campaign folders given ({args.campaign_dir} and --campaign "
-            f"{args.campaign}); name one, with --campaign DIR"
+            f"check: two campaign folders given ({target} and --campaign {campaign}); name "
+            "one, with --campaign DIR"
         )
-    report = run_check(args.campaign or args.campaign_dir, config_path=args.config)
+    return config, campaign or target
+
+
+def _run(args: argparse.Namespace) -> int:
+    config_path, campaign_dir = _targets(args)
+    report = run_check(campaign_dir, config_path=config_path)
     failed = bool(report.issues) or (args.strict and bool(report.warnings))
     if args.json:
         print(json.dumps(report.as_dict(), indent=2, ensure_ascii=False))

@@ -50,6 +50,7 @@ def register(sub: Subcommands) -> None:
 
 async def _run(args: argparse.Namespace) -> int:
     from bot.doctor import CHECK_NAMES, diagnose
+    from bot.doctor.runner import Outcome
     from campaigns.basics import GlyphoxaError
 
     only = None
@@ -61,13 +62,18 @@ async def _run(args: argparse.Namespace) -> int:
                 f"unknown check(s) {', '.join(unknown)}; choose from {', '.join(CHECK_NAMES)}"
             )
     started = time.monotonic()
-    printer = None if args.json else (lambda outcome: print(outcome.line(), flush=True))
+
+    def printer(outcome: Outcome) -> None:
+        print(outcome.line(), flush=True)
+        for warning in outcome.warnings:  # the campaign's YAML warnings, as check prints them
+            print(warning, file=sys.stderr, flush=True)
+
     outcomes = await diagnose(
         args.config,
         only=only,
         discord=args.discord,
         online=args.online,
-        on_outcome=printer,
+        on_outcome=None if args.json else printer,
         campaign=args.campaign,
     )
     failed = [o for o in outcomes if o.status == "FAIL"]

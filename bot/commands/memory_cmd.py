@@ -1,10 +1,13 @@
 """``glyphoxa memory ...`` and ``glyphoxa recap``: read and maintain the campaign memory.
 
-The database is ``memory.url`` from glyphoxa.yaml (``--url`` overrides it, e.g. to import a
-SQLite backup into PostgreSQL); the campaign's ``entities.yaml`` seeds an empty knowledge
-graph. Commands that only read never create the database: before the first session they read
-an empty in-memory one seeded from ``entities.yaml`` and say so on stderr. ``--json`` prints
-the same rows as the text output: lists of objects with the keys the text shows.
+The database is ``memory.url`` from glyphoxa.yaml; ``--url`` names another, as a URL
+(``postgresql+asyncpg://...``, e.g. to import a SQLite backup into PostgreSQL) or as the path
+of a SQLite file: ``--url out/memory.db`` reads what a rehearsal recorded (``glyphoxa rehearse``
+keeps its memory in its ``--out`` folder). The campaign's ``entities.yaml`` seeds an empty
+knowledge graph. Commands that only read never create the database: before the first session
+they read an empty in-memory one seeded from ``entities.yaml`` and say so on stderr; a file
+named with ``--url`` must exist. ``--json`` prints the same rows as the text output: lists of
+objects with the keys the text shows.
 """
 
 from __future__ import annotations
@@ -35,7 +38,10 @@ __all__ = ["ENTITY_TYPES", "register"]
 #: equal): spelled out here so that building the parser imports no model code.
 ENTITY_TYPES = ("player_character", "npc", "location", "faction", "item", "quest")
 
-_URL_HELP = "database URL (default: memory.url from the config)"
+_URL_HELP = (
+    "the database: a URL or a SQLite file's path, e.g. out/memory.db for a rehearsal's "
+    "(default: memory.url from the config)"
+)
 
 
 def _memory_options(parser: argparse.ArgumentParser, default: Any) -> None:
@@ -103,15 +109,25 @@ def register(sub: Subcommands) -> None:
 
 
 @contextlib.asynccontextmanager
-async def _memory(args: argparse.Namespace, *, write: bool = False) -> AsyncIterator[MemoryStore]:
-    """The configured store; a read opens no file that does not exist yet."""
-    from bot.assembly.memory import memory_url_for_reading, open_memory
+async def _memory(
+    args: argparse.Namespace, *, write: bool = False, sessions_hint: bool = False
+) -> AsyncIterator[MemoryStore]:
+    """The configured store (or ``--url``'s); a read opens no file that does not exist yet.
+    ``sessions_hint``: when the store holds no session, say on stderr where a rehearsal's are."""
+    from bot.assembly.memory import database_url, memory_url_for_reading, open_memory
+    from campaigns.basics import GlyphoxaError
 
     config = load_config(args)
-    url = args.url or config.memory.url
+    named = args.url is not None
+    url = database_url(args.url) if named else config.memory.url
     missing = None
     if not write:
         url, missing = memory_url_for_reading(url)
+    if missing is not None and named:
+        raise GlyphoxaError(
+            f"{missing}: no such database file (--url); a rehearsal keeps its memory in its "
+            f"--out folder, e.g. --url {_rehearsal_memory()}"
+        )
     if missing is not None:
         print(
             f"note: {missing} does not exist yet (the first session creates it); "
@@ -123,6 +139,39 @@ async def _memory(args: argparse.Namespace, *, write: bool = False) -> AsyncIter
     store = await open_memory(config, url=url, summarize=False, seed=write or missing is not None)
     async with store:
         yield store
+        if sessions_hint and not await store.list_sessions(limit=1):
+            hint = _rehearsal_hint(missing or _sqlite_file(url))
+            if hint:
+                print(hint, file=sys.stderr)
+
+
+def _rehearsal_memory() -> Path:
+    from bot.assembly.memory import REHEARSAL_MEMORY
+
+    return REHEARSAL_MEMORY
+
+
+def _sqlite_file(url: str) -> Path | None:
+    from bot.assembly.memory import sqlite_file
+
+    return sqlite_file(url)
+
+
+def _rehearsal_hint(looked_at: Path | None) -> str | None:
+    """Where a rehearsal's sessions are, for a DM who looked in the table's memory: a
+    rehearsal records into its own database (``--out``/memory.db), never the table's."""
+    rehearsal = _rehearsal_memory()
+    if looked_at is not None and looked_at.resolve() == rehearsal.resolve():
+        return None
+    if rehearsal.is_file():
+        return (
+            f"a rehearsal's sessions are in its own database: glyphoxa memory sessions "
+            f"--url {rehearsal}"
+        )
+    return (
+        "a rehearsal keeps its sessions in its --out folder: glyphoxa memory sessions "
+        "--url OUT/memory.db"
+    )
 
 
 def _when(timestamp: float | None) -> str:
@@ -136,7 +185,7 @@ def _print_json(data: Any) -> None:
 
 
 async def _search(args: argparse.Namespace) -> int:
-    async with _memory(args) as store:
+    async with _memory(args, sessions_hint=not args.facts) as store:
         if args.facts:
             hits = await store.search_facts(args.query, top_k=args.limit)
         else:
@@ -194,13 +243,13 @@ async def _entity(args: argparse.Namespace) -> int:
 
 
 async def _sessions(args: argparse.Namespace) -> int:
-    async with _memory(args) as store:
+    async with _memory(args, sessions_hint=not args.json) as store:
         sessions = await store.list_sessions()
+        if not sessions and not args.json:  # before the hint, which says where else to look
+            print("no sessions recorded yet", flush=True)
     if args.json:
         _print_json(sessions)
         return 0
-    if not sessions:
-        print("no sessions recorded yet")
     for s in sessions:
         state = "ended" if s["ended_at"] else "open"
         print(f"{s['id'][:8]} {_when(s['started_at'])} {state:<5} {s['utterances']:>6} lines"
@@ -308,9 +357,9 @@ async def _recap(args: argparse.Namespace) -> int:
 
     if args.sessions < 1:
         raise GlyphoxaError("--sessions must be at least 1")
-    async with _memory(args) as store:
+    async with _memory(args, sessions_hint=not args.json) as store:
         if not args.json:
-            print(await store.recap(args.sessions))
+            print(await store.recap(args.sessions), flush=True)
             return 0
         recent = await store.list_sessions(limit=args.sessions)
         summaries = [await store.session_summary(item["id"]) for item in reversed(recent)]

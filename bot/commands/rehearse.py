@@ -3,6 +3,11 @@
 Synthesized players speak the scene's lines through the real pipeline (VAD, STT, addressing,
 tiers, engines, tools, TTS, mixer); the NPCs' audio, a transcript and a latency report land in
 ``--out``. With ``providers.llm.name: local`` the bundled llama.cpp server runs for the duration.
+
+Before anything else the campaign must pass ``glyphoxa check`` and every configured model
+service must answer (a doctor line says which does not, and the fix); ``--anyway`` plays the
+scene even so. Campaign memory of the rehearsal is ``--out``/memory.db: ``glyphoxa memory
+sessions --url out/memory.db`` reads it afterwards.
 """
 
 from __future__ import annotations
@@ -14,7 +19,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bot.commands._options import Subcommands, add_campaign_option, load_config, plain
+from bot.commands._options import (
+    Subcommands,
+    add_anyway_option,
+    add_campaign_option,
+    load_config,
+    plain,
+)
 
 __all__ = ["register"]
 
@@ -53,6 +64,7 @@ def register(sub: Subcommands) -> None:
         default=None,
         help="use this OpenAI-compatible server instead of the configured LLM",
     )
+    add_anyway_option(parser)
     parser.set_defaults(func=_run)
 
 
@@ -71,12 +83,22 @@ async def _open_console(args: argparse.Namespace, config: Any, out: Path) -> Any
     return console
 
 
+def _with_llm_url(config: Any, url: str | None) -> Any:
+    """The config as the rehearsal uses it: ``--llm-base-url`` in place of the LLM's server."""
+    if not url:
+        return config
+    llm = config.providers.llm.model_copy(update={"base_url": url})
+    providers = config.providers.model_copy(update={"llm": llm})
+    return config.model_copy(update={"providers": providers})
+
+
 def _two_campaigns(scene_campaign: Path | None, option: str | None) -> bool:
     """The scene file and --campaign name different campaign folders."""
     return bool(option and scene_campaign and scene_campaign != Path(option).resolve())
 
 
 async def _run(args: argparse.Namespace) -> int:
+    from bot.doctor.preflight import preflight_or_stop
     from bot.rehearsal.runner import rehearse
     from bot.rehearsal.scene import load_scene
     from campaigns.basics import GlyphoxaError
@@ -98,6 +120,15 @@ async def _run(args: argparse.Namespace) -> int:
             f"{args.scene} names campaign {scene.campaign} and --campaign names {args.campaign}; "
             "give one of them"
         )
+    stop = await preflight_or_stop(
+        "rehearse",
+        _with_llm_url(config, args.llm_base_url),
+        config_path=args.config,
+        campaign_dir=scene.campaign_dir() or args.campaign,
+        anyway=args.anyway,
+    )
+    if stop is not None:
+        return stop
     out = Path(args.out)
     console = await _open_console(args, config, out) if args.console else None
     try:
@@ -136,6 +167,7 @@ async def _run(args: argparse.Namespace) -> int:
     for check in result.checks:
         print(f"  {check}")
     print(f"outputs in {out}/: report.md, transcript.jsonl, session.wav, latency.json, latency.png")
+    print(f"its campaign memory: glyphoxa memory sessions --url {out / 'memory.db'}")
     for line in result.verdict:  # last, where it is seen: PASS, or FAIL and what failed
         print(line.replace("**", ""))
     return 1 if result.failed_checks else 0

@@ -3,6 +3,10 @@
 ``--shard-count N --shard-ids 0,1`` runs some of the bot's Discord shards in this process
 (``bot/discord_bot/sharding.py``); open tables are kept in ``memory.url``'s database so that,
 on PostgreSQL, a restarted or replaced process resumes its guilds' tables.
+
+Before it connects to Discord, the campaign must pass ``glyphoxa check`` and every configured
+model service must answer (a doctor line says which does not, and the fix); ``--anyway`` starts
+the bot even so.
 """
 
 from __future__ import annotations
@@ -14,7 +18,13 @@ import logging
 import signal
 from typing import Any
 
-from bot.commands._options import Subcommands, add_campaign_option, load_config, plain
+from bot.commands._options import (
+    Subcommands,
+    add_anyway_option,
+    add_campaign_option,
+    load_config,
+    plain,
+)
 
 __all__ = ["register"]
 
@@ -41,12 +51,14 @@ def register(sub: Subcommands) -> None:
         default=None,
         help="the shards this process runs, e.g. 0,1 or 0-3 (default: all of --shard-count)",
     )
+    add_anyway_option(parser)
     parser.set_defaults(func=_run)
 
 
 async def _run(args: argparse.Namespace) -> int:
     from bot.config_loader import require_discord_token
     from bot.discord_bot.sharding import parse_shard_ids
+    from bot.doctor.preflight import preflight_or_stop
     from bot.logging_setup import configure_logging
     from bot.metrics import METRICS, start_metrics_server
     from bot.voice.opus_decode import ensure_opus_loaded
@@ -58,6 +70,11 @@ async def _run(args: argparse.Namespace) -> int:
     shard_ids = parse_shard_ids(args.shard_ids, args.shard_count)
     token = require_discord_token(config)
     _check_token_shape(token)  # a mistyped token named now, not as Discord's bare 401
+    stop = await preflight_or_stop(  # the campaign and every model server, before Discord
+        "run", config, config_path=args.config, campaign_dir=None, anyway=args.anyway
+    )
+    if stop is not None:
+        return stop
     library = ensure_opus_loaded()  # fail now, not when the first player speaks
     log.info("libopus: %s", library)
     registry = await TableRegistry.open(config.memory.url)

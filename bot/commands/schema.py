@@ -17,7 +17,7 @@ from bot.commands._options import Subcommands, plain
 
 __all__ = ["SCHEMA_KINDS", "register"]
 
-SCHEMA_KINDS = ("npc", "campaign", "config", "entities", "table")
+SCHEMA_KINDS = ("npc", "campaign", "config", "entities", "table", "scene")
 """The files with a schema (``bot.schemas.SCHEMA_MODELS``; a test keeps them equal)."""
 
 
@@ -34,7 +34,7 @@ def __getattr__(name: str) -> Any:
 def register(sub: Subcommands) -> None:
     parser = sub.add_parser(
         "schema",
-        help="print the JSON Schema of an NPC, campaign, config, entities or table file",
+        help="print the JSON Schema of an NPC, campaign, config, entities, table or scene file",
         description=plain(__doc__),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -51,6 +51,9 @@ class DoctorContext:
     """Also ask Discord's API about the token, the application and the servers."""
     campaign_dir: str | None = None
     """``--campaign``: this folder instead of the config's ``campaign.path``."""
+    warnings: list[str] = field(default_factory=list)
+    """What checks found that works but probably not as meant (the campaign's YAML warnings);
+    each outcome carries those of its own check."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +70,8 @@ class Outcome:
     seconds: float
     detail: str
     fix: str = ""
+    warnings: tuple[str, ...] = ()
+    """``file:line:column: warning: ...`` lines found by this check (printed on stderr)."""
 
     def line(self) -> str:
         fix = f" -> fix: {self.fix}" if self.fix else ""
@@ -74,7 +79,8 @@ class Outcome:
 
     def as_dict(self) -> dict[str, Any]:
         return {"check": self.name, "status": self.status, "seconds": round(self.seconds, 3),
-                "detail": self.detail, "fix": self.fix}  # fmt: skip
+                "detail": self.detail, "fix": self.fix,
+                "warnings": list(self.warnings)}  # fmt: skip
 
 
 async def run_checks(
@@ -86,6 +92,7 @@ async def run_checks(
     outcomes: list[Outcome] = []
     for check in checks:
         started = time.perf_counter()
+        seen = len(context.warnings)
         try:
             async with asyncio.timeout(check.timeout_s):
                 detail = await check.run(context)
@@ -103,7 +110,8 @@ async def run_checks(
         except Exception as error:  # a check must never end the doctor with a traceback
             status, detail = "FAIL", f"{type(error).__name__}: {error}"
             fix = "unexpected: run glyphoxa doctor -v and report it"
-        outcome = Outcome(check.name, status, time.perf_counter() - started, detail, fix)
+        found = tuple(context.warnings[seen:])
+        outcome = Outcome(check.name, status, time.perf_counter() - started, detail, fix, found)
         outcomes.append(outcome)
         if on_outcome is not None:
             on_outcome(outcome)

@@ -67,7 +67,11 @@ async def check_campaign(context: DoctorContext) -> str:
     campaign = report.campaign
     if campaign is None:
         raise Problem("no campaign loaded", "check campaign.path")
-    return f"{campaign.name}: {len(campaign.npcs)} NPCs ({', '.join(sorted(campaign.npcs))})"
+    context.warnings.extend(str(warning) for warning in report.warnings)
+    count = len(report.warnings)
+    warned = f"; {count} warning{'s' if count != 1 else ''} (on stderr)" if count else ""
+    npcs = ", ".join(sorted(campaign.npcs))
+    return f"{campaign.name}: {len(campaign.npcs)} NPCs ({npcs}){warned}"
 
 
 async def check_llm(context: DoctorContext) -> str:

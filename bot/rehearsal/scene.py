@@ -33,6 +33,7 @@ from typing import Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic.json_schema import SkipJsonSchema
 
 from bot.rehearsal.approvals import ScriptedApproval
 from campaigns.basics import GlyphoxaError, Tier
@@ -161,7 +162,8 @@ class Scene(_Strict):
     """A line (other than ``interrupt`` ones) waits until no NPC is thinking or speaking;
     later lines and DM commands shift by the same delay, so slow models keep the scene's
     shape instead of piling up turns."""
-    base_dir: Path = Field(default=Path("."), exclude=True)
+    base_dir: SkipJsonSchema[Path] = Field(default=Path("."), exclude=True)
+    """The scene file's folder (set by :func:`load_scene`, never written in the file)."""
 
     @model_validator(mode="after")
     def _sorted(self) -> Scene:

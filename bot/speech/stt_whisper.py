@@ -223,9 +223,11 @@ class FasterWhisperStt:
             FINAL, lambda: self.second_look_sync(audio, first, vocabulary)
         )
 
-    def close(self) -> None:
-        """Stop the inference thread (the model is freed with the object)."""
+    def close(self, timeout_s: float = 10.0) -> None:
+        """Stop the inference thread after the decode in hand and wait for it (the model is
+        freed with the object, never on that thread; see ``bot.speech.model_threads``)."""
         self._worker.close()
+        self._worker.join(timeout_s)
 
     def transcribe_sync(
         self, audio: np.ndarray, partial: bool = False, vocabulary: Vocabulary | None = None

@@ -2,7 +2,9 @@
 
 Used by synthesizers whose engines are synchronous (Piper): the first chunk reaches the event
 loop as soon as it exists, and closing the async iterator (barge-in) stops the thread after the
-chunk it is working on instead of synthesizing the rest for nobody.
+chunk it is working on instead of synthesizing the rest for nobody. The thread is a model
+thread (``bot.speech.model_threads``): one still working when the program ends is stopped and
+joined before the interpreter finalizes.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ import asyncio
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import TypeVar
+
+from bot.speech.model_threads import start_model_thread
 
 __all__ = ["iterate_in_thread"]
 
@@ -42,8 +46,7 @@ async def iterate_in_thread(
         finally:
             put(_DONE)
 
-    thread = threading.Thread(target=work, name=name, daemon=True)
-    thread.start()
+    start_model_thread(work, name=name, stop=stop.set)
     try:
         while True:
             item = await queue.get()

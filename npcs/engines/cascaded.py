@@ -208,7 +208,7 @@ class CascadedEngine:
                 params = self._params(npc, messages, tools, None)
                 params["max_tokens"] = 1
                 try:
-                    response = await self._create(stream=False, **params)
+                    response = await self.create(stream=False, **params)
                 except GlyphoxaError as error:
                     log.warning("warm-up of %s failed: %s", npc.name, error)
                     continue
@@ -243,7 +243,7 @@ class CascadedEngine:
         self._idle.clear()
         try:
             if client is None:
-                response = await self._create(stream=False, **params)
+                response = await self.create(stream=False, **params)
             else:
                 response = await client.chat.completions.create(stream=False, **params)
             record_round(self.meter, getattr(response, "usage", None), params, request.npc.name)
@@ -310,13 +310,13 @@ class CascadedEngine:
                 params["stop"] = [*stops, '"']
             reader = RoundReader(ContentGuard(names, own=[npc.name, *npc.aliases]), speech)
             if offered and not self.stream_tool_rounds:
-                response = await self._create(stream=False, **params)
+                response = await self.create(stream=False, **params)
                 record_round(self.meter, getattr(response, "usage", None), params, npc.name)
                 for event in reader.complete(response):
                     yield event
             else:
                 usage = {"stream_options": {"include_usage": True}} if self.meter else {}
-                stream = await self._create(stream=True, **params, **usage)
+                stream = await self.create(stream=True, **params, **usage)
                 try:
                     async with contextlib.aclosing(reader.stream(stream)) as events:
                         async for event in events:
@@ -411,13 +411,17 @@ class CascadedEngine:
             params["tool_choice"] = "auto"
         return params
 
-    async def _create(self, **params: Any) -> Any:
-        if self.health is not None and (reason := self.health.unavailable()):
+    async def create(self, *, client: Any = None, **params: Any) -> Any:
+        """One chat request to this engine's server (or ``client``, another one: the sentence
+        cascade's fast model); a failure is one line naming the URL, the config key and the
+        fix (``chat_wire.create_chat``), or the bundled server's own reason when it died."""
+        ours = client is None or client is self.client
+        if ours and self.health is not None and (reason := self.health.unavailable()):
             raise LlmUnavailable(reason)
         try:
-            return await create_chat(self.client, **params)
+            return await create_chat(self.client if client is None else client, **params)
         except GlyphoxaError as error:
-            raise await self._explained(error) from None
+            raise (await self._explained(error) if ours else error) from None
 
     async def _explained(self, error: GlyphoxaError) -> GlyphoxaError:
         """A failed request as the server's own reason when it has just died."""

@@ -124,7 +124,11 @@ def offered_tools(
 
 def stream_error(client: Any, error: Exception) -> GlyphoxaError:
     """A broken response stream (connection lost, server error mid-answer) as a clear error."""
-    return GlyphoxaError(f"LLM stream broke at {client.base_url}: {shorten(str(error))}")
+    return GlyphoxaError(
+        f"LLM stream broke at {client.base_url}: {shorten(str(error))}: the server stopped "
+        "mid-answer; check that it runs and has memory to spare (providers.llm.base_url; "
+        "glyphoxa doctor)"
+    )
 
 
 def shorten(text: str, limit: int = 300) -> str:

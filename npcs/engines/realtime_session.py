@@ -179,7 +179,11 @@ async def open_session(
     try:
         connection: Any = await manager.__aenter__()
     except Exception as error:
-        raise GlyphoxaError(f"cannot reach the realtime API for {npc}: {error}") from None
+        where = getattr(client, "websocket_base_url", None) or getattr(client, "base_url", "")
+        raise GlyphoxaError(
+            f"cannot reach the realtime API at {where} for {npc}: {error}: check "
+            "providers.realtime.base_url and api_key, and that the server runs (glyphoxa doctor)"
+        ) from None
     session = RealtimeSession(connection, manager, voice=voice, instructions=instructions)
     try:
         await connection.session.update(session=wire.session_setup(instructions, voice))

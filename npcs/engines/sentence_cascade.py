@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 
 import openai
 
-from campaigns.basics import GlyphoxaError
 from npcs.clean_speech import LineCleaner, SpeechContext
 from npcs.engines.cascaded import CascadedEngine, request_messages, speaker_names, stream_error
 from npcs.engines.events import (
@@ -142,11 +141,10 @@ class SentenceCascadeEngine:
             "max_tokens": self.opener_max_tokens,
         }
         usage = {"stream_options": {"include_usage": True}} if meter is not None else {}
-        try:
-            create: Any = self.fast_client.chat.completions.create
-            stream: Any = await create(**params, stream=True, **usage)
-        except openai.APIError as error:
-            raise GlyphoxaError(f"fast LLM request failed: {error}") from None
+        # A failure names the URL, the config key and the fix, as the strong model's does.
+        stream: Any = await self.strong.create(
+            client=self.fast_client, **params, stream=True, **usage
+        )
         splitter = SentenceSplitter(first_clause_words=4)  # the opener may end at a comma
         # Never another speaker's line, never a tool call written as text.
         guard = ContentGuard(speaker_names(request), own=[npc.name, *npc.aliases])

@@ -28,6 +28,7 @@ SCHEMA_PAGES = {
     "entities": "reference/entities",
     "table": "reference/table",
     "config": "reference/config",
+    "scene": "reference/scene",
 }
 
 

@@ -91,10 +91,15 @@ def test_read_only_command_writes_nothing(
     assert "Traceback" not in captured.err
     assert _files(table, table.parent / "campaign") == before
     if argv[0] in ("memory", "recap"):
-        assert captured.err == (
+        note = (
             "note: .glyphoxa/memory.db does not exist yet (the first session creates it); "
             "showing only the campaign's entities.yaml\n"
         )
+        hint = (  # commands that list sessions say where a rehearsal's are
+            "a rehearsal keeps its sessions in its --out folder: glyphoxa memory sessions "
+            "--url OUT/memory.db\n"
+        )
+        assert captured.err in (note, note + hint)
 
 
 def test_reads_existing_memory_and_calibration_without_rewriting_them(

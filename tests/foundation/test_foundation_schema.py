@@ -43,6 +43,7 @@ def test_example_files_satisfy_their_schemas() -> None:
     pairs += [("npc", p) for p in sorted((EXAMPLE / "npcs").glob("*.yaml"))]
     pairs += [("table", p) for p in sorted((EXAMPLE / "tables").glob("*.yaml"))]
     pairs.append(("config", CONFIG))
+    pairs.append(("scene", EXAMPLE / "scene.yaml"))
     for kind, path in pairs:
         errors = list(_validator(kind).iter_errors(yaml.safe_load(path.read_text())))
         assert not errors, f"{path}: {errors[0].message}"
@@ -58,6 +59,7 @@ def test_schema_rejects_what_check_rejects() -> None:
 def test_modelines_point_at_existing_schemas() -> None:
     files = [CONFIG, EXAMPLE / "campaign.yaml", EXAMPLE / "entities.yaml"]
     files += [*EXAMPLE.glob("npcs/*.yaml"), *EXAMPLE.glob("tables/*.yaml")]
+    files.append(EXAMPLE / "scene.yaml")
     for path in files:
         first = path.read_text().splitlines()[0]
         assert first.startswith("# yaml-language-server: $schema="), path

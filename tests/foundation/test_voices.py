@@ -164,6 +164,7 @@ def test_glyphoxa_voices_lists_every_provider(capsys: pytest.CaptureFixture[str]
         "glyphoxa.yaml; set it to openai with an api_key or base_url, or give this NPC a piper "
         "or espeak voice)",
         "voices": [],
+        "npcs": [],  # no NPC of the example campaign speaks with an OpenAI voice
         "spoken_by": "not configured (providers.tts.name is not openai)",
     }
     assert main(["--config", str(CONFIG), "voices", "--provider", "espeak"]) == 0

@@ -99,8 +99,10 @@ def test_user_errors_are_one_clean_line(
     assert code == 2 and "did you mean bartok" in err
     code, _, err = _run(capsys, *c, "recap", "--sessions", "0")
     assert code == 2 and "at least 1" in err
-    code, _, err = _run(capsys, *c, "memory", "--url", "nonsense", "sessions")
-    assert code == 2 and "not a database URL" in err
+    code, _, err = _run(capsys, *c, "memory", "--url", "nonsense://x", "sessions")
+    assert code == 2 and "only sqlite and postgresql are supported" in err
+    code, _, err = _run(capsys, *c, "memory", "--url", "nonsense", "sessions")  # a path
+    assert code == 2 and "nonsense: no such database file (--url)" in err
 
 
 async def _propose(url: str) -> list[int]:
@@ -170,3 +172,42 @@ def test_proposals_round_trip(
         assert err.count("\n") == 1 and out == ""
     code, _, err = _run(capsys, *c, "memory", "proposals", "edit", str(key), "x" * 301)
     assert code == 2 and "at most 300 fit" in err
+
+
+def test_a_rehearsals_memory_is_reached_by_its_plain_path(
+    config: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """After a rehearsal, the table's memory has no session: the answer points at the
+    rehearsal's own database, and ``--url out/memory.db`` (a plain path) reads it."""
+    c = ["--config", str(config)]
+    monkeypatch.chdir(tmp_path)  # where the DM ran glyphoxa rehearse ... --out out
+    code, out, err = _run(capsys, *c, "memory", "sessions")
+    assert code == 0 and out == "no sessions recorded yet\n"
+    assert err.splitlines()[-1] == (
+        "a rehearsal keeps its sessions in its --out folder: glyphoxa memory sessions "
+        "--url OUT/memory.db"
+    )
+    (tmp_path / "out").mkdir()
+    asyncio.run(_record(f"sqlite+aiosqlite:///{tmp_path / 'out' / 'memory.db'}"))
+    code, out, err = _run(capsys, *c, "memory", "sessions")
+    assert out == "no sessions recorded yet\n"
+    assert err.splitlines()[-1] == (
+        "a rehearsal's sessions are in its own database: glyphoxa memory sessions "
+        "--url out/memory.db"
+    )
+    code, out, err = _run(capsys, *c, "recap")
+    assert out == "No sessions recorded yet.\n" and "--url out/memory.db" in err
+    code, out, err = _run(capsys, *c, "memory", "sessions", "--url", "out/memory.db")
+    assert code == 0 and "Night at the Flagon" in out and err == ""
+    absolute = str(tmp_path / "out" / "memory.db")
+    code, out, _ = _run(capsys, *c, "memory", "--url", absolute, "search", "mill")
+    assert "Bartok: Dark ale, and the mill grinds again." in out
+    code, _, err = _run(capsys, *c, "memory", "sessions", "--url", "out/memroy.db")
+    assert code == 2 and err == (
+        "error: out/memroy.db: no such database file (--url); a rehearsal keeps its memory in "
+        "its --out folder, e.g. --url out/memory.db\n"
+    )
+    assert not (tmp_path / "out" / "memroy.db").exists()

@@ -8,6 +8,7 @@ import json
 import re
 import shutil
 import socket
+import time
 import wave
 from difflib import SequenceMatcher
 from pathlib import Path
@@ -115,7 +116,40 @@ def test_rehearse_command_end_to_end(tmp_path: Path, llm: InstantLlm) -> None:
     assert SequenceMatcher(None, other, heard).ratio() < 0.5, heard
 
 
-def test_rehearse_fails_loudly_and_names_the_cause_when_the_llm_is_unreachable(
+def test_rehearse_stops_in_seconds_with_the_doctor_line_when_the_llm_is_unreachable(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before a scene is played, every model service is asked: an unreachable one stops the
+    rehearsal at once (it played the whole scene with every turn failing, 50 s)."""
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        closed = sock.getsockname()[1]
+    config = tmp_path / "glyphoxa.yaml"
+    config.write_text(yaml.safe_dump({
+        "providers": {"llm": {"name": "openai", "base_url": f"http://127.0.0.1:{closed}/v1"}},
+        "campaign": {"path": str(EXAMPLE), "hot_reload": False},
+    }))  # fmt: skip
+    out = tmp_path / "out"
+    started = time.monotonic()
+    code = main(["--config", str(config), "rehearse", str(EXAMPLE / "scene.yaml"),
+                 "--out", str(out)])  # fmt: skip
+    took = time.monotonic() - started
+    err = capsys.readouterr().err.splitlines()
+    assert code == 1 and took < 10, (took, err)
+    assert re.fullmatch(
+        r"FAIL  llm +\d+\.\d\d s  LLM server unreachable at "
+        + re.escape(f"http://127.0.0.1:{closed}/v1 -> fix: check providers.llm.base_url ")
+        + "and that the server runs",
+        err[-2],
+    ), err
+    assert err[-1] == (
+        "rehearse: stopped before starting: llm cannot be reached (fix it and see glyphoxa "
+        "doctor, or add --anyway to rehearse without it)"
+    )
+    assert not out.exists()  # nothing played, nothing written
+
+
+def test_rehearse_anyway_fails_loudly_and_names_the_cause_when_the_llm_is_unreachable(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with socket.socket() as sock:  # a port nothing listens on
@@ -136,8 +170,10 @@ def test_rehearse_fails_loudly_and_names_the_cause_when_the_llm_is_unreachable(
         "tail_s": 30,
     }))  # fmt: skip
     out = tmp_path / "out"
-    code = main(["--config", str(config), "rehearse", str(scene), "--out", str(out)])
+    code = main(["--config", str(config), "rehearse", str(scene), "--out", str(out), "--anyway"])
     assert code == 1
+    captured = capsys.readouterr()
+    assert "rehearse: campaign ok; model services: stt (" in captured.err
     cause = f"LLM server unreachable at http://127.0.0.1:{closed}/v1/: check providers.llm.base_url"
     report = (out / "report.md").read_text().splitlines()
     assert report[2].startswith("**FAIL**: ") and "1 of 1 NPC turns failed" in report[2]
@@ -149,5 +185,5 @@ def test_rehearse_fails_loudly_and_names_the_cause_when_the_llm_is_unreachable(
     bartok_fillers = yaml.safe_load((EXAMPLE / "npcs" / "bartok.yaml").read_text())["filler_lines"]
     assert answer["fallback"] in bartok_fillers and answer["text"]  # he said it out loud
     assert (out / "npc-bartok.wav").stat().st_size > 10_000
-    printed = capsys.readouterr().out.strip().splitlines()
+    printed = captured.out.strip().splitlines()
     assert printed[-2].startswith("FAIL: ") and printed[-1].startswith(f"- cause: {cause}")

@@ -16,7 +16,14 @@ from bot.session.timing import TimedStt
 from bot.speech import FasterWhisperStt, FinalTranscript, SpeakerLane, Vocabulary
 from bot.speech.turn_model import SmartTurnModel
 
-from .speech_helpers import LaneWatch, MisheardOpening, espeak_pcm, stt_frames, stt_silence
+from .speech_helpers import (
+    LaneWatch,
+    MisheardOpening,
+    espeak_pcm,
+    normalize_words,
+    stt_frames,
+    stt_silence,
+)
 
 pytestmark = pytest.mark.model_verdict
 
@@ -109,6 +116,10 @@ async def test_a_breath_is_not_heard_a_second_time(
     await _say(lane, rest + stt_silence(1.5))
     final = await watch.next(FinalTranscript)
     await watch.close()
-    assert "guard" in final.text.lower() and len(watch.of(FinalTranscript)) == 1, final.text
+    # One final holds the words after the breath too (most of them: a word may be misheard)
+    rest_words = normalize_words("while I talk to the guard.")
+    got = set(normalize_words(final.text))
+    assert sum(word in got for word in rest_words) >= 3, final.text
+    assert len(watch.of(FinalTranscript)) == 1, final.text
     assert breath.heard.cancelled()
     assert metrics.sample("glyphoxa_stt_seconds_count", {"kind": "second_look"}) == 1.0

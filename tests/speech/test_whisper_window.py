@@ -90,14 +90,17 @@ def test_turns_are_heard_over_5_or_10_s_and_a_name_slot_without_a_name_over_30(
     audio = _clips(piper)
     stt = FasterWhisperStt()
     try:
-        partials, finals, windows = [], [], set()
+        partials, finals = [], []
         for clip in audio:
             partials.append(stt.transcribe_sync(clip, True, bartok))
-            windows.add(stt._model.window_frames)
+            assert stt._model.window_frames == 500, "every line fits the 5 s window"
+            # A final is heard over 5 s, and again over 30 s only when those words were in
+            # doubt (a slot for a name that names nobody): what Whisper heard decides, and
+            # that differs from CPU to CPU, so the rule is checked, not the words.
+            first = stt.first_look_sync(clip, bartok)
+            assert stt._model.window_frames == 500
             finals.append(stt.transcribe_sync(clip, False, bartok))
-            windows.add(stt._model.window_frames)
-        assert windows == {500}, "every line fits the 5 s window and names Bartok or nobody"
-        assert "Bartok" in finals[0], finals[0]
+            assert stt._model.window_frames == (3000 if first.doubtful else 500), first
         assert _frames_of_the_last_decode(stt, audio[0], partial=False, vocabulary=stranger) == 3000
         assert _frames_of_the_last_decode(stt, audio[0], partial=True, vocabulary=stranger) == 500
         longer = np.concatenate([audio[0], np.zeros(16_000 * 4, np.float32)])

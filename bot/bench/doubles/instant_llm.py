@@ -3,7 +3,7 @@ and SSE) with scripted answers, for measuring the pipeline's own floor (``glypho
 and for deterministic tests. With tools offered and no tool result yet it calls ``roll`` (an
 NPC offered ``propose_memory`` but no ``roll`` proposes :data:`PROPOSED_FACT` instead);
 otherwise it streams a fixed line per NPC (``answers``, which a test may change). Every request
-body is recorded. Like OpenAI, it
+body is recorded. Like OpenAI, it lists its one model at ``GET /v1/models`` and
 reports a response's ``usage`` (the prompt's tokens counted as its JSON's length / 4, one token
 per word written), in a streamed answer's last chunk when ``stream_options.include_usage``
 asks for it."""
@@ -91,6 +91,9 @@ class InstantLlm:
             for line in head.decode("latin-1").split("\r\n"):
                 if line.lower().startswith("content-length:"):
                     length = int(line.split(":", 1)[1])
+            if head.startswith(b"GET "):  # GET /v1/models, as every OpenAI-compatible server
+                await self._get(head, writer)
+                return
             body = json.loads(await reader.readexactly(length))
             self.requests.append(body)
             if not body.get("stream"):
@@ -119,6 +122,25 @@ class InstantLlm:
             pass
         finally:
             writer.close()
+
+    @staticmethod
+    async def _get(head: bytes, writer: asyncio.StreamWriter) -> None:
+        path = head.split(b" ", 2)[1].split(b"?")[0]
+        if path.rstrip(b"/").endswith(b"/models"):
+            status = b"200 OK"
+            payload = json.dumps({"object": "list", "data": [
+                {"id": "instant", "object": "model", "created": 0, "owned_by": "glyphoxa"}
+            ]}).encode()  # fmt: skip
+        else:
+            status, payload = b"404 Not Found", b'{"error": {"message": "not found"}}'
+        writer.write(
+            b"HTTP/1.1 "
+            + status
+            + b"\r\nContent-Type: application/json\r\n"
+            + f"Content-Length: {len(payload)}\r\nConnection: close\r\n\r\n".encode()
+            + payload
+        )
+        await writer.drain()
 
     def _answer(self, body: dict[str, Any]) -> list[bytes]:
         tools = [t["function"]["name"] for t in body.get("tools", [])]

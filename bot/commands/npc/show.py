@@ -35,6 +35,7 @@ from bot.commands._options import (
 
 if TYPE_CHECKING:
     from bot.npc_view import NpcView
+    from campaigns.yamlio import Issue
 
 __all__ = ["register"]
 
@@ -106,7 +107,8 @@ async def _show(args: argparse.Namespace) -> int:
     from campaigns.basics import GlyphoxaError, Tier
 
     config = load_config(args)
-    campaign = load_campaign(args, config)
+    found: list[Issue] = []  # printed on stderr by load_campaign; this NPC's join the view's
+    campaign = load_campaign(args, config, warnings=found)
     npc = campaign.find_npc(args.name)
     if npc is None:
         known = ", ".join(sorted(campaign.npcs)) or "none"
@@ -120,6 +122,8 @@ async def _show(args: argparse.Namespace) -> int:
             view = await build_npc_view(
                 config, campaign, npc, host, memory, memory_exists=missing is None, tiers=tiers
             )
+    own = str(campaign.npc_files.get(npc.name, ""))
+    view.warnings[:0] = [str(w) for w in found if own and w.file == own]
     if args.json:
         print(json.dumps(view.as_dict(), indent=2, ensure_ascii=False))
         return 0
@@ -137,7 +141,8 @@ def _print_view(view: NpcView) -> None:
     print(f"engine: {engine}; budget_tier: {view.budget_tier}{only}")
     print(f"whitelist: {', '.join(view.whitelist) or '(none)'}")
     for warning in view.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
+        if ": warning: " not in warning:  # the file's YAML warnings were printed on loading
+            print(f"warning: {warning}", file=sys.stderr)
     print("\n== tools offered, by the tier a player's line selects:")
     prompts: dict[str, list[str]] = {}
     described: dict[str, dict[str, Any]] = {}
