@@ -19,11 +19,12 @@ Every request body is recorded.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 import time
 from typing import Any
+
+from bot.bench.doubles.chat_server import ScriptedChatServer, sse_chunk
 
 __all__ = ["CapableLlm"]
 
@@ -38,67 +39,19 @@ _STOP = frozenset(
 
 
 def _chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
-    payload = {
-        "id": "chatcmpl-capable",
-        "object": "chat.completion.chunk",
-        "created": int(time.time()),
-        "model": "capable",
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-    }
-    return f"data: {json.dumps(payload)}\n\n".encode()
+    return sse_chunk(delta, finish, model="capable")
 
 
-class CapableLlm:
+class CapableLlm(ScriptedChatServer):
     """``async with CapableLlm() as llm:`` serves ``llm.base_url`` until the block ends."""
 
-    def __init__(self) -> None:
-        self.requests: list[dict[str, Any]] = []
-        self.base_url = ""
-        self._server: asyncio.Server | None = None
+    model = "capable"
 
-    async def __aenter__(self) -> CapableLlm:
-        self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
-        port = self._server.sockets[0].getsockname()[1]
-        self.base_url = f"http://127.0.0.1:{port}/v1"
-        return self
+    def stream(self, body: dict[str, Any]) -> list[bytes]:
+        return self.answer(body)
 
-    async def __aexit__(self, *exc: object) -> None:
-        assert self._server is not None
-        self._server.close()
-        await self._server.wait_closed()
-
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            head = await reader.readuntil(b"\r\n\r\n")
-            length = 0
-            for line in head.decode("latin-1").split("\r\n"):
-                if line.lower().startswith("content-length:"):
-                    length = int(line.split(":", 1)[1])
-            body = json.loads(await reader.readexactly(length))
-            self.requests.append(body)
-            pieces = self.answer(body)
-            if not body.get("stream"):
-                payload = json.dumps(_completion(pieces)).encode()
-                writer.write(
-                    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                    + f"Content-Length: {len(payload)}\r\nConnection: close\r\n\r\n".encode()
-                    + payload
-                )
-                await writer.drain()
-                return
-            writer.write(
-                b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
-                b"Cache-Control: no-cache\r\nConnection: close\r\n\r\n"
-            )
-            for piece in pieces:
-                writer.write(piece)
-                await writer.drain()
-            writer.write(b"data: [DONE]\n\n")
-            await writer.drain()
-        except (ConnectionError, asyncio.IncompleteReadError):
-            pass
-        finally:
-            writer.close()
+    def completion(self, body: dict[str, Any]) -> dict[str, Any]:
+        return _completion(self.answer(body))
 
     def answer(self, body: dict[str, Any]) -> list[bytes]:
         """The streamed chunks answering ``body``."""

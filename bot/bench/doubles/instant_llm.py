@@ -10,10 +10,11 @@ asks for it."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from typing import Any
+
+from bot.bench.doubles.chat_server import ScriptedChatServer, sse_chunk
 
 __all__ = ["ANSWERS", "DEFAULT_ANSWER", "PROPOSED_FACT", "InstantLlm"]
 
@@ -34,14 +35,7 @@ def _npc(body: dict[str, Any], names: Any) -> str:
 
 
 def _chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
-    payload = {
-        "id": "chatcmpl-scripted",
-        "object": "chat.completion.chunk",
-        "created": int(time.time()),
-        "model": "scripted",
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-    }
-    return f"data: {json.dumps(payload)}\n\n".encode()
+    return sse_chunk(delta, finish, model="scripted")
 
 
 def usage(body: dict[str, Any], written: int) -> dict[str, int]:
@@ -63,84 +57,27 @@ def _usage_chunk(body: dict[str, Any], written: int) -> bytes:
     return f"data: {json.dumps(payload)}\n\n".encode()
 
 
-class InstantLlm:
+class InstantLlm(ScriptedChatServer):
     """``async with InstantLlm() as llm:`` serves ``llm.base_url`` until the block ends."""
 
+    model = "instant"
+    piece_delay_s = 0.01
+
     def __init__(self) -> None:
+        super().__init__()
         self.answers = dict(ANSWERS)
         """NPC name -> the line it streams (others get ``DEFAULT_ANSWER``)."""
-        self.requests: list[dict[str, Any]] = []
-        self.base_url = ""
-        self._server: asyncio.Server | None = None
 
-    async def __aenter__(self) -> InstantLlm:
-        self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
-        port = self._server.sockets[0].getsockname()[1]
-        self.base_url = f"http://127.0.0.1:{port}/v1"
-        return self
+    def stream(self, body: dict[str, Any]) -> list[bytes]:
+        return self._answer(body)
 
-    async def __aexit__(self, *exc: object) -> None:
-        assert self._server is not None
-        self._server.close()
-        await self._server.wait_closed()
+    def stream_tail(self, body: dict[str, Any], pieces: list[bytes]) -> bytes:
+        if (body.get("stream_options") or {}).get("include_usage"):
+            return _usage_chunk(body, len(pieces) - 2)  # without role and finish
+        return b""
 
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            head = await reader.readuntil(b"\r\n\r\n")
-            length = 0
-            for line in head.decode("latin-1").split("\r\n"):
-                if line.lower().startswith("content-length:"):
-                    length = int(line.split(":", 1)[1])
-            if head.startswith(b"GET "):  # GET /v1/models, as every OpenAI-compatible server
-                await self._get(head, writer)
-                return
-            body = json.loads(await reader.readexactly(length))
-            self.requests.append(body)
-            if not body.get("stream"):
-                payload = json.dumps(self._completion(body)).encode()
-                writer.write(
-                    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                    + f"Content-Length: {len(payload)}\r\nConnection: close\r\n\r\n".encode()
-                    + payload
-                )
-                await writer.drain()
-                return
-            writer.write(
-                b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
-                b"Cache-Control: no-cache\r\nConnection: close\r\n\r\n"
-            )
-            pieces = self._answer(body)
-            for piece in pieces:
-                writer.write(piece)
-                await writer.drain()
-                await asyncio.sleep(0.01)
-            if (body.get("stream_options") or {}).get("include_usage"):
-                writer.write(_usage_chunk(body, len(pieces) - 2))  # without role and finish
-            writer.write(b"data: [DONE]\n\n")
-            await writer.drain()
-        except (ConnectionError, asyncio.IncompleteReadError):
-            pass
-        finally:
-            writer.close()
-
-    @staticmethod
-    async def _get(head: bytes, writer: asyncio.StreamWriter) -> None:
-        path = head.split(b" ", 2)[1].split(b"?")[0]
-        if path.rstrip(b"/").endswith(b"/models"):
-            status = b"200 OK"
-            payload = json.dumps({"object": "list", "data": [
-                {"id": "instant", "object": "model", "created": 0, "owned_by": "glyphoxa"}
-            ]}).encode()  # fmt: skip
-        else:
-            status, payload = b"404 Not Found", b'{"error": {"message": "not found"}}'
-        writer.write(
-            b"HTTP/1.1 "
-            + status
-            + b"\r\nContent-Type: application/json\r\n"
-            + f"Content-Length: {len(payload)}\r\nConnection: close\r\n\r\n".encode()
-            + payload
-        )
-        await writer.drain()
+    def completion(self, body: dict[str, Any]) -> dict[str, Any]:
+        return self._completion(body)
 
     def _answer(self, body: dict[str, Any]) -> list[bytes]:
         tools = [t["function"]["name"] for t in body.get("tools", [])]
