@@ -139,6 +139,7 @@ class LineCleaner:
             return ""
         for step in (
             self._labels,
+            self._second_person_self,
             self._own_vocative,
             self._stage_directions,
             self._emoji,
@@ -194,6 +195,15 @@ class LineCleaner:
                 continue
             text = text[:start].rstrip()
             return text if len(words_of(text)) >= MIN_KEPT_WORDS else ""
+
+    def _second_person_self(self, text: str) -> str:
+        """ "You are Bartok, a stout dwarf...": the model reading its persona back."""
+        lowered = text.lower()
+        for name in self._own:
+            if re.search(rf"\byou(?:'re| are) {re.escape(name)}\b", lowered):
+                self.repairs["scaffolding"] += 1
+                return ""
+        return text
 
     def _own_vocative(self, text: str) -> str:
         """ "Bart, you're..." said by Bartok: small models address themselves as they were

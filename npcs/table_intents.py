@@ -66,7 +66,8 @@ _ASKING = re.compile(
 #: A roll that is refused, delayed or someone else's.
 _NOT_NOW = re.compile(
     r"\b(?:don'?t|do not|never|not|no need to|stop|won'?t|shouldn'?t|can'?t|cannot|i|we|"
-    r"let'?s|let us|i'?ll|we'?ll|i will|we will|i'?m gonna|will|gonna)\s+(?:\w+\s+)?$",
+    r"let'?s|let us|i'?ll|we'?ll|i will|we will|i'?m gonna|will|gonna|he|she|they|it|"
+    r"someone|somebody|everyone|everybody)\s+(?:\w+\s+)?$",
     re.IGNORECASE,
 )
 _ROCK = re.compile(r"\brock\s*(?:and|n|'n'?|&)\s*$", re.IGNORECASE)
@@ -95,14 +96,34 @@ _ADVANTAGE = re.compile(r"\bwith\s+(?P<kind>advantage|disadvantage)\b", re.IGNOR
 _PERCENTILE = re.compile(r"\bpercentile\b|\bd\s*100\b|\bd\s*%", re.IGNORECASE)
 
 
+#: How Whisper writes "roll a die" when it hears it as other words ("Rolla Dye for me").
+_HEARD_AS = (
+    (re.compile(r"\brolla\b(?=\s+\w)", re.IGNORECASE), "roll a"),
+    (re.compile(r"\brolls\s+(?=(?:a|an|the|me|for)\b)", re.IGNORECASE), "roll "),
+    (
+        re.compile(r"\brole\s+(?=(?:a|an|the|me|for|initiative|\d|d\s*\d)\b)", re.IGNORECASE),
+        "roll ",
+    ),
+    (re.compile(r"\b(?:dye|dai)\b", re.IGNORECASE), "die"),
+)
+
+
+def _as_said(text: str) -> str:
+    for pattern, said in _HEARD_AS:
+        text = pattern.sub(said, text)
+    return text
+
+
 def dice_request(text: str, names: tuple[str, ...] = ()) -> DiceRequest | None:
     """The roll ``text`` asks the NPC for, or None.
 
     A request needs the verb "roll" said to the NPC: at the start of a clause ("Bartok, roll
     a d20", "Bartok roll a d20": ``names`` are the NPC's), after a polite or helping word
     ("can you roll", "please roll", "I want you to roll"). Without dice named a roll is a d20;
-    "with advantage" is ``2d20kh1``; "percentile" ``1d100``.
+    "with advantage" is ``2d20kh1``; "percentile" ``1d100``. Whisper's spellings of it
+    ("Rolla Dye", "role a d20") are read as what was said.
     """
+    text = _as_said(text)
     for match in _ROLL.finditer(text):
         before, after = text[: match.start()], text[match.end() :]
         if _NOT_NOW.search(before) or _NOT_YET.match(after) or _OTHER_ROLLS.match(after):

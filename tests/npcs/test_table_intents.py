@@ -69,3 +69,23 @@ def test_rules_questions_are_told_from_lore() -> None:
     assert is_rules_question("How does grappling work?")
     assert is_rules_question("What are the rules for concentration?")
     assert not is_rules_question("What happened at the old mill?")
+
+
+@pytest.mark.parametrize(
+    ("heard", "expression"),
+    [
+        ("Bartok, Rolla Dye for me.", "1d20"),
+        ("Bartok, role a d20 for me.", "1d20"),
+        ("Jeb rolls a die for me.", "1d20"),
+    ],
+)
+def test_whispers_spellings_of_a_roll_still_roll(heard: str, expression: str) -> None:
+    request = dice_request(heard, ("Bartok", "Jeb"))
+    assert request is not None and request.expression == expression
+
+
+@pytest.mark.parametrize(
+    "line", ["My role is the healer.", "The role of the ship.", "Rolla, hello!"]
+)
+def test_words_that_sound_like_roll_are_no_roll(line: str) -> None:
+    assert dice_request(line, ("Bartok",)) is None
