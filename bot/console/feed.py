@@ -79,6 +79,13 @@ class Subscriber:
     dm: bool
     queue: asyncio.Queue[Message | None] = field(default_factory=lambda: asyncio.Queue(_QUEUE))
     missed: int = 0
+    owner: Any = None
+    """The console session of the browser (its page closes when the session ends)."""
+
+    def close(self) -> None:
+        """End the page's stream (it learns nothing more)."""
+        with contextlib.suppress(asyncio.QueueFull):
+            self.queue.put_nowait(None)
 
     def offer(self, message: Message) -> None:
         if self.missed:
@@ -164,8 +171,7 @@ class TableFeed:
                 await self._task
         self._publish("ended", self._render.fragment("ended_notice", feed=self), private=False)
         for subscriber in list(self.subscribers):
-            with contextlib.suppress(asyncio.QueueFull):
-                subscriber.queue.put_nowait(None)  # the stream ends (``missed`` is 0)
+            subscriber.close()  # the stream ends (``missed`` is 0)
 
     # -- the session's side: O(1), never raises -------------------------------------------------
     def see(self, event: SessionEvent | LiveEvent) -> None:
@@ -176,12 +182,16 @@ class TableFeed:
         self._wake.set()
 
     # -- pages ----------------------------------------------------------------------------------
-    def subscribe(self, *, dm: bool, after: int | None) -> tuple[Subscriber, list[Message]]:
+    def subscribe(
+        self, *, dm: bool, after: int | None, owner: Any = None
+    ) -> tuple[Subscriber, list[Message]]:
         """A page joins; returns its queue and the updates since ``after`` it has not seen
         (None: the page is fresh and needs none). A gap larger than the ring makes it reload."""
-        subscriber = Subscriber(dm=dm)
+        subscriber = Subscriber(dm=dm, owner=owner)
         backlog: list[Message] = []
-        if after is not None and after < self.last_seq:
+        if after is not None and after > self.last_seq:  # a page of an earlier run: reload
+            subscriber.missed = 1
+        elif after is not None and after < self.last_seq:
             oldest = self._ring[0].seq if self._ring else self.last_seq + 1
             if after + 1 < oldest:
                 subscriber.missed = self.last_seq - after

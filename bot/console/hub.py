@@ -79,6 +79,14 @@ class ConsoleHub:
         for feed in list(self.tables.values()):
             await self.detach(feed)
 
+    def close_pages_of(self, sessions: list[Any]) -> None:
+        """End the live pages of browsers whose console session ended (logged out)."""
+        ended = {id(session) for session in sessions}
+        for feed in self.tables.values():
+            for subscriber in list(feed.subscribers):
+                if id(subscriber.owner) in ended:
+                    subscriber.close()
+
     def feed_of(self, session: Any) -> TableFeed | None:
         return next((f for f in self.tables.values() if f.session is session), None)
 

@@ -20,7 +20,7 @@ from starlette.responses import HTMLResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from bot.console.feed import Message, TableFeed
-from bot.console.guard import check_csrf, require_dm, require_viewer
+from bot.console.guard import check_csrf, require_dm, require_viewer, session_of
 from bot.console.render import render_page
 from campaigns.basics import GlyphoxaError, Tier
 
@@ -54,11 +54,15 @@ async def live_page(request: Request) -> Response:
 
 
 def _after(request: Request) -> int | None:
+    """The last update the page has (``Last-Event-ID`` or ``?after=``); None for anything
+    that is not one (a fresh start)."""
     raw = request.headers.get("last-event-id") or request.query_params.get("after")
     if not raw:
         return None
     head = raw.split(".", 1)[0]
-    return int(head) if head.isdigit() else None
+    if not (head.isascii() and head.isdigit()) or len(head) > 18:
+        return None
+    return int(head)
 
 
 async def events(request: Request) -> Response:
@@ -66,9 +70,10 @@ async def events(request: Request) -> Response:
     feed = request.app.state.hub.tables.get(request.path_params["table"])
     if feed is None or feed.ended:
         return Response(status_code=204)  # EventSource stops reconnecting
-    subscriber, backlog = feed.subscribe(dm=role == "dm", after=_after(request))
+    owner = session_of(request)
+    subscriber, backlog = feed.subscribe(dm=role == "dm", after=_after(request), owner=owner)
     shares = request.app.state.hub.shares
-    share = request.session.get("share")
+    share = owner.share if owner is not None else None
 
     async def stream() -> AsyncIterator[str]:
         try:
@@ -81,9 +86,13 @@ async def events(request: Request) -> Response:
                 except TimeoutError:
                     if role == "viewer" and not shares.alive(share):
                         return  # the read-only link was revoked
+                    if owner is None or owner.revoked:
+                        return  # logged out
                     yield ": keepalive\n\n"
                     continue
                 if message is None or (role == "viewer" and not shares.alive(share)):
+                    break
+                if owner is None or owner.revoked:
                     break
                 yield sse_message(message)
             if subscriber.missed:
@@ -173,7 +182,7 @@ def _number(raw: Any, name: str, low: float, high: float) -> float:
 
 async def approve(request: Request) -> Response:
     feed, form = await _control(request)
-    approval_id = int(request.path_params["approval"])
+    approval_id = request.path_params["approval"]
     approved = form.get("decision") == "approve"
     if not feed.approver.answer(approval_id, approved):
         return _flash(request, "That question was already answered or timed out.", status=409)
@@ -193,6 +202,6 @@ def live_routes() -> list[Route]:
         Route("/tables/{table}", live_page),
         Route("/tables/{table}/events", events),
         Route("/tables/{table}/control/{action}", control, methods=["POST"]),
-        Route("/tables/{table}/approvals/{approval:int}", approve, methods=["POST"]),
+        Route("/tables/{table}/approvals/{approval:id}", approve, methods=["POST"]),
         Route("/tables/{table}/end", end_table, methods=["POST"]),
     ]

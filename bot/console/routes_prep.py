@@ -19,6 +19,8 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
+from bot.config_loader import env_templates
+from bot.config_redact import shown_config
 from bot.console.editor import MAX_NPC_BYTES, check_draft, npc_file, save_draft
 from bot.console.guard import check_csrf, require_dm
 from bot.console.hub import ConsoleHub
@@ -55,7 +57,10 @@ async def preview(request: Request) -> Response:
     _hub(request)
     data = _data(request)
     path = _npc_path(request)
-    npc = await asyncio.to_thread(data.npc_at, path)
+    try:
+        npc = await asyncio.to_thread(data.npc_at, path)
+    except GlyphoxaError as error:
+        raise HTTPException(404, str(error)) from None
     text = request.query_params.get("text") or npc.greeting or f"Well met. I am {npc.name}."
     text = " ".join(text.split())[:_PREVIEW_CHARS]
     try:
@@ -192,7 +197,7 @@ async def review_decide(request: Request) -> Response:
     hub = _hub(request)
     form = await check_csrf(request)
     memory = await _data(request).memory()
-    fact_id = int(request.path_params["fact"])
+    fact_id = request.path_params["fact"]
     action = str(form.get("action") or "")
     try:
         if action == "approve":  # as the NPC worded it, or as the DM edited it in the page
@@ -211,7 +216,8 @@ async def review_decide(request: Request) -> Response:
 
 async def settings(request: Request) -> Response:
     hub = _hub(request)
-    shown = hub.prep.config.model_dump(mode="json")  # every SecretStr comes out as '**********'
+    config = hub.prep.config  # as written: ${VAR} shown as the reference, secrets masked
+    shown = shown_config(config, env_templates(config))
     return render_page(request, "settings.html", shown=shown, prep=hub.prep)
 
 
@@ -227,6 +233,6 @@ def prep_routes() -> list[Route]:
         Route("/sessions", sessions),
         Route("/sessions/{session}", session_detail),
         Route("/review", review),
-        Route("/review/{fact:int}", review_decide, methods=["POST"]),
+        Route("/review/{fact:id}", review_decide, methods=["POST"]),
         Route("/settings", settings),
     ]

@@ -8,6 +8,8 @@ tests/artifacts/console/ (kept out of git).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 import shutil
 from collections.abc import AsyncIterator
@@ -136,3 +138,39 @@ async def screenshot(page: Any, name: str, *, full: bool = True) -> Path:
     path = ARTIFACTS / f"{name}.png"
     await page.screenshot(path=str(path), full_page=full)
     return path
+
+
+@contextlib.asynccontextmanager
+async def live_table(env: ConsoleEnv, label: str = "Test table") -> AsyncIterator[Any]:
+    """A real table (``open_table``: the configured STT, TTS, tool host and memory, the
+    scripted LLM) watched by the console while the block runs; yields its feed."""
+    from bot.assembly.table import open_table
+
+    ended = asyncio.Event()
+
+    async def end() -> None:
+        ended.set()
+
+    async with open_table(
+        env.config, campaign=env.campaign, memory_url=env.config.memory.url, title=label,
+        serve_metrics=False,
+    ) as session:  # fmt: skip
+        feed = env.hub.attach(session, label, on_end=end)
+        feed.ended_event = ended
+        try:
+            yield feed
+        finally:
+            if feed.id in env.hub.tables:
+                await env.hub.detach(feed)
+
+
+def quick_client(env: ConsoleEnv) -> Any:
+    """An HTTP client of the console that sends each request at once (TCP_NODELAY, as
+    browsers do: without it a POST's body waits 40 ms for the headers' ACK)."""
+    import socket
+
+    import httpx
+
+    options = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
+    transport = httpx.AsyncHTTPTransport(socket_options=options)
+    return httpx.AsyncClient(base_url=env.url, timeout=60, transport=transport)
