@@ -96,12 +96,21 @@ class PrepData:
                 )
         return self._memory
 
+    async def count_review(self) -> int:
+        """Facts NPCs proposed that wait for the DM (the navigation's count)."""
+        memory = await self.memory()
+        return len(await memory.list_facts("pending"))
+
     async def npc_view(self, path: Path) -> NpcView:
         """What the NPC of ``path`` sees: prompt, tools per tier, notes, memory."""
         from bot.npc_view import build_npc_view
         from campaigns.basics import Tier
 
         prep = self.hub.prep
+        config = prep.config  # the database named is the one the console reads (a rehearsal's)
+        if prep.memory_url != config.memory.url:
+            memory_config = config.memory.model_copy(update={"url": prep.memory_url})
+            config = config.model_copy(update={"memory": memory_config})
         campaign = (await asyncio.to_thread(self.scan)).campaign  # its valid parts, as cached
         npc = next((n for n, p in campaign.npc_files.items() if p.resolve() == path), None)
         if npc is None:
@@ -112,13 +121,11 @@ class PrepData:
         host = getattr(session, "tools", None) if session is not None else None
         if host is not None:
             return await build_npc_view(
-                prep.config, campaign, definition, host, memory, memory_exists=True,
-                tiers=list(Tier),
+                config, campaign, definition, host, memory, memory_exists=True, tiers=list(Tier)
             )  # fmt: skip
         inspection = await self._inspection_host(campaign)
         return await build_npc_view(
-            prep.config, campaign, definition, inspection, memory, memory_exists=True,
-            tiers=list(Tier),
+            config, campaign, definition, inspection, memory, memory_exists=True, tiers=list(Tier)
         )  # fmt: skip
 
     async def _inspection_host(self, campaign: Any) -> Any:
