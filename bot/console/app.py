@@ -31,10 +31,11 @@ from bot.config import LOOPBACK_HOSTS
 from bot.console.guard import check_csrf, csrf_of, log_in, log_out, require_dm, role_of
 from bot.console.hub import ConsoleHub
 from bot.console.prep_data import PrepData
+from bot.console.pulse import pulse_routes
 from bot.console.render import render_page
 from bot.console.routes_live import live_routes
 from bot.console.routes_prep import prep_routes
-from bot.console.sessions import COOKIE, SessionCookies, SessionStore
+from bot.console.sessions import COOKIE, SessionCookies
 from bot.console.shield import Shield
 
 __all__ = ["COOKIE", "STATIC", "make_app"]
@@ -70,7 +71,7 @@ class _ConsoleApp(Starlette):
 def make_app(hub: ConsoleHub) -> Starlette:
     """The console for ``hub``; serve it with ``bot.console.server.ConsoleServer``."""
     settings = hub.prep.config.console
-    sessions = SessionStore(settings.session_hours, on_revoke=hub.close_pages_of)
+    sessions = hub.sessions
     middleware = []
     if not settings.allow_network:  # a DNS-rebinding page cannot pose as this host
         hosts = [*LOOPBACK_HOSTS, f"[{settings.host}]" if ":" in settings.host else settings.host]
@@ -85,6 +86,7 @@ def make_app(hub: ConsoleHub) -> Starlette:
         Route("/share", share_change, methods=["POST"]),
         *live_routes(),
         *prep_routes(),
+        *pulse_routes(),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
     app = _ConsoleApp(
@@ -96,6 +98,7 @@ def make_app(hub: ConsoleHub) -> Starlette:
     app.state.sessions = sessions
     app.state.hub = hub
     app.state.prep_data = PrepData(hub)
+    hub.pulse.count_review = app.state.prep_data.count_review
     app.state.tasks = set()
     app.state.page = lambda request, template, **values: _page(hub, request, template, values)
     app.state.spawn = lambda coroutine, name: _spawn(app, coroutine, name)
@@ -104,16 +107,26 @@ def make_app(hub: ConsoleHub) -> Starlette:
 
 def _page(hub: ConsoleHub, request: Request, template: str, values: dict[str, Any]) -> Response:
     role = role_of(request)
+    status = values.pop("status_code", 200)
+    csrf = csrf_of(request)
+    dock, counts = "", (0, 0)
+    if role == "dm":  # without JavaScript the dock is only what the page was rendered with
+        tables = list(hub.tables.values())
+        dock = hub.renderer.fragment("approval_dock", tables=tables, csrf=csrf)
+        waiting = sum(len(feed.approver.pending) for feed in tables)
+        counts = (waiting, hub.pulse.review_pending)
     html = hub.renderer.page(
         template,
         role=role,
-        csrf=csrf_of(request),
+        csrf=csrf,
         tables=list(hub.tables.values()),
         campaign=hub.prep.campaign_dir.name,
         path=request.url.path,
+        dock=dock,
+        counts=counts,
         **values,
     )
-    return HTMLResponse(html)
+    return HTMLResponse(html, status_code=status)
 
 
 def _spawn(app: Starlette, coroutine: Coroutine[Any, Any, Any], name: str) -> None:
@@ -124,7 +137,7 @@ def _spawn(app: Starlette, coroutine: Coroutine[Any, Any, Any], name: str) -> No
 
 async def _http_error(request: Request, error: HTTPException) -> Response:
     hub: ConsoleHub = request.app.state.hub
-    if request.headers.get("hx-request") or request.method != "GET":
+    if request.headers.get("hx-request"):
         html = hub.renderer.fragment("flash", text=error.detail, error=True)
         return HTMLResponse(html, status_code=error.status_code)
     html = hub.renderer.page(
@@ -136,6 +149,8 @@ async def _http_error(request: Request, error: HTTPException) -> Response:
         path=request.url.path,
         status=error.status_code,
         detail=error.detail,
+        dock="",
+        counts=(0, 0),
     )
     return HTMLResponse(html, status_code=error.status_code, headers=error.headers)
 
@@ -144,7 +159,7 @@ def _error_html(hub: ConsoleHub, status: int, detail: str) -> bytes:
     """An error page outside any route (the shield's): no session, no navigation."""
     html = hub.renderer.page(
         "error.html", role=None, csrf="", tables=[], campaign=hub.prep.campaign_dir.name,
-        path="", status=status, detail=detail,
+        path="", status=status, detail=detail, dock="", counts=(0, 0),
     )  # fmt: skip
     return html.encode()
 
@@ -156,7 +171,7 @@ async def home(request: Request) -> Response:
     hub: ConsoleHub = request.app.state.hub
     if len(hub.tables) == 1:
         return RedirectResponse(f"/tables/{next(iter(hub.tables))}", status_code=303)
-    return render_page(request, "home.html")
+    return render_page(request, "home.html", waiting_for_table=not hub.tables)
 
 
 async def login(request: Request) -> Response:

@@ -55,7 +55,7 @@ _TICK_S = 0.1
 """How often a watched table is looked at for changes no event announces (a turn starting
 to speak, an NPC thinking)."""
 _OFFSET = time.time() - time.monotonic()
-_REPLACED = frozenset({"partials", "presence", "npcs", "running", "stats", "approvals"})
+_REPLACED = frozenset({"partials", "presence", "npcs", "running", "stats", "night"})
 """Updates that replace a whole block: of several in one pass, only the last is sent (timed
 from the first event that asked for it)."""
 
@@ -139,6 +139,10 @@ class TableFeed:
         self._signature: tuple[Any, ...] = ()
         self._pending: dict[str, tuple[str, int, bool]] = {}
         self._batching = False
+        self.pulse: Any = None
+        """The console's pulse (``bot.console.pulse``): approvals and notices for every page."""
+        self.record_id: str | None = None
+        """The campaign-memory session of the table, once it ended."""
         self.dropped = 0
         self.cpu_s = 0.0
         """CPU time the feed's task spent rendering and handing out updates (for the bench)."""
@@ -214,9 +218,29 @@ class TableFeed:
             "presence": self._presence_html(),
             "running": self._render.fragment("running", turns=self._running_views()) if dm else "",
             "stats": self._stats_html(),
-            "approvals": self._approvals_html() if dm else "",
             "npcs": self.npc_rows() if dm else [],
+            "night": self._night_html() if dm else "",
+            "moods": self.moods() if dm else [],
+            "ambience": self.ambience() if dm else {},
         }
+
+    def elapsed_text(self) -> str:
+        """How long the table has run: ``1 h 05 min`` (the page keeps it ticking)."""
+        minutes = int((time.time() - self.started_at) // 60)
+        return f"{minutes // 60} h {minutes % 60:02d} min" if minutes >= 60 else f"{minutes} min"
+
+    def moods(self) -> list[str]:
+        """The ambience moods the campaign has music for."""
+        from tools.builtin.ambience import find_moods
+
+        campaign = getattr(self.session, "campaign", None)
+        return sorted(find_moods(getattr(campaign, "path", None)))
+
+    def ambience(self) -> dict[str, Any]:
+        """What the ambience plays and how loud (0-100)."""
+        player = self.session.mixer.ambience
+        playing = player.now_playing
+        return {"mood": playing[1] if playing else None, "volume": round(player.volume * 100)}
 
     def npc_rows(self) -> list[dict[str, Any]]:
         """Each NPC's live status, as the cards show it."""
@@ -285,8 +309,8 @@ class TableFeed:
             line = render("line", kind="alert", who="", text=event.message, at=emitted)
             self._line(line, emitted, private=True)
         elif isinstance(event, NpcReloaded):
-            notice = render("reload_notice", event=event, at=emitted)
-            self._publish("notice", notice, emitted=emitted, private=True)
+            if self.pulse is not None:  # every DM page shows it (the editor's too)
+                self.pulse.notice(render("reload_notice", event=event, at=emitted))
             self._publish("npcs", self._npcs_html(), emitted=emitted, private=True)
 
     def _turn_done(self, trace: TurnTrace, emitted: int) -> None:
@@ -302,6 +326,7 @@ class TableFeed:
         card = self._render.fragment("turn_card", turn=turn_view(trace), at=emitted)
         self.cards.append(self._publish("turn", card, emitted=emitted, private=True))
         self._publish("stats", self._stats_html(), emitted=emitted)
+        self._publish("night", self._night_html(), emitted=emitted, private=True)
         self._turns_changed(emitted)
 
     def _turns_changed(self, emitted: int) -> None:
@@ -329,7 +354,8 @@ class TableFeed:
         self._publish("presence", self._presence_html(), emitted=now)
 
     def _approvals_changed(self) -> None:
-        self._publish("approvals", self._approvals_html(), private=True)
+        if self.pulse is not None:  # the dock of every DM page, with the nav's count
+            self.pulse.changed()
 
     # -- rendering helpers ------------------------------------------------------------------------
     def _line(self, html: str, emitted: int, private: bool) -> None:
@@ -361,12 +387,13 @@ class TableFeed:
     def _npcs_html(self) -> str:
         return self._render.fragment("npc_statuses", npcs=self.npc_rows(), table=self.id)
 
+    def _night_html(self) -> str:
+        spend = getattr(self.session, "spend", None)
+        summary = spend.summary() if spend is not None else None
+        return self._render.fragment("night", feed=self, summary=summary)
+
     def _stats_html(self) -> str:
         return self._render.fragment("stats", stats=latency_stats(list(self.finished)))
-
-    def _approvals_html(self) -> str:
-        pending = sorted(self.approver.pending.values(), key=lambda item: item.id)
-        return self._render.fragment("approvals", pending=pending, table=self.id)
 
     def _publish(
         self, name: str, html: str, *, emitted: int | None = None, private: bool = False

@@ -44,7 +44,7 @@ SECURITY_HEADERS = {
     b"content-security-policy": CSP.encode(),
     b"x-frame-options": b"DENY",
     b"x-content-type-options": b"nosniff",
-    b"referrer-policy": b"no-referrer",
+    b"referrer-policy": b"same-origin",  # no-referrer would make a form's Origin "null"
     b"cross-origin-opener-policy": b"same-origin",
     b"cross-origin-resource-policy": b"same-origin",
 }
@@ -158,6 +158,8 @@ def _refusal(scope: Scope) -> str | None:
     if site is not None and site.encode() not in _SITES:
         return f"refused: this change came from another site (Sec-Fetch-Site: {site[:20]})"
     origin = _header(scope, b"origin")
+    if origin == "null" and site == "same-origin":
+        return None  # a browser's own word that the form is this console's
     if origin is not None:
         host = _header(scope, b"host") or ""
         scheme = scope.get("scheme", "http")
