@@ -17,16 +17,13 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from bot.console.guard import require_dm, role_of, session_of
-
-if TYPE_CHECKING:
-    from bot.console.hub import ConsoleHub
 
 __all__ = ["Pulse", "pulse_routes"]
 
@@ -50,8 +47,9 @@ class _Page:
 class Pulse:
     """The DM pages' shared stream (module docstring)."""
 
-    def __init__(self, hub: ConsoleHub) -> None:
+    def __init__(self, hub: Any) -> None:
         self.hub = hub
+        """The ``ConsoleHub`` (not imported: the hub owns the pulse)."""
         self.pages: set[_Page] = set()
         self.review_pending = 0
         self.count_review: Callable[[], Awaitable[int]] | None = None
@@ -133,7 +131,7 @@ def _sse(name: str, html: str) -> str:
 
 async def pulse(request: Request) -> Response:
     require_dm(request)
-    hub: ConsoleHub = request.app.state.hub
+    hub = request.app.state.hub
     owner = session_of(request)
     page = hub.pulse.subscribe(owner)
 
@@ -164,7 +162,7 @@ async def status(request: Request) -> Response:
     role = role_of(request)
     if role is None:
         return JSONResponse({"role": None}, status_code=401)
-    hub: ConsoleHub = request.app.state.hub
+    hub = request.app.state.hub
     return JSONResponse({"role": role, "tables": sorted(hub.tables)})
 
 

@@ -384,8 +384,9 @@
     fitEditor();
     soundToggle();
     countdowns();
-    var drawer = document.getElementById("npc-drawer");
-    if (drawer && window.matchMedia("(max-width: 760px)").matches) drawer.open = false;
+    if (window.matchMedia("(max-width: 760px)").matches) {  // a phone: the transcript first
+      document.querySelectorAll("details.drawer").forEach(function (drawer) { drawer.open = false; });
+    }
     startStreams();
   });
 })();
