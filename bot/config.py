@@ -8,7 +8,15 @@ from __future__ import annotations
 
 from typing import Literal, cast
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationInfo, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SecretStr,
+    ValidationInfo,
+    field_validator,
+)
 
 from bot.config_providers import (
     EmbeddingsProvider,
@@ -288,7 +296,14 @@ class ConsoleConfig(_Strict):
     link_minutes: float = Field(default=10.0, gt=0, le=24 * 60)
     """How long a login link stays valid (each works once)."""
     session_hours: float = Field(default=12.0, gt=0, le=24 * 7)
-    """How long a browser stays logged in after a login link was opened."""
+    """How long a browser stays logged in after a login link was opened (logging out, or
+    "log out everywhere", ends it at once)."""
+    read_timeout_s: float = Field(default=10.0, gt=0, le=300)
+    """A request's headers must arrive within this many seconds, and its body may pause no
+    longer: unfinished requests cannot hold connections open."""
+    trusted_proxies: list[str] = Field(default_factory=list)
+    """Addresses of reverse proxies whose ``X-Forwarded-For`` names the browser's address;
+    empty: the address is the connection's own, whatever a request claims."""
 
     @field_validator("host")
     @classmethod
@@ -326,3 +341,6 @@ class GlyphoxaConfig(_Strict):
     """What cloud models cost, per model; written prices override the defaults."""
     session: SessionConfig = Field(default_factory=SessionConfig)
     """Per-session limits: what a night may spend, and when a table nobody is at closes."""
+    _env_templates: dict[tuple[str | int, ...], str] = PrivateAttr(default_factory=dict)
+    """Key path -> the text as written, where a value came from ``${VAR}`` (set by
+    ``bot.config_loader``, so pages show the reference and never the value)."""

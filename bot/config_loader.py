@@ -20,17 +20,21 @@ import logging
 import os
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from bot.config import GlyphoxaConfig
+from bot.config_redact import remember_secrets, secret_values
 from campaigns.basics import GlyphoxaError
 from campaigns.yamlio import Issue, Loaded, YamlDocument, load_model
 
 __all__ = [
     "CONFIG_ENV_VAR",
     "DEFAULT_CONFIG_NAME",
+    "EnvFound",
     "check_config",
+    "env_templates",
     "expand_env",
     "load_config",
     "require_discord_token",
@@ -71,15 +75,39 @@ def check_config(
 ) -> Loaded[GlyphoxaConfig]:
     """Load the config and return it with every issue found (never raises for content problems).
 
-    With no file (see :func:`resolve_config_path`) the defaults are returned.
+    With no file (see :func:`resolve_config_path`) the defaults are returned. A valid config
+    knows which of its values came from the environment (:func:`env_templates`), so pages and
+    logs can hide them.
     """
     resolved = resolve_config_path(path)
     if resolved is None:
         return Loaded(Path(DEFAULT_CONFIG_NAME), GlyphoxaConfig(), None, [])
     env = os.environ if environ is None else environ
-    return load_model(
-        resolved, GlyphoxaConfig, allow_empty=True, transform=lambda doc: expand_env(doc, env)
+    found = EnvFound()
+    loaded = load_model(
+        resolved,
+        GlyphoxaConfig,
+        allow_empty=True,
+        transform=lambda doc: expand_env(doc, env, found=found),
     )
+    if loaded.value is not None:
+        loaded.value._env_templates = dict(found.templates)
+        remember_secrets(secret_values(loaded.value, found.values))
+    return loaded
+
+
+def env_templates(config: GlyphoxaConfig) -> dict[tuple[str | int, ...], str]:
+    """Where ``config`` took a value from the environment: key path -> the text as written
+    (``postgresql://glyphoxa:${PGPASSWORD}@db/glyphoxa``)."""
+    return dict(config._env_templates)
+
+
+@dataclass(slots=True)
+class EnvFound:
+    """What ``${VAR}`` expansion took from the environment: each value, and where."""
+
+    templates: dict[tuple[str | int, ...], str] = field(default_factory=dict)
+    values: set[str] = field(default_factory=set)
 
 
 def load_config(
@@ -107,10 +135,13 @@ def require_discord_token(config: GlyphoxaConfig) -> str:
     return token.get_secret_value()
 
 
-def expand_env(doc: YamlDocument, environ: Mapping[str, str]) -> list[Issue]:
-    """Replace ``${VAR}`` references in every string value of ``doc.data``, in place."""
+def expand_env(
+    doc: YamlDocument, environ: Mapping[str, str], *, found: EnvFound | None = None
+) -> list[Issue]:
+    """Replace ``${VAR}`` references in every string value of ``doc.data``, in place;
+    ``found`` collects what came from the environment."""
     issues: list[Issue] = []
-    doc.data = _expand(doc, doc.data, (), environ, issues)
+    doc.data = _expand(doc, doc.data, (), environ, issues, found or EnvFound())
     return issues
 
 
@@ -120,13 +151,14 @@ def _expand(
     loc: tuple[str | int, ...],
     environ: Mapping[str, str],
     issues: list[Issue],
+    found: EnvFound,
 ) -> Any:
     if isinstance(value, dict):
-        return {k: _expand(doc, v, (*loc, k), environ, issues) for k, v in value.items()}
+        return {k: _expand(doc, v, (*loc, k), environ, issues, found) for k, v in value.items()}
     if isinstance(value, list):
-        return [_expand(doc, v, (*loc, i), environ, issues) for i, v in enumerate(value)]
+        return [_expand(doc, v, (*loc, i), environ, issues, found) for i, v in enumerate(value)]
     if isinstance(value, str) and "${" in value:
-        return _expand_string(doc, value, loc, environ, issues)
+        return _expand_string(doc, value, loc, environ, issues, found)
     return value
 
 
@@ -136,9 +168,11 @@ def _expand_string(
     loc: tuple[str | int, ...],
     environ: Mapping[str, str],
     issues: list[Issue],
+    found: EnvFound,
 ) -> str | None:
     key = _dotted(loc)
     problems: list[str] = []
+    from_env = False
 
     def replace(match: re.Match[str]) -> str:
         token = match.group(0)
@@ -150,6 +184,7 @@ def _expand_string(
                 f"{key}: malformed variable reference; write ${{NAME}} or ${{NAME:-default}}"
             )
             return ""
+        nonlocal from_env
         current = environ.get(name)
         op = match.group("op")
         if op == ":-" and not current:
@@ -162,12 +197,16 @@ def _expand_string(
                 f"(export it, or write ${{{name}:-default}} to make it optional)"
             )
             return ""
+        from_env = True
+        found.values.add(current)
         return current
 
     whole = _REFERENCE.fullmatch(text) is not None and not text.startswith("$${")
     expanded = _REFERENCE.sub(replace, text)
     for problem in problems:
         issues.append(doc.issue(loc, problem))
+    if from_env:
+        found.templates[loc] = text
     if whole and expanded == "":
         return None
     return expanded

@@ -3,7 +3,8 @@
 ``glyphoxa`` starts with warnings on the console (``-v``: everything) unless its host already
 set logging up (pytest); a long-running command (``run``, ``rehearse``, ``serve-tool``) then
 calls :func:`configure_logging` with the loaded config. Only handlers installed here are
-replaced, so a host's own stay.
+replaced, so a host's own stay. Every handler installed here cleans each record of the
+config's secrets first (``bot.config_redact``: values from the environment, URL passwords).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.config import LoggingConfig
+from bot.config_redact import RedactingFilter
 from campaigns.basics import GlyphoxaError
 
 __all__ = ["JsonLinesFormatter", "configure_logging", "reset_logging"]
@@ -38,7 +40,9 @@ class JsonLinesFormatter(logging.Formatter):
             "logger": record.name,
             "message": record.getMessage(),
         }
-        if record.exc_info:
+        if record.exc_text:  # already formatted (and cleaned of secrets) by RedactingFilter
+            entry["exception"] = record.exc_text
+        elif record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)
         if record.stack_info:
             entry["stack"] = self.formatStack(record.stack_info)
@@ -72,6 +76,7 @@ def configure_logging(
     root = logging.getLogger()
     for handler in handlers:
         setattr(handler, _OURS, True)
+        handler.addFilter(RedactingFilter())
         root.addHandler(handler)
     root.setLevel(min(level, console))
     if config.file:

@@ -12,54 +12,71 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import secrets
 from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.convertors import Convertor, register_url_convertor
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.middleware.sessions import SessionMiddleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp
 
 from bot.config import LOOPBACK_HOSTS
-from bot.console.guard import SecurityHeaders, check_csrf, log_in, require_dm, role_of
+from bot.console.guard import check_csrf, csrf_of, log_in, log_out, require_dm, role_of
 from bot.console.hub import ConsoleHub
 from bot.console.prep_data import PrepData
+from bot.console.pulse import pulse_routes
 from bot.console.render import render_page
 from bot.console.routes_live import live_routes
 from bot.console.routes_prep import prep_routes
+from bot.console.sessions import COOKIE, SessionCookies
+from bot.console.shield import Shield
 
 __all__ = ["COOKIE", "STATIC", "make_app"]
 
 log = logging.getLogger(__name__)
 
 STATIC = Path(__file__).parent / "static"
-COOKIE = "glyphoxa_console"
+
+
+class _Id(Convertor[int]):
+    """A database or approval id: 1 to 18 digits (anything longer matches no route: 404)."""
+
+    regex = "[0-9]{1,18}"
+
+    def convert(self, value: str) -> int:
+        return int(value)
+
+    def to_string(self, value: int) -> str:
+        return str(value)
+
+
+register_url_convertor("id", _Id())
+
+
+class _ConsoleApp(Starlette):
+    """Starlette with the :class:`Shield` outside everything, its error handling included, so
+    every response carries the security headers and no error escapes as a traceback."""
+
+    def build_middleware_stack(self) -> ASGIApp:
+        return Shield(super().build_middleware_stack(), error_page=self.state.error_page)
 
 
 def make_app(hub: ConsoleHub) -> Starlette:
     """The console for ``hub``; serve it with ``bot.console.server.ConsoleServer``."""
     settings = hub.prep.config.console
-    middleware = [Middleware(SecurityHeaders)]
+    sessions = hub.sessions
+    middleware = []
     if not settings.allow_network:  # a DNS-rebinding page cannot pose as this host
         hosts = [*LOOPBACK_HOSTS, f"[{settings.host}]" if ":" in settings.host else settings.host]
         middleware.append(Middleware(TrustedHostMiddleware, allowed_hosts=hosts))
-    middleware.append(
-        Middleware(
-            SessionMiddleware,
-            secret_key=secrets.token_urlsafe(32),
-            session_cookie=COOKIE,
-            max_age=int(settings.session_hours * 3600),
-            same_site="strict",
-            https_only=False,
-        )
-    )
+    middleware.append(Middleware(SessionCookies, store=sessions))
     routes = [
         Route("/", home),
         Route("/login/{token}", login),
@@ -69,15 +86,19 @@ def make_app(hub: ConsoleHub) -> Starlette:
         Route("/share", share_change, methods=["POST"]),
         *live_routes(),
         *prep_routes(),
+        *pulse_routes(),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
-    app = Starlette(
+    app = _ConsoleApp(
         routes=routes,
         middleware=middleware,
         exception_handlers={HTTPException: _http_error},  # type: ignore[dict-item]
     )
+    app.state.error_page = lambda status, detail: _error_html(hub, status, detail)
+    app.state.sessions = sessions
     app.state.hub = hub
     app.state.prep_data = PrepData(hub)
+    hub.pulse.count_review = app.state.prep_data.count_review
     app.state.tasks = set()
     app.state.page = lambda request, template, **values: _page(hub, request, template, values)
     app.state.spawn = lambda coroutine, name: _spawn(app, coroutine, name)
@@ -86,16 +107,26 @@ def make_app(hub: ConsoleHub) -> Starlette:
 
 def _page(hub: ConsoleHub, request: Request, template: str, values: dict[str, Any]) -> Response:
     role = role_of(request)
+    status = values.pop("status_code", 200)
+    csrf = csrf_of(request)
+    dock, counts = "", (0, 0)
+    if role == "dm":  # without JavaScript the dock is only what the page was rendered with
+        tables = list(hub.tables.values())
+        dock = hub.renderer.fragment("approval_dock", tables=tables, csrf=csrf)
+        waiting = sum(len(feed.approver.pending) for feed in tables)
+        counts = (waiting, hub.pulse.review_pending)
     html = hub.renderer.page(
         template,
         role=role,
-        csrf=request.session.get("csrf", ""),
+        csrf=csrf,
         tables=list(hub.tables.values()),
         campaign=hub.prep.campaign_dir.name,
         path=request.url.path,
+        dock=dock,
+        counts=counts,
         **values,
     )
-    return HTMLResponse(html)
+    return HTMLResponse(html, status_code=status)
 
 
 def _spawn(app: Starlette, coroutine: Coroutine[Any, Any, Any], name: str) -> None:
@@ -106,20 +137,31 @@ def _spawn(app: Starlette, coroutine: Coroutine[Any, Any, Any], name: str) -> No
 
 async def _http_error(request: Request, error: HTTPException) -> Response:
     hub: ConsoleHub = request.app.state.hub
-    if request.headers.get("hx-request") or request.method != "GET":
+    if request.headers.get("hx-request"):
         html = hub.renderer.fragment("flash", text=error.detail, error=True)
         return HTMLResponse(html, status_code=error.status_code)
     html = hub.renderer.page(
         "error.html",
         role=role_of(request),
-        csrf=request.session.get("csrf", ""),
+        csrf=csrf_of(request),
         tables=[],
         campaign=hub.prep.campaign_dir.name,
         path=request.url.path,
         status=error.status_code,
         detail=error.detail,
+        dock="",
+        counts=(0, 0),
     )
-    return HTMLResponse(html, status_code=error.status_code)
+    return HTMLResponse(html, status_code=error.status_code, headers=error.headers)
+
+
+def _error_html(hub: ConsoleHub, status: int, detail: str) -> bytes:
+    """An error page outside any route (the shield's): no session, no navigation."""
+    html = hub.renderer.page(
+        "error.html", role=None, csrf="", tables=[], campaign=hub.prep.campaign_dir.name,
+        path="", status=status, detail=detail, dock="", counts=(0, 0),
+    )  # fmt: skip
+    return html.encode()
 
 
 async def home(request: Request) -> Response:
@@ -129,7 +171,7 @@ async def home(request: Request) -> Response:
     hub: ConsoleHub = request.app.state.hub
     if len(hub.tables) == 1:
         return RedirectResponse(f"/tables/{next(iter(hub.tables))}", status_code=303)
-    return render_page(request, "home.html")
+    return render_page(request, "home.html", waiting_for_table=not hub.tables)
 
 
 async def login(request: Request) -> Response:
@@ -154,15 +196,24 @@ async def view_link(request: Request) -> Response:
 
 
 async def logout(request: Request) -> Response:
-    await check_csrf(request)
-    request.session.clear()
+    """Log this browser out; ``everywhere``: every browser logged in as the DM."""
+    form = await check_csrf(request)
+    if form.get("everywhere") and role_of(request) == "dm":
+        count = request.app.state.sessions.revoke_role("dm")
+        log.info("console: the DM logged out everywhere (%d browser(s))", count)
+    log_out(request)
     return RedirectResponse("/", status_code=303)
 
 
 async def share_page(request: Request) -> Response:
     require_dm(request)
+    return _share(request, None)
+
+
+def _share(request: Request, link: str | None) -> Response:
     hub: ConsoleHub = request.app.state.hub
-    return render_page(request, "share.html", shares=len(hub.shares), link=None)
+    browsers = request.app.state.sessions.count("dm")
+    return render_page(request, "share.html", shares=len(hub.shares), link=link, browsers=browsers)
 
 
 async def share_change(request: Request) -> Response:
@@ -179,4 +230,4 @@ async def share_change(request: Request) -> Response:
                         subscriber.queue.put_nowait(None)
     else:
         link = f"{hub.base_url}/view/{hub.shares.create()}"
-    return render_page(request, "share.html", shares=len(hub.shares), link=link)
+    return _share(request, link)

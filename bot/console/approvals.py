@@ -14,12 +14,13 @@ import contextlib
 import itertools
 import logging
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from tools.host.approval import ApprovalDecision, ApprovalRequest, Approver
 
-__all__ = ["ConsoleApprover", "FirstAnswer", "PendingApproval"]
+__all__ = ["AnsweredApproval", "ConsoleApprover", "FirstAnswer", "PendingApproval"]
 
 log = logging.getLogger(__name__)
 
@@ -38,11 +39,26 @@ class PendingApproval:
         return self.asked_at + self.request.timeout_s
 
 
+@dataclass(frozen=True, slots=True)
+class AnsweredApproval:
+    """A question no longer waiting, and how it ended ("denied: no answer" at its timeout)."""
+
+    item: PendingApproval
+    outcome: str
+    at: float
+
+
+_RECENT_S = 90.0
+"""How long an answered question stays on the pages, saying how it ended."""
+
+
 class ConsoleApprover:
     """``Approver`` whose questions wait in the console until the DM presses a button."""
 
     def __init__(self, on_change: Callable[[], None] = lambda: None) -> None:
         self.pending: dict[int, PendingApproval] = {}
+        self.answered: deque[AnsweredApproval] = deque(maxlen=20)
+        self._settled: dict[int, ApprovalDecision] = {}
         self._ids = itertools.count(1)
         self._on_change = on_change
 
@@ -58,7 +74,29 @@ class ConsoleApprover:
             return await future
         finally:
             self.pending.pop(item.id, None)
+            self.answered.append(AnsweredApproval(item, self._outcome(item), time.time()))
             self._on_change()
+
+    def settled(self, request: ApprovalRequest, decision: ApprovalDecision) -> None:
+        """Another approver (Discord, a scene's script) answered first (``FirstAnswer``)."""
+        for item in self.pending.values():
+            if item.request is request:
+                self._settled[item.id] = decision
+
+    def recent(self, now: float | None = None) -> list[AnsweredApproval]:
+        """Questions answered in the last minute and a half, newest first."""
+        now = now if now is not None else time.time()
+        return [a for a in reversed(self.answered) if now - a.at < _RECENT_S]
+
+    def _outcome(self, item: PendingApproval) -> str:
+        decision = self._settled.pop(item.id, None)
+        if decision is None and item.decided.done() and not item.decided.cancelled():
+            decision = item.decided.result()
+        if decision is None or decision.outcome == "timeout":  # the wait ran out
+            return "denied: no answer"
+        where = f" ({decision.detail})" if decision.detail else ""
+        who = f" by {decision.by}" if decision.by else ""
+        return f"{decision.outcome}{who}{where}"
 
     def answer(self, approval_id: int, approved: bool, by: str = "DM") -> bool:
         """The DM's button; False when the question is gone (answered elsewhere, timed out)."""

@@ -55,7 +55,7 @@ _TICK_S = 0.1
 """How often a watched table is looked at for changes no event announces (a turn starting
 to speak, an NPC thinking)."""
 _OFFSET = time.time() - time.monotonic()
-_REPLACED = frozenset({"partials", "presence", "npcs", "running", "stats", "approvals"})
+_REPLACED = frozenset({"partials", "presence", "npcs", "running", "stats", "night"})
 """Updates that replace a whole block: of several in one pass, only the last is sent (timed
 from the first event that asked for it)."""
 
@@ -79,6 +79,13 @@ class Subscriber:
     dm: bool
     queue: asyncio.Queue[Message | None] = field(default_factory=lambda: asyncio.Queue(_QUEUE))
     missed: int = 0
+    owner: Any = None
+    """The console session of the browser (its page closes when the session ends)."""
+
+    def close(self) -> None:
+        """End the page's stream (it learns nothing more)."""
+        with contextlib.suppress(asyncio.QueueFull):
+            self.queue.put_nowait(None)
 
     def offer(self, message: Message) -> None:
         if self.missed:
@@ -132,6 +139,10 @@ class TableFeed:
         self._signature: tuple[Any, ...] = ()
         self._pending: dict[str, tuple[str, int, bool]] = {}
         self._batching = False
+        self.pulse: Any = None
+        """The console's pulse (``bot.console.pulse``): approvals and notices for every page."""
+        self.record_id: str | None = None
+        """The campaign-memory session of the table, once it ended."""
         self.dropped = 0
         self.cpu_s = 0.0
         """CPU time the feed's task spent rendering and handing out updates (for the bench)."""
@@ -164,8 +175,7 @@ class TableFeed:
                 await self._task
         self._publish("ended", self._render.fragment("ended_notice", feed=self), private=False)
         for subscriber in list(self.subscribers):
-            with contextlib.suppress(asyncio.QueueFull):
-                subscriber.queue.put_nowait(None)  # the stream ends (``missed`` is 0)
+            subscriber.close()  # the stream ends (``missed`` is 0)
 
     # -- the session's side: O(1), never raises -------------------------------------------------
     def see(self, event: SessionEvent | LiveEvent) -> None:
@@ -176,12 +186,16 @@ class TableFeed:
         self._wake.set()
 
     # -- pages ----------------------------------------------------------------------------------
-    def subscribe(self, *, dm: bool, after: int | None) -> tuple[Subscriber, list[Message]]:
+    def subscribe(
+        self, *, dm: bool, after: int | None, owner: Any = None
+    ) -> tuple[Subscriber, list[Message]]:
         """A page joins; returns its queue and the updates since ``after`` it has not seen
         (None: the page is fresh and needs none). A gap larger than the ring makes it reload."""
-        subscriber = Subscriber(dm=dm)
+        subscriber = Subscriber(dm=dm, owner=owner)
         backlog: list[Message] = []
-        if after is not None and after < self.last_seq:
+        if after is not None and after > self.last_seq:  # a page of an earlier run: reload
+            subscriber.missed = 1
+        elif after is not None and after < self.last_seq:
             oldest = self._ring[0].seq if self._ring else self.last_seq + 1
             if after + 1 < oldest:
                 subscriber.missed = self.last_seq - after
@@ -204,9 +218,29 @@ class TableFeed:
             "presence": self._presence_html(),
             "running": self._render.fragment("running", turns=self._running_views()) if dm else "",
             "stats": self._stats_html(),
-            "approvals": self._approvals_html() if dm else "",
             "npcs": self.npc_rows() if dm else [],
+            "night": self._night_html() if dm else "",
+            "moods": self.moods() if dm else [],
+            "ambience": self.ambience() if dm else {},
         }
+
+    def elapsed_text(self) -> str:
+        """How long the table has run: ``1 h 05 min`` (the page keeps it ticking)."""
+        minutes = int((time.time() - self.started_at) // 60)
+        return f"{minutes // 60} h {minutes % 60:02d} min" if minutes >= 60 else f"{minutes} min"
+
+    def moods(self) -> list[str]:
+        """The ambience moods the campaign has music for."""
+        from tools.builtin.ambience import find_moods
+
+        campaign = getattr(self.session, "campaign", None)
+        return sorted(find_moods(getattr(campaign, "path", None)))
+
+    def ambience(self) -> dict[str, Any]:
+        """What the ambience plays and how loud (0-100)."""
+        player = self.session.mixer.ambience
+        playing = player.now_playing
+        return {"mood": playing[1] if playing else None, "volume": round(player.volume * 100)}
 
     def npc_rows(self) -> list[dict[str, Any]]:
         """Each NPC's live status, as the cards show it."""
@@ -275,8 +309,8 @@ class TableFeed:
             line = render("line", kind="alert", who="", text=event.message, at=emitted)
             self._line(line, emitted, private=True)
         elif isinstance(event, NpcReloaded):
-            notice = render("reload_notice", event=event, at=emitted)
-            self._publish("notice", notice, emitted=emitted, private=True)
+            if self.pulse is not None:  # every DM page shows it (the editor's too)
+                self.pulse.notice(render("reload_notice", event=event, at=emitted))
             self._publish("npcs", self._npcs_html(), emitted=emitted, private=True)
 
     def _turn_done(self, trace: TurnTrace, emitted: int) -> None:
@@ -292,6 +326,7 @@ class TableFeed:
         card = self._render.fragment("turn_card", turn=turn_view(trace), at=emitted)
         self.cards.append(self._publish("turn", card, emitted=emitted, private=True))
         self._publish("stats", self._stats_html(), emitted=emitted)
+        self._publish("night", self._night_html(), emitted=emitted, private=True)
         self._turns_changed(emitted)
 
     def _turns_changed(self, emitted: int) -> None:
@@ -319,7 +354,8 @@ class TableFeed:
         self._publish("presence", self._presence_html(), emitted=now)
 
     def _approvals_changed(self) -> None:
-        self._publish("approvals", self._approvals_html(), private=True)
+        if self.pulse is not None:  # the dock of every DM page, with the nav's count
+            self.pulse.changed()
 
     # -- rendering helpers ------------------------------------------------------------------------
     def _line(self, html: str, emitted: int, private: bool) -> None:
@@ -351,12 +387,13 @@ class TableFeed:
     def _npcs_html(self) -> str:
         return self._render.fragment("npc_statuses", npcs=self.npc_rows(), table=self.id)
 
+    def _night_html(self) -> str:
+        spend = getattr(self.session, "spend", None)
+        summary = spend.summary() if spend is not None else None
+        return self._render.fragment("night", feed=self, summary=summary)
+
     def _stats_html(self) -> str:
         return self._render.fragment("stats", stats=latency_stats(list(self.finished)))
-
-    def _approvals_html(self) -> str:
-        pending = sorted(self.approver.pending.values(), key=lambda item: item.id)
-        return self._render.fragment("approvals", pending=pending, table=self.id)
 
     def _publish(
         self, name: str, html: str, *, emitted: int | None = None, private: bool = False

@@ -1,54 +1,76 @@
-"""Who may do what: the signed session cookie, CSRF tokens and the security headers.
+"""Who may do what: server-side sessions, roles and CSRF tokens.
 
 A browser gets a session only by opening a login link (the DM) or a read-only link (a
-player). The session lives in a signed, HttpOnly, SameSite=Strict cookie (Starlette's
-``SessionMiddleware``, keyed fresh by each bot process); it holds the role and the page's CSRF
-token, nothing secret. Every change (POST) must carry that token in the ``X-CSRF-Token``
-header (htmx sends it) or a ``csrf`` form field; otherwise it is refused with 403. A request
-without a session gets 401 and the page that says how to log in.
+player). The cookie (HttpOnly, SameSite=Strict) holds only a random id; the role and the
+page's CSRF token live in the bot (``bot.console.sessions``), so logging out ends a session at
+once. Every change (POST) must carry the session's CSRF token in the ``X-CSRF-Token`` header
+(htmx sends it) or a ``csrf`` form field, and come from this console's own pages
+(``bot.console.shield`` checks ``Origin`` and ``Sec-Fetch-Site`` first); otherwise it is
+refused with 403. A request without a session gets 401 and the page that says how to log in.
 """
 
 from __future__ import annotations
 
 import hmac
-import secrets
 from typing import Any
 
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from bot.console.sessions import ConsoleSession, SessionStore, current_session, set_cookie
+from bot.console.shield import MAX_BODY
 
 __all__ = [
-    "CSP",
-    "SecurityHeaders",
     "check_csrf",
+    "csrf_of",
     "log_in",
+    "log_out",
     "require_dm",
     "require_viewer",
     "role_of",
+    "session_of",
 ]
 
-CSP = (
-    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-    "media-src 'self' blob:; connect-src 'self'; object-src 'none'; base-uri 'none'; "
-    "form-action 'self'; frame-ancestors 'none'"
-)
+
+def session_of(request: Request) -> ConsoleSession | None:
+    """The browser's live session, if any."""
+    return current_session(request.scope)
 
 
-def log_in(request: Request, role: str, share: str | None = None) -> None:
-    """Start a fresh session (a new CSRF token) for ``role`` (``dm`` or ``viewer``)."""
-    request.session.clear()
-    request.session.update({"role": role, "csrf": secrets.token_urlsafe(24)})
-    if share is not None:
-        request.session["share"] = share
+def csrf_of(request: Request) -> str:
+    session = session_of(request)
+    return session.csrf if session is not None else ""
+
+
+def log_in(request: Request, role: str, share: str | None = None) -> ConsoleSession:
+    """Start a fresh session (new id, new CSRF token) for ``role`` (``dm`` or ``viewer``);
+    the browser's previous session ends."""
+    store: SessionStore = request.app.state.sessions
+    old = session_of(request)
+    if old is not None:
+        store.revoke(old)
+    token, session = store.create(role, share)
+    set_cookie(request.scope, token)
+    request.scope["glyphoxa.session"] = session
+    return session
+
+
+def log_out(request: Request) -> None:
+    """End this browser's session and clear its cookie."""
+    session = session_of(request)
+    if session is not None:
+        request.app.state.sessions.revoke(session)
+    set_cookie(request.scope, "")
 
 
 def role_of(request: Request) -> str | None:
     """``dm``, ``viewer`` (while its read-only link lives) or None."""
-    role = request.session.get("role")
-    if role == "dm":
+    session = session_of(request)
+    if session is None:
+        return None
+    if session.role == "dm":
         return "dm"
-    if role == "viewer" and request.app.state.hub.shares.alive(request.session.get("share")):
+    if session.role == "viewer" and request.app.state.hub.shares.alive(session.share):
         return "viewer"
     return None
 
@@ -68,45 +90,26 @@ def require_dm(request: Request) -> None:
 
 
 async def check_csrf(request: Request) -> dict[str, Any]:
-    """Refuse a change without the session's CSRF token (403); returns the form fields."""
-    expected = request.session.get("csrf")
-    sent = request.headers.get("x-csrf-token")
+    """Refuse a change without the session's CSRF token (403); returns the form fields (400
+    for a form that cannot be read)."""
+    expected = csrf_of(request)
+    sent: Any = request.headers.get("x-csrf-token")
     form: dict[str, Any] = {}
     content_type = request.headers.get("content-type", "")
     if content_type.startswith(("application/x-www-form-urlencoded", "multipart/form-data")):
-        form = dict(await request.form())
+        try:
+            raw = await request.form(max_files=0, max_fields=64, max_part_size=MAX_BODY)
+        except HTTPException:
+            raise
+        except (ValueError, KeyError, AssertionError, UnicodeDecodeError) as error:
+            raise HTTPException(400, f"this form cannot be read: {error}") from None
+        form = {key: value for key, value in raw.items() if isinstance(value, str)}
         sent = sent or form.get("csrf")
-    if not expected or not isinstance(sent, str) or not hmac.compare_digest(expected, sent):
+    if not expected or not isinstance(sent, str) or not _same(expected, sent):
         raise HTTPException(403, "missing or wrong CSRF token: reload the page and try again")
     return form
 
 
-class SecurityHeaders:
-    """Adds the content security policy and friends to every response."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-
-        async def with_headers(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                headers = list(message.get("headers", []))
-                names = {name.lower() for name, _ in headers}
-                extra = {
-                    b"content-security-policy": CSP.encode(),
-                    b"x-frame-options": b"DENY",
-                    b"x-content-type-options": b"nosniff",
-                    b"referrer-policy": b"no-referrer",
-                    b"cross-origin-opener-policy": b"same-origin",
-                }
-                if not scope["path"].startswith("/static/"):
-                    extra[b"cache-control"] = b"no-store"
-                headers += [(name, value) for name, value in extra.items() if name not in names]
-                message["headers"] = headers
-            await send(message)
-
-        await self.app(scope, receive, with_headers)
+def _same(expected: str, sent: str) -> bool:
+    """Constant-time comparison that any text may reach (non-ASCII included)."""
+    return hmac.compare_digest(expected.encode(), sent.encode("utf-8", "replace"))

@@ -18,7 +18,9 @@ from typing import Any
 from bot.config import GlyphoxaConfig
 from bot.console.feed import TableFeed
 from bot.console.links import LinkKey, ShareLinks
+from bot.console.pulse import Pulse
 from bot.console.render import Renderer
+from bot.console.sessions import SessionStore
 
 __all__ = ["ConsoleHub", "PrepContext"]
 
@@ -49,7 +51,19 @@ class ConsoleHub:
     """``http://host:port`` once the server listens."""
     logged_in: asyncio.Event = field(default_factory=asyncio.Event)
     """Set once the DM opened a login link (``glyphoxa rehearse --console`` waits for it)."""
+    ended: dict[str, str | None] = field(default_factory=dict)
+    """Table id -> its campaign-memory session id, for tables that ended (their URL leads to
+    the session's record)."""
+    pulse: Pulse = field(init=False)
+    sessions: SessionStore = field(init=False)
+    """Logged-in browsers; kept by the hub, so a console restarted in the same process keeps
+    them (a restart of the bot ends them all)."""
     _ids: Any = field(default_factory=lambda: itertools.count(1))
+
+    def __post_init__(self) -> None:
+        self.pulse = Pulse(self)
+        hours = self.prep.config.console.session_hours
+        self.sessions = SessionStore(hours, on_revoke=self.close_pages_of)
 
     def attach(
         self,
@@ -65,19 +79,35 @@ class ConsoleHub:
         feed = TableFeed(
             table_id, label, session, self.renderer, members=members, on_end=on_end
         )  # fmt: skip
+        feed.pulse = self.pulse
         feed.start()
         self.tables[table_id] = feed
+        self.pulse.changed()
         log.info("console: watching table %s (%s)", table_id, label)
         return feed
 
     async def detach(self, feed: TableFeed) -> None:
-        """Stop watching a table (it ended); its page says so."""
+        """Stop watching a table (it ended); its page says so and leads to its record."""
         self.tables.pop(feed.id, None)
+        recorder = getattr(feed.session, "recorder", None)
+        self.ended[feed.id] = getattr(recorder, "session_id", None)
+        feed.record_id = self.ended[feed.id]
         await feed.stop()
+        self.pulse.changed()
 
     async def close(self) -> None:
         for feed in list(self.tables.values()):
             await self.detach(feed)
+        await self.pulse.close()
+
+    def close_pages_of(self, sessions: list[Any]) -> None:
+        """End the live pages of browsers whose console session ended (logged out)."""
+        ended = {id(session) for session in sessions}
+        self.pulse.close_pages_of(ended)
+        for feed in self.tables.values():
+            for subscriber in list(feed.subscribers):
+                if id(subscriber.owner) in ended:
+                    subscriber.close()
 
     def feed_of(self, session: Any) -> TableFeed | None:
         return next((f for f in self.tables.values() if f.session is session), None)

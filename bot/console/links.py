@@ -69,8 +69,8 @@ class LinkKey:
         """True once for a well-signed, unexpired token; False for anything else."""
         now = now if now is not None else time.time()
         parts = token.split(".")
-        if len(parts) != 3 or not parts[0].isdigit():
-            return False
+        if len(parts) != 3 or not token.isascii() or not parts[0].isdigit() or len(parts[0]) > 12:
+            return False  # compare_digest takes ASCII only; an expiry is a Unix time
         expiry, nonce, signature = int(parts[0]), parts[1], parts[2]
         if not hmac.compare_digest(_sign(self.key, expiry, nonce), signature):
             return False

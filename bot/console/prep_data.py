@@ -38,6 +38,7 @@ class PrepData:
         self.hub = hub
         self._tts: VoiceRouter | None = None
         self._memory: Any = None
+        self._memory_identity: tuple[int, int] | None = None
         self._lock = asyncio.Lock()
         self._host: Any = None
         self._host_servers: tuple[str, ...] | None = None
@@ -87,6 +88,12 @@ class PrepData:
         if session is not None and session.memory is not None:
             return session.memory
         async with self._lock:
+            identity = _file_identity(self.hub.prep.memory_url)
+            if self._memory is not None and identity != self._memory_identity:
+                # the database file was replaced (a rehearsal starts its own afresh): reopen
+                with contextlib.suppress(Exception):
+                    await self._memory.close()
+                self._memory = None
             if self._memory is None:
                 from bot.assembly.memory import open_memory
 
@@ -94,7 +101,13 @@ class PrepData:
                 self._memory = await open_memory(
                     prep.config, url=prep.memory_url, summarize=False, seed=False
                 )
+                self._memory_identity = _file_identity(prep.memory_url)
         return self._memory
+
+    async def count_review(self) -> int:
+        """Facts NPCs proposed that wait for the DM (the navigation's count)."""
+        memory = await self.memory()
+        return len(await memory.list_facts("pending"))
 
     async def npc_view(self, path: Path) -> NpcView:
         """What the NPC of ``path`` sees: prompt, tools per tier, notes, memory."""
@@ -102,6 +115,10 @@ class PrepData:
         from campaigns.basics import Tier
 
         prep = self.hub.prep
+        config = prep.config  # the database named is the one the console reads (a rehearsal's)
+        if prep.memory_url != config.memory.url:
+            memory_config = config.memory.model_copy(update={"url": prep.memory_url})
+            config = config.model_copy(update={"memory": memory_config})
         campaign = (await asyncio.to_thread(self.scan)).campaign  # its valid parts, as cached
         npc = next((n for n, p in campaign.npc_files.items() if p.resolve() == path), None)
         if npc is None:
@@ -112,13 +129,11 @@ class PrepData:
         host = getattr(session, "tools", None) if session is not None else None
         if host is not None:
             return await build_npc_view(
-                prep.config, campaign, definition, host, memory, memory_exists=True,
-                tiers=list(Tier),
+                config, campaign, definition, host, memory, memory_exists=True, tiers=list(Tier)
             )  # fmt: skip
         inspection = await self._inspection_host(campaign)
         return await build_npc_view(
-            prep.config, campaign, definition, inspection, memory, memory_exists=True,
-            tiers=list(Tier),
+            config, campaign, definition, inspection, memory, memory_exists=True, tiers=list(Tier)
         )  # fmt: skip
 
     async def _inspection_host(self, campaign: Any) -> Any:
@@ -155,6 +170,17 @@ class PrepData:
             with contextlib.suppress(Exception):
                 await self._memory.close()
             self._memory = None
+
+
+def _file_identity(url: str) -> tuple[int, int] | None:
+    """Device and inode of a SQLite database file (None for anything else, or no file yet)."""
+    if not url.startswith("sqlite") or ":///" not in url:
+        return None
+    try:
+        stat = Path(url.split(":///", 1)[1].split("?", 1)[0]).stat()
+    except OSError:
+        return None
+    return (stat.st_dev, stat.st_ino)
 
 
 def _signature(folder: Path) -> tuple[tuple[str, int, int], ...]:

@@ -20,7 +20,7 @@ from starlette.responses import Response
 
 from bot.console.views import STAGE_GROUPS, dom_id
 
-__all__ = ["TEMPLATES", "Renderer", "render_page"]
+__all__ = ["TEMPLATES", "Renderer", "answer", "render_page"]
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -77,3 +77,29 @@ def render_page(request: Request, template: str, **values: Any) -> Response:
     """A whole page of the console (the app's renderer adds the viewer's role and token)."""
     response: Response = request.app.state.page(request, template, **values)
     return response
+
+
+def answer(request: Request, text: str, *, status: int = 200) -> Response:
+    """What a change says: a line beside its control (htmx), or, when a browser without
+    JavaScript posted the form, a page that says it and leads back where the DM was."""
+    from starlette.responses import HTMLResponse
+
+    renderer: Renderer = request.app.state.hub.renderer
+    if request.headers.get("hx-request"):
+        html = renderer.fragment("flash", text=text, error=status >= 400)
+        return HTMLResponse(html, status_code=status)
+    return render_page(
+        request, "result.html", text=text, error=status >= 400, back=back_path(request),
+        status_code=status,
+    )  # fmt: skip
+
+
+def back_path(request: Request) -> str:
+    """The console page the request came from (its Referer, when it is this console's)."""
+    referer = request.headers.get("referer") or ""
+    base = f"{request.url.scheme}://{request.headers.get('host', '')}"
+    if referer.startswith(base + "/"):
+        path = referer[len(base) :]
+        if not path.startswith("//"):
+            return path
+    return "/"

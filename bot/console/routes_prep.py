@@ -19,11 +19,13 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
+from bot.config_loader import env_templates
+from bot.config_redact import shown_config
 from bot.console.editor import MAX_NPC_BYTES, check_draft, npc_file, save_draft
 from bot.console.guard import check_csrf, require_dm
 from bot.console.hub import ConsoleHub
 from bot.console.prep_data import PrepData
-from bot.console.render import render_page
+from bot.console.render import answer, render_page
 from campaigns.basics import GlyphoxaError
 
 __all__ = ["prep_routes"]
@@ -55,7 +57,10 @@ async def preview(request: Request) -> Response:
     _hub(request)
     data = _data(request)
     path = _npc_path(request)
-    npc = await asyncio.to_thread(data.npc_at, path)
+    try:
+        npc = await asyncio.to_thread(data.npc_at, path)
+    except GlyphoxaError as error:
+        raise HTTPException(404, str(error)) from None
     text = request.query_params.get("text") or npc.greeting or f"Well met. I am {npc.name}."
     text = " ".join(text.split())[:_PREVIEW_CHARS]
     try:
@@ -90,7 +95,7 @@ async def edit_page(request: Request) -> Response:
     )
     return render_page(
         request, "npc_edit.html", file=path.name, text=text, report=report, lines=_lines(text),
-        max_kb=MAX_NPC_BYTES // 1024,
+        max_kb=MAX_NPC_BYTES // 1024, saved=None,
     )  # fmt: skip
 
 
@@ -123,8 +128,7 @@ async def check(request: Request) -> Response:
     report = await asyncio.to_thread(
         check_draft, hub.prep.campaign_dir, path, text, config_path=hub.prep.config_path
     )
-    html = hub.renderer.fragment("editor_issues", report=report, lines=_lines(text), saved=None)
-    return HTMLResponse(html)
+    return _editor_answer(request, path, text, report, None)
 
 
 async def save(request: Request) -> Response:
@@ -133,8 +137,24 @@ async def save(request: Request) -> Response:
         save_draft, hub.prep.campaign_dir, path, text, config_path=hub.prep.config_path
     )
     saved = path.name if report.ok else False
-    html = hub.renderer.fragment("editor_issues", report=report, lines=_lines(text), saved=saved)
-    return HTMLResponse(html, status_code=200 if report.ok else 422)
+    return _editor_answer(request, path, text, report, saved, status=200 if report.ok else 422)
+
+
+def _editor_answer(
+    request: Request, path: Any, text: str, report: Any, saved: Any, *, status: int = 200
+) -> Response:
+    """The issues beside the lines (htmx), or the whole editor with the draft as sent (a
+    browser without JavaScript)."""
+    hub: ConsoleHub = request.app.state.hub
+    if request.headers.get("hx-request"):
+        html = hub.renderer.fragment(
+            "editor_issues", report=report, lines=_lines(text), saved=saved
+        )  # fmt: skip
+        return HTMLResponse(html, status_code=status)
+    return render_page(
+        request, "npc_edit.html", file=path.name, text=text, report=report, lines=_lines(text),
+        max_kb=MAX_NPC_BYTES // 1024, saved=saved, status_code=status,
+    )  # fmt: skip
 
 
 async def sees(request: Request) -> Response:
@@ -154,10 +174,21 @@ async def world(request: Request) -> Response:
 
 
 async def sessions(request: Request) -> Response:
+    """Past sessions; ``?q=`` searches every session's transcript."""
     _hub(request)
     memory = await _data(request).memory()
     items = await memory.list_sessions(limit=200)
-    return render_page(request, "sessions.html", sessions=items)
+    query = " ".join((request.query_params.get("q") or "").split())[:200]
+    hits: list[dict[str, Any]] = []
+    if query:
+        try:
+            hits = await memory.search_sessions(query, limit=50)
+        except GlyphoxaError as error:
+            raise HTTPException(400, str(error)) from None
+    titles = {item["id"]: item for item in items}
+    return render_page(
+        request, "sessions.html", sessions=items, query=query, hits=hits, titles=titles
+    )
 
 
 async def session_detail(request: Request) -> Response:
@@ -192,7 +223,7 @@ async def review_decide(request: Request) -> Response:
     hub = _hub(request)
     form = await check_csrf(request)
     memory = await _data(request).memory()
-    fact_id = int(request.path_params["fact"])
+    fact_id = request.path_params["fact"]
     action = str(form.get("action") or "")
     try:
         if action == "approve":  # as the NPC worded it, or as the DM edited it in the page
@@ -203,15 +234,19 @@ async def review_decide(request: Request) -> Response:
         else:
             raise GlyphoxaError(f"unknown review action {action!r}")
     except GlyphoxaError as error:
-        return HTMLResponse(hub.renderer.fragment("flash", text=str(error), error=True), 409)
+        return answer(request, str(error), status=409)
     for feed in hub.tables.values():  # the running tables see the decision at the next mention
         feed.session.entities.forget()
+    hub.pulse.changed()  # the navigation's count
+    if not request.headers.get("hx-request"):
+        return answer(request, f"Proposal #{fact['id']} {fact['status']}.")
     return HTMLResponse(hub.renderer.fragment("fact_decided", fact=fact))
 
 
 async def settings(request: Request) -> Response:
     hub = _hub(request)
-    shown = hub.prep.config.model_dump(mode="json")  # every SecretStr comes out as '**********'
+    config = hub.prep.config  # as written: ${VAR} shown as the reference, secrets masked
+    shown = shown_config(config, env_templates(config))
     return render_page(request, "settings.html", shown=shown, prep=hub.prep)
 
 
@@ -227,6 +262,6 @@ def prep_routes() -> list[Route]:
         Route("/sessions", sessions),
         Route("/sessions/{session}", session_detail),
         Route("/review", review),
-        Route("/review/{fact:int}", review_decide, methods=["POST"]),
+        Route("/review/{fact:id}", review_decide, methods=["POST"]),
         Route("/settings", settings),
     ]

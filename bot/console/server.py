@@ -24,6 +24,7 @@ from bot.config import LOOPBACK_HOSTS, GlyphoxaConfig
 from bot.console.app import make_app
 from bot.console.hub import ConsoleHub, PrepContext
 from bot.console.links import remove_link_file, write_link_file
+from bot.console.shield import TimedH11
 from campaigns.basics import GlyphoxaError
 
 __all__ = ["ConsoleServer", "console_for"]
@@ -74,10 +75,13 @@ class ConsoleServer:
         self.url = f"http://{_link_host(settings.host)}:{port}"
         self.hub.base_url = self.url
         self._app = make_app(self.hub)
+        proxies = settings.trusted_proxies  # else X-Forwarded-For is nobody's word
         config = uvicorn.Config(
             self._app, log_level="warning", access_log=False, lifespan="off", ws="none",
-            timeout_graceful_shutdown=1,
+            http=TimedH11, timeout_graceful_shutdown=1, proxy_headers=bool(proxies),
+            forwarded_allow_ips=list(proxies) or None, server_header=False,
         )  # fmt: skip
+        config.read_timeout_s = settings.read_timeout_s  # type: ignore[attr-defined]  # TimedH11's
         self._server = _Server(config)
         self._task = asyncio.get_running_loop().create_task(
             self._server.serve(sockets=[sock]), name="console:server"
@@ -124,7 +128,9 @@ class ConsoleServer:
 
 def _bind(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP named: asyncio sets TCP_NODELAY only on sockets that say so, and without it
+    # every response waited 40 ms for the client's delayed ACK (Nagle's algorithm).
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))

@@ -193,7 +193,7 @@ def transcript_records(
         elif isinstance(event, DmAction):
             records.append(
                 {"t": rel(at), "type": "dm", "action": event.action, "detail": event.detail,
-                 "heard": event.heard}
+                 "heard": event.heard, "by": event.by}
             )  # fmt: skip
         elif isinstance(event, TurnEnded):
             wait = None if event.speech_end is None else (event.at - event.speech_end) * 1000

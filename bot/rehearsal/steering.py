@@ -29,14 +29,18 @@ def tier_checks(line: PlayerLine, match: dict[str, Any] | None) -> list[tuple[st
 
 
 def dm_notes(records: list[dict[str, Any]]) -> list[str]:
-    """One line per DM action in the transcript: when, what, and by voice or by script."""
+    """One line per DM action in the transcript: when, what, and by voice, by the DM in the
+    console or by the scene's script."""
     notes = []
     for record in records:
         if record["type"] != "dm":
             continue
         at = f"{record['t']:.1f}s" if record.get("t") is not None else "?"
-        source = (
-            f"by voice, heard \u201c{record['heard']}\u201d" if record.get("heard") else "scripted"
-        )
+        if record.get("heard"):
+            source = f"by voice, heard \u201c{record['heard']}\u201d"
+        elif record.get("by"):
+            source = f"the DM, in the {record['by']}"
+        else:
+            source = "scripted"
         notes.append(f"DM {at}: {record['action']} {record['detail']} ({source})")
     return notes

@@ -8,8 +8,9 @@ is told to the table as a ``DmAction``.
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING
 
 from bot.session.dm_orders import Direction, DmOrders
@@ -63,6 +64,7 @@ class DmControls:
         self._events = events
         self._new_trace = new_trace
         self._reload = reload
+        self._source: str | None = None
 
     def set_tier_override(
         self,
@@ -187,5 +189,20 @@ class DmControls:
             raise GlyphoxaError(f"no NPC named {name!r}; known: {known}")
         return npc.name
 
+    def bookmark(self, note: str) -> None:
+        """Mark this moment of the night (the note joins the session's recap)."""
+        self._dm("bookmark", note or "(no note)")
+
+    @contextlib.contextmanager
+    def acting_from(self, source: str) -> Iterator[None]:
+        """Label every control used inside the block as the DM's from ``source`` (the
+        console), in the transcript and the rehearsal's report."""
+        previous, self._source = self._source, source
+        try:
+            yield
+        finally:
+            self._source = previous
+
     def _dm(self, action: str, detail: str, heard: str | None = None) -> None:
-        self._events.emit(DmAction(action, detail, time.monotonic(), heard))
+        by = None if heard else self._source
+        self._events.emit(DmAction(action, detail, time.monotonic(), heard, by))

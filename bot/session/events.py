@@ -79,6 +79,9 @@ class DmAction:
     at: float
     heard: str | None = None
     """For a DM voice command: who said it and the words as transcribed."""
+    by: str | None = None
+    """Where the DM steered from when not by voice (``console``); None: a slash command or a
+    rehearsal's script."""
 
 
 @dataclass(frozen=True, slots=True)

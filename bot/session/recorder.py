@@ -37,6 +37,8 @@ class TranscriptRecorder:
         self.memory = memory
         self.campaign = campaign
         self.session_id: str | None = None
+        self.bookmarks: list[str] = []
+        """Moments the DM marked (``HH:MM note``); they end the session's recap."""
         self.committed = 0
         self.failed = 0
         self._queue: asyncio.Queue[_Line | None] = asyncio.Queue()
@@ -128,6 +130,6 @@ class TranscriptRecorder:
         self._writer = None
         if self.session_id is not None:
             try:
-                await self.memory.end_session(self.session_id, summary)
+                await self.memory.end_session(self.session_id, summary, bookmarks=self.bookmarks)
             except Exception as error:
                 log.error("could not close memory session %s: %s", self.session_id, error)

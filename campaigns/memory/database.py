@@ -50,9 +50,10 @@ def create_engine(url: str) -> AsyncEngine:
     try:
         parsed = make_url(url)
     except ArgumentError:
-        raise GlyphoxaError(
-            f"memory.url {url!r} is not a database URL; use sqlite+aiosqlite:///path/memory.db "
-            "or postgresql+asyncpg://user:password@host/db"
+        shown = url.split("://", 1)[0] + "://..." if "://" in url else repr(url[:40])
+        raise GlyphoxaError(  # only the scheme: the rest may hold a password
+            f"memory.url ({shown}) is not a database URL; use "
+            "sqlite+aiosqlite:///path/memory.db or postgresql+asyncpg://user:password@host/db"
         ) from None
     backend = parsed.get_backend_name()
     if backend == "sqlite":

@@ -10,7 +10,7 @@ import contextlib
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -234,8 +234,11 @@ class MemoryStore(
             self._embed_later(changed)
         return int(utterance_id)
 
-    async def end_session(self, session_id: str, summary: str | None = None) -> None:
-        """Close a session: fold the last chunk, write its summary (LLM, else extractive)."""
+    async def end_session(
+        self, session_id: str, summary: str | None = None, *, bookmarks: Sequence[str] = ()
+    ) -> None:
+        """Close a session: fold the last chunk, write its summary (LLM, else extractive),
+        followed by the moments the DM bookmarked."""
         session_id = await self.resolve_session(session_id)
         changed: list[int] = []
         async with self._write() as conn:
@@ -249,6 +252,9 @@ class MemoryStore(
         source = "dm"
         if summary is None:
             summary, source = await self._summarize(lines)
+        if bookmarks:
+            marked = "\n".join(f"- {mark}" for mark in bookmarks)
+            summary = f"{summary}\n\nBookmarks:\n{marked}"
         async with self._write() as conn:
             await conn.execute(SUMMARIES.delete().where(SUMMARIES.c.session_id == session_id))
             await conn.execute(

@@ -8,6 +8,8 @@ tests/artifacts/console/ (kept out of git).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 import shutil
 from collections.abc import AsyncIterator
@@ -119,13 +121,19 @@ async def browser() -> AsyncIterator[Any]:
             await browser.close()
 
 
-async def logged_in_page(browser: Any, env: ConsoleEnv, *, width: int = 1440) -> Any:
-    """A fresh browser context that opened a one-time login link."""
-    context = await browser.new_context(viewport={"width": width, "height": 960})
+async def logged_in_page(
+    browser: Any, env: ConsoleEnv | Any, *, width: int = 1440, height: int = 960, **options: Any
+) -> Any:
+    """A fresh browser context that opened a one-time login link; ``page.errors`` collects
+    script errors and ``page.logged`` what the page wrote to the browser's console."""
+    context = await browser.new_context(viewport={"width": width, "height": height}, **options)
     page = await context.new_page()
     errors: list[str] = []
+    logged: list[str] = []
     page.on("pageerror", lambda error: errors.append(str(error)))
+    page.on("console", lambda message: logged.append(message.text))
     page.errors = errors
+    page.logged = logged
     response = await page.goto(env.hub.login_url())
     assert response is not None and response.ok
     return page
@@ -136,3 +144,43 @@ async def screenshot(page: Any, name: str, *, full: bool = True) -> Path:
     path = ARTIFACTS / f"{name}.png"
     await page.screenshot(path=str(path), full_page=full)
     return path
+
+
+@contextlib.asynccontextmanager
+async def live_table(
+    env: ConsoleEnv, label: str = "Test table", *, hub: Any = None, campaign: Path | None = None
+) -> AsyncIterator[Any]:
+    """A real table (``open_table``: the configured STT, TTS, tool host and memory, the
+    scripted LLM) watched by the console (``hub``, else the session's) while the block runs;
+    yields its feed (``feed.ended_event`` is set when the DM ends it in the console)."""
+    from bot.assembly.table import open_table
+
+    hub = hub if hub is not None else env.hub
+    ended = asyncio.Event()
+
+    async def end() -> None:
+        ended.set()
+
+    async with open_table(
+        env.config, campaign=campaign or env.campaign, memory_url=env.config.memory.url,
+        title=label, serve_metrics=False,
+    ) as session:  # fmt: skip
+        feed = hub.attach(session, label, on_end=end)
+        feed.ended_event = ended
+        try:
+            yield feed
+        finally:
+            if feed.id in hub.tables:
+                await hub.detach(feed)
+
+
+def quick_client(env: ConsoleEnv) -> Any:
+    """An HTTP client of the console that sends each request at once (TCP_NODELAY, as
+    browsers do: without it a POST's body waits 40 ms for the headers' ACK)."""
+    import socket
+
+    import httpx
+
+    options = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
+    transport = httpx.AsyncHTTPTransport(socket_options=options)
+    return httpx.AsyncClient(base_url=env.url, timeout=60, transport=transport)

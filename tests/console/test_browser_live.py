@@ -96,8 +96,7 @@ async def test_a_dm_runs_a_rehearsal_from_the_console(console_env: ConsoleEnv, b
         await _until(lambda: bool(env.hub.tables) or task.done(), 240)
         feed: TableFeed = next(iter(env.hub.tables.values()))
         session = feed.session
-        await page.goto(env.url + "/")
-        assert page.url.endswith(f"/tables/{feed.id}")
+        await page.wait_for_url(f"**/tables/{feed.id}", timeout=30_000)  # the page follows it
         await page.reload()
         load_ms = await page.evaluate("performance.getEntriesByType('navigation')[0].loadEventEnd")
         print(f"live page load: {load_ms:.0f} ms")
@@ -111,9 +110,9 @@ async def test_a_dm_runs_a_rehearsal_from_the_console(console_env: ConsoleEnv, b
 
         # The player's words arrive live, then the roll waits for the DM.
         await page.locator("#transcript .line.player").first.wait_for(timeout=90_000)
-        approve = page.locator("#approvals button[value=approve]")
+        approve = page.locator("#dock button[value=approve]")
         await approve.wait_for(timeout=60_000)
-        assert "roll" in await page.locator("#approvals").inner_text()
+        assert "roll" in await page.locator("#dock").inner_text()
         await screenshot(page, "live-approval", full=False)
         await approve.click()
         card = page.locator("#turns .turn").first

@@ -76,7 +76,7 @@ async def test_prep_pages(console_env: ConsoleEnv, browser) -> None:  # type: ig
                    String.fromCharCode(...body.slice(0, 4))]; }"""
     )
     assert wav[0] == 200 and wav[1] == "audio/wav" and wav[3] == "RIFF" and wav[2] > 8000
-    await page.locator("button.play").first.click()  # plays through the page's own Audio
+    await page.locator(".play[data-src]").first.click()  # plays through the page's own Audio
     await screenshot(page, "cast")
 
     await page.goto(env.url + "/npcs/bartok.yaml/sees")  # the first builds a tool host

@@ -144,7 +144,7 @@ async def test_security_headers(console_env: ConsoleEnv) -> None:
         response = await client.get("/")
         assert "script-src 'self'" in response.headers["content-security-policy"]
         assert response.headers["x-frame-options"] == "DENY"
-        assert response.headers["referrer-policy"] == "no-referrer"
+        assert response.headers["referrer-policy"] == "same-origin"
         rebinding = await client.get("/", headers={"host": "evil.example"})
         assert rebinding.status_code == 400
 

@@ -34,3 +34,16 @@ def test_pages_load_nothing_from_elsewhere() -> None:
         text = template.read_text()
         for url in re.findall(r'(?:src|href)="([^"]+)"', text):
             assert not re.match(r"^(https?:)?//", url), f"{template.name} loads {url}"
+
+
+def test_the_tests_own_vendored_files_match_their_pinned_sha256() -> None:
+    """axe-core (the accessibility audit) is the tests' only: never under static/."""
+    folder = Path(__file__).parent / "vendor"
+    manifest = json.loads((folder / "MANIFEST.json").read_text())
+    for name, entry in manifest["files"].items():
+        digest = hashlib.sha256((folder / name).read_bytes()).hexdigest()
+        assert digest == entry["sha256"], (
+            f"{name} differs from {entry['package']}@{entry['version']}"
+        )
+        assert (folder / entry["license_file"]).is_file()
+        assert not (VENDOR / name).exists()
