@@ -39,7 +39,6 @@ __all__ = [
     "campaign_folder",
     "load_campaign",
     "load_config",
-    "missing_campaign_message",
     "plain",
     "share_global_options",
     "walk_parsers",
@@ -179,6 +178,7 @@ def campaign_folder(args: argparse.Namespace, config: GlyphoxaConfig) -> Path:
     Raises:
         GlyphoxaError: the folder does not exist.
     """
+    from bot.checking import missing_campaign_message
     from campaigns.basics import GlyphoxaError
 
     folder = Path(config.campaign.path)
@@ -213,28 +213,3 @@ def load_campaign(
     if warnings is not None:
         warnings.extend(scan.warnings)
     return scan.campaign
-
-
-def missing_campaign_message(
-    folder: Path, *, named: bool, config: str | Path | None = None, resolve: bool = True
-) -> str:
-    """One line saying which setting named a missing campaign folder and how to create it.
-
-    Args:
-        folder: The campaign folder that does not exist.
-        named: It was given with ``--campaign``.
-        config: The ``-c`` option (``resolve``) or the config file read (None: none).
-        resolve: Find the config file as commands do, from ``config``.
-    """
-    if named:
-        where = "--campaign"
-    else:
-        if resolve:
-            from bot.config_loader import resolve_config_path
-
-            config = resolve_config_path(config)
-        where = f"campaign.path in {config}" if config else "the default campaign.path"
-    return (
-        f"{folder}: campaign folder not found ({where}); "
-        f"create it with: glyphoxa campaign new NAME --dir {folder}"
-    )

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bot.commands.check import run_check
+from bot.checking import run_check
 from campaigns.basics import GlyphoxaError
 from campaigns.yamlio import Issue
 from npcs.campaign import YAML_SUFFIXES

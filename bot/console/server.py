@@ -19,7 +19,7 @@ from typing import Any
 
 import uvicorn
 
-from bot.commands.check import run_check
+from bot.checking import run_check
 from bot.config import LOOPBACK_HOSTS, GlyphoxaConfig
 from bot.console.app import make_app
 from bot.console.hub import ConsoleHub, PrepContext

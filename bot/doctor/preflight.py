@@ -23,7 +23,7 @@ from bot.doctor.reach_checks import REACH_CHECKS
 from bot.doctor.runner import DoctorContext, Outcome, run_checks
 
 if TYPE_CHECKING:
-    from bot.commands.check import CheckReport
+    from bot.checking import CheckReport
     from bot.config import GlyphoxaConfig
 
 __all__ = ["Preflight", "preflight", "preflight_or_stop"]
@@ -56,7 +56,7 @@ async def preflight(
     ``config`` is the one the table will use (``--campaign``, ``--llm-base-url`` applied);
     ``campaign_dir`` None means its ``campaign.path``.
     """
-    from bot.commands.check import run_check
+    from bot.checking import run_check
 
     started = time.monotonic()
     folder = campaign_dir if campaign_dir is not None else config.campaign.path

@@ -54,7 +54,7 @@ async def check_config(context: DoctorContext) -> str:
 
 
 async def check_campaign(context: DoctorContext) -> str:
-    from bot.commands.check import run_check
+    from bot.checking import run_check
 
     report = await asyncio.to_thread(
         run_check, context.campaign_dir, config_path=context.config_path

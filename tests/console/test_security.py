@@ -16,7 +16,7 @@ import time
 import httpx
 import pytest
 
-from bot.commands.check import run_check
+from bot.checking import run_check
 from bot.console.links import LinkKey, mint_token
 
 from .conftest import SECRET_KEY, ConsoleEnv

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from bot.checking import run_check
 from bot.cli import build_parser
-from bot.commands.check import run_check
 from bot.config_loader import check_config
 from bot.rehearsal.scene import load_scene
 from campaigns.basics import GlyphoxaError

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from bot.checking import run_check
 from bot.cli import main
-from bot.commands.check import run_check
 from bot.scaffold import scaffold_npc
 from campaigns.basics import GlyphoxaError, Tier
 from campaigns.yamlio import ContentError

@@ -20,7 +20,7 @@ import yaml
 
 from bot.assembly.table import open_table
 from bot.bench.doubles.instant_llm import InstantLlm
-from bot.commands.check import run_check
+from bot.checking import run_check
 from bot.config_loader import load_config
 from bot.metrics import Metrics
 from bot.speech import OpenAiStt
@@ -177,7 +177,7 @@ async def test_every_tool_form_reaches_the_llm_as_written(
                 for tier in Tier:
                     effective = min(tier, npc.budget_tier)
                     before = len(llm.requests)
-                    request = TurnRequest(npc, "Arin", "Can you roll a d20 for me?", effective)
+                    request = TurnRequest(npc, "Arin", "Anything new today?", effective)
                     async with aclosing(engine.respond(request)) as events:
                         async for _event in events:
                             pass
