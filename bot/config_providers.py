@@ -176,8 +176,7 @@ class LlmOptions(RemoteOptions):
     quoted line; empty: on for the bundled server."""
     temperature: float | None = Field(default=None, ge=0.0, le=2.0)
     """Sampling temperature of NPCs that set none in their YAML (``llm.temperature``); empty:
-    0.3 for ``local`` (fewest answers asked again on ``glyphoxa bench words``), the server's
-    default otherwise."""
+    0.3 for ``local`` (chosen on ``glyphoxa bench words``), the server's default otherwise."""
     frequency_penalty: float | None = Field(default=None, ge=-2.0, le=2.0)
     """Sampling: penalise words by how often the answer used them already (OpenAI's
     ``frequency_penalty``); empty: the server's default."""

@@ -25,8 +25,9 @@ log = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
 _LOCAL_TEMPERATURE = 0.3
-"""The local model's temperature for NPCs that set none, chosen on ``glyphoxa bench words
---sweep``: the fewest answers asked again and the most grounded ones (docs/performance.md)."""
+"""The local model's temperature for NPCs that set none, chosen on ``glyphoxa bench words``:
+its answers were grounded in what was retrieved more often than at the server's 0.8, with as
+few repairs (docs/performance.md)."""
 _BUNDLED_REPEAT_PENALTY = 1.1
 """The bundled server's repeat penalty (llama.cpp's own default), until the words benchmark
 says otherwise (docs/performance.md, "What an NPC says")."""
