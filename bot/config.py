@@ -71,6 +71,10 @@ class DiscordConfig(_Strict):
     """Rejoins (1, 2, 4, ... s apart) after the voice connection ends; then the table ends."""
     deaf_after_s: float = Field(default=2.0, gt=0.0, le=60.0)
     """Players' packets arriving with nothing decoded this long runs recovery."""
+    stall_after_s: float = Field(default=20.0, ge=1.0, le=600.0)
+    """Discord says a player is speaking but none of their audio arrives this long (or none
+    from anyone): the bot rejoins the voice channel, and tells the DM if it happens again
+    within 30 minutes."""
 
     @field_validator("dm_admins")
     @classmethod

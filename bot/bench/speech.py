@@ -9,6 +9,8 @@
   faster-whisper tiny.en; time from the lane's end-of-speech decision to the final transcript
   (and from the last spoken audio, which adds the VAD hangover).
 * TTS time to first audio for one sentence (Piper warm, espeak-ng) and the mixer's cost per frame.
+* Playback's first packet after a quiet spell, from the NPC's first TTS chunk
+  (:mod:`bot.bench.first_packet`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import soxr
 
+from bot.bench.first_packet import first_packet_ms
 from bot.bench.result import BenchResult
 from bot.config import SpeechConfig, VadConfig
 from bot.speech.audio import FRAME_BYTES, InputResampler
@@ -256,6 +259,21 @@ async def run_bench(quick: bool) -> list[BenchResult]:
             unit="us/frame",
             method=f"{frames_n} frames, 24 kHz voice resampled + looping ambience, ducked",
             goal="< 2000 us (10 % of the 20 ms budget)",
+        )
+    )
+    answers = 50 if quick else 200
+    first = await first_packet_ms(answers)
+    results.append(
+        BenchResult(
+            name="playback: first packet of an answer after idle, p50",
+            value=first["p50"],
+            unit="ms",
+            method=f"{answers} answers, each after 0.2-0.5 s of quiet: the NPC's first TTS chunk "
+            "-> its Opus packet sent by the production playback thread (a fixed 20 ms clock, "
+            "as discord.py's AudioPlayer, waits 10 ms on average, up to 20)",
+            goal="< 5 ms",
+            passed=first["p50"] < 5.0,
+            extra={"p95_ms": first["p95"], "max_ms": first["max"]},
         )
     )
     return results

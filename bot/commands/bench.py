@@ -59,6 +59,12 @@ def register(sub: Subcommands) -> None:
         "--hours", type=float, default=4.0, help="soak: simulated hours of the game night (4)"
     )
     parser.add_argument(
+        "--idle-min",
+        type=float,
+        metavar="MIN",
+        help="soak: wall-clock minutes of the idle stretch, nobody talking (20; --quick: 0.5)",
+    )
+    parser.add_argument(
         "--peer",
         metavar="NAME",
         help="e2e: also run the same FAST lines through another voice framework, alternated "
@@ -113,7 +119,9 @@ async def _run(args: argparse.Namespace) -> int:
             module = importlib.import_module(TARGETS[target])
         except ModuleNotFoundError as error:
             raise GlyphoxaError(f"bench target {target!r} is not available: {error}") from None
-        options: dict[str, Any] = {"hours": args.hours} if target == "soak" else {}
+        options: dict[str, Any] = (
+            {"hours": args.hours, "idle_min": args.idle_min} if target == "soak" else {}
+        )
         if target == "e2e" and args.peer is not None:
             options["peer"] = args.peer
         results: list[BenchResult] = await module.run_bench(quick=args.quick, **options)

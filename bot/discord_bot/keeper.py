@@ -192,6 +192,7 @@ class TableKeeper:
             on_ended=lambda ended: self._ended(guild_id, ended),
             rejoin_attempts=settings.rejoin_attempts,
             deaf_after_s=settings.deaf_after_s,
+            stall_after_s=settings.stall_after_s,
             console=getattr(self.bot, "console", None),
             end=lambda: self.stop_table(guild_id, close=True),
             idle_close_s=self.bot.config.session.idle_close_s,

@@ -27,7 +27,7 @@ from bot.metrics import METRICS
 from bot.session import events as session_events
 from bot.voice.client import ListeningVoiceClient
 from bot.voice.frames import VoiceFrame, hear_by_speaker
-from bot.voice.playback import MixerSource, PlaybackKeeper
+from bot.voice.playback import DiscordOut, Playback
 
 __all__ = ["RuntimeFactory", "TableParts", "TableRuntime"]
 
@@ -65,6 +65,8 @@ class TableRuntime:
         on_ended: called once the table stopped on its own (kicked, channel deleted, voice lost).
         rejoin_attempts: rejoins tried after the voice connection ends.
         deaf_after_s: players' packets with nothing decoded this long runs recovery.
+        stall_after_s: Discord saying a player speaks with none of their packets arriving
+            this long rejoins (the DM is told when it repeats).
         console: the DM's console (``bot.console.ConsoleHub``) shows the table while it runs.
         end: how the console's "End session" ends the table (as ``/session stop``).
         idle_close_s: end the table once nobody has been in its voice channel this long
@@ -80,6 +82,7 @@ class TableRuntime:
         on_ended: Callable[[TableRuntime], None] | None = None,
         rejoin_attempts: int = 5,
         deaf_after_s: float = 2.0,
+        stall_after_s: float = 20.0,
         console: Any = None,
         end: Callable[[], Awaitable[object]] | None = None,
         idle_close_s: float = 0.0,
@@ -87,7 +90,7 @@ class TableRuntime:
         self.parts = parts
         self.session = parts.session
         self.link: VoiceLink | None = None
-        self.playback: PlaybackKeeper | None = None
+        self.playback: Playback | None = None
         self.ended: LinkLost | None = None
         """Why the table stopped on its own, if it did (voice lost for good)."""
         self.idle_closed = False
@@ -98,6 +101,7 @@ class TableRuntime:
         self._on_ended = on_ended
         self._rejoin_attempts = rejoin_attempts
         self._deaf_after_s = deaf_after_s
+        self._stall_after_s = stall_after_s
         self._idle_close_s = idle_close_s
         self._idle: IdleWatch | None = None
         self._metrics = getattr(self.session, "metrics", METRICS)
@@ -123,8 +127,10 @@ class TableRuntime:
             channel,
             on_connected=self._attach,
             on_lost=self._lost,
+            on_notice=self._notify,
             attempts=self._rejoin_attempts,
             deaf_after_s=self._deaf_after_s,
+            stall_after_s=self._stall_after_s,
             metrics=self._metrics,
         )
         await self.link.start()
@@ -184,14 +190,16 @@ class TableRuntime:
     # -- voice link --------------------------------------------------------------------------
 
     async def _attach(self, voice: ListeningVoiceClient) -> None:
-        """A new voice client (first join or a rejoin): hear it, count it, play on it."""
+        """A new voice client (first join or a rejoin): hear it, count it, play on it (only
+        while there is audio: :mod:`bot.voice.playback`)."""
         voice.listen(self._deliver, self._hear)
         self._detach_receiver()
         # Packets received, dropped and failing to decrypt, read at each Prometheus scrape.
         self._untrack_receiver = self._metrics.track_receiver(voice.receiver.snapshot)
         if self.playback is not None:
             await self.playback.stop()
-        self.playback = PlaybackKeeper(voice, MixerSource(self.session.mixer.next_frame))
+        name = f"voice-playback:{voice.channel.id}"
+        self.playback = Playback(self.session.mixer, DiscordOut(voice), name=name)
         self.playback.start()
 
     def _hear(self, frames: list[VoiceFrame]) -> list[VoiceFrame]:

@@ -1,10 +1,12 @@
 """Keep one table in its voice channel: connect, notice when the connection ends, rejoin.
 
 discord.py resumes and reconnects by itself where it can (voice server moves, 4015 crashes,
-dropped websockets); when it gives up, or our client leaves because it went deaf or stayed down,
-the link joins again with exponential backoff. It never rejoins a channel it was removed from
-(kicked) or that was deleted: then, or when every attempt failed, ``on_lost`` is told once with
-a line for the Dungeon Master.
+dropped websockets); when it gives up, or our client leaves because it went deaf, stalled or
+stayed down, the link joins again with exponential backoff. It never rejoins a channel it was
+removed from (kicked) or that was deleted: then, or when every attempt failed, ``on_lost`` is
+told once with a line for the Dungeon Master. A stall that comes back within
+``STALL_REPEAT_WINDOW_S`` of the last one is worth the DM's attention too (``on_notice``): the
+table recovered, but something between Discord and the bot keeps dropping voice.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ __all__ = ["LinkLost", "VoiceLink"]
 log = logging.getLogger(__name__)
 
 CONNECT_TIMEOUT_S = 15.0
+STALL_REPEAT_WINDOW_S = 1800.0
+"""A second stall this soon after the last one tells the DM (at most once per window)."""
 _LEFT_WAIT_S = 3.0
 
 
@@ -49,7 +53,7 @@ def _message(channel: str, end: VoiceEnd, attempts: int, error: str) -> str:
             "transcript is saved). Join another voice channel and run `/session start`."
         )
     why = f"{end.reason}: {end.detail}" if end.detail else end.reason
-    if end.reason == "deaf":
+    if end.reason in ("deaf", "stall"):
         return (
             f"I could not hear anyone in {channel} after rejoining {attempts} times ({why}), "
             "so the session has ended (the transcript is saved). Try `/session start` again; "
@@ -63,6 +67,16 @@ def _message(channel: str, end: VoiceEnd, attempts: int, error: str) -> str:
     )
 
 
+def _stall_notice(channel: str, stall: str, count: int, minutes: float) -> str:
+    span = f"{minutes:.0f} minute" + ("" if round(minutes) == 1 else "s")
+    return (
+        f"Voice in {channel} stalled {count} times within {span} ({stall}). "
+        "I rejoined the channel each time and the session goes on, but something between "
+        "Discord and the bot keeps dropping voice packets: if players are not being heard, "
+        "check the bot host's network (a firewall or NAT that drops UDP) or Discord's status."
+    )
+
+
 class VoiceLink:
     """Owns the table's current :class:`ListeningVoiceClient` and its replacements.
 
@@ -71,7 +85,10 @@ class VoiceLink:
         on_connected: awaited with every new voice client (first connect and each rejoin),
             to wire the receive fan-out and playback to it.
         on_lost: awaited once if the table cannot stay in voice.
+        on_notice: awaited with a line for the Dungeon Master when stalls repeat.
         attempts: rejoins tried after a connection ends (delays 1, 2, 4, ... s).
+        deaf_after_s: see :class:`ListeningVoiceClient`.
+        stall_after_s: see :class:`ListeningVoiceClient`.
     """
 
     def __init__(
@@ -80,9 +97,11 @@ class VoiceLink:
         *,
         on_connected: Callable[[ListeningVoiceClient], Awaitable[None]],
         on_lost: Callable[[LinkLost], Awaitable[None]],
+        on_notice: Callable[[str], Awaitable[None]] | None = None,
         attempts: int = 5,
         first_delay_s: float = 1.0,
         deaf_after_s: float = 2.0,
+        stall_after_s: float = 20.0,
         metrics: Metrics = METRICS,
     ) -> None:
         self.channel = channel
@@ -90,7 +109,9 @@ class VoiceLink:
         self._on_lost = on_lost
         self._attempts = attempts
         self._first_delay = first_delay_s
+        self._on_notice = on_notice
         self._deaf_after = deaf_after_s
+        self._stall_after = stall_after_s
         self._metrics = metrics
         self.voice: ListeningVoiceClient | None = None
         self.rejoins = 0
@@ -100,6 +121,9 @@ class VoiceLink:
         self._stopping = False
         self._connected_at = 0.0
         self._deaf_in_a_row = 0
+        self.stall_times: list[float] = []
+        """When each stall ended a connection (``time.monotonic()``)."""
+        self._stall_noticed_at: float | None = None
 
     async def start(self) -> None:
         """Join the channel (raises if that fails: the DM's command reports it)."""
@@ -127,7 +151,11 @@ class VoiceLink:
 
         def client(bot: discord.Client, channel: discord.abc.Connectable) -> ListeningVoiceClient:
             return ListeningVoiceClient(
-                bot, channel, deaf_after_s=self._deaf_after, metrics=self._metrics
+                bot,
+                channel,
+                deaf_after_s=self._deaf_after,
+                stall_after_s=self._stall_after,
+                metrics=self._metrics,
             )
 
         voice = await self.channel.connect(
@@ -144,9 +172,8 @@ class VoiceLink:
                 return
             self._metrics.voice_events.labels("ended", end.reason).inc()
             heard = self.voice.receiver.last_decoded_at > self._connected_at
-            self._deaf_in_a_row = (
-                self._deaf_in_a_row + 1 if end.reason == "deaf" and not heard else 0
-            )
+            unheard = end.reason in ("deaf", "stall") and not heard
+            self._deaf_in_a_row = self._deaf_in_a_row + 1 if unheard else 0
             if not end.rejoin or self._deaf_in_a_row > self._attempts:
                 await self._lose(end, self._deaf_in_a_row, "deaf again after every rejoin")
                 return
@@ -161,6 +188,24 @@ class VoiceLink:
             self._metrics.voice_events.labels("rejoined", end.reason).inc()
             self.voice = voice
             await self._on_connected(voice)
+            if end.reason == "stall":
+                await self._stalled(end)
+
+    async def _stalled(self, end: VoiceEnd) -> None:
+        """Rejoined after a stall: tell the DM if stalls repeat (once per window)."""
+        now = time.monotonic()
+        self.stall_times.append(now)
+        recent = [t for t in self.stall_times if now - t <= STALL_REPEAT_WINDOW_S]
+        noticed = self._stall_noticed_at
+        if len(recent) < 2 or (noticed is not None and now - noticed < STALL_REPEAT_WINDOW_S):
+            return
+        self._stall_noticed_at = now
+        name = getattr(self.channel, "mention", None) or f"#{self.channel.id}"
+        minutes = max(1.0, (now - recent[0]) / 60)
+        text = _stall_notice(name, end.detail, len(recent), minutes)
+        log.warning("telling the DM: %s", text)
+        if self._on_notice is not None:
+            await self._on_notice(text)
 
     async def _rejoin(self) -> tuple[ListeningVoiceClient | None, str]:
         delay, error = self._first_delay, ""

@@ -11,6 +11,7 @@ import asyncio
 import logging
 import threading
 import wave
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -78,8 +79,16 @@ def _to_output(samples: np.ndarray, rate: int) -> np.ndarray:
 class AmbiencePlayer:
     """One looping track at a time; ``next_block`` is called by the mixer's pull thread."""
 
-    def __init__(self, *, volume: float = 0.25, duck: float = 0.4) -> None:
+    def __init__(
+        self,
+        *,
+        volume: float = 0.25,
+        duck: float = 0.4,
+        on_start: Callable[[], None] | None = None,
+    ) -> None:
         self.volume = volume
+        self._on_start = on_start
+        """Told when a track starts (the mixer wakes a playback that sleeps while silent)."""
         self.duck = duck
         self._lock = threading.Lock()
         self._track: np.ndarray | None = None
@@ -103,6 +112,8 @@ class AmbiencePlayer:
             self._loop = loop
             self.now_playing = (path, mood)
         log.info("ambience: %s (%s)", path.name, mood or "no mood")
+        if self._on_start is not None:
+            self._on_start()
 
     def stop(self) -> None:
         with self._lock:

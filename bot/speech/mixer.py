@@ -1,14 +1,17 @@
 """The mixer: NPC voices and ambience into 20 ms 48 kHz stereo frames, one NPC at a time.
 
-``next_frame()`` is the pull contract of discord.py's ``AudioSource.read()``: called every 20 ms
-from the player thread, it never blocks on the event loop, never waits for TTS (an underrun is
-silence) and always returns ``FRAME_BYTES``. Floor control: the first ``speak()`` takes the floor,
-later ones queue in order and may pre-buffer audio; the floor passes when the holder has played
-out (``finish()``) or is cancelled (barge-in, mute).
+``next_frame()`` is a 20 ms pull: called from a playback thread, it never blocks on the event
+loop, never waits for TTS (an underrun is silence) and always returns ``FRAME_BYTES``.
+``pull_audio()`` is the same pull for a sender that sends only while there is something to hear
+(:mod:`bot.voice.playback`): None instead of a silent frame, with listeners told whenever audio
+may have become ready, so an idle sender sleeps until then. Floor control: the first ``speak()``
+takes the floor, later ones queue in order and may pre-buffer audio; the floor passes when the
+holder has played out (``finish()``) or is cancelled (barge-in, mute).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from collections import deque
@@ -38,7 +41,9 @@ class Mixer:
         self._cue: np.ndarray | None = None
         """A short sound over everything (a DM command's acknowledgement), mono int16."""
         self._listeners: list[Callable[[], None]] = []
-        self.ambience = AmbiencePlayer(volume=config.ambience_volume, duck=config.ambience_duck)
+        self.ambience = AmbiencePlayer(
+            volume=config.ambience_volume, duck=config.ambience_duck, on_start=self._changed
+        )
         self.frames_rendered = 0
 
     # --- asyncio side ------------------------------------------------------------------------
@@ -57,6 +62,7 @@ class Mixer:
         """Play a short mono 48 kHz int16 sound now, over any voice and without the floor."""
         with self._lock:
             self._cue = np.asarray(samples, dtype=np.int16).copy()
+        self._changed()
 
     def cancel_all(self) -> None:
         with self._lock:
@@ -71,8 +77,14 @@ class Mixer:
 
     def add_listener(self, callback: Callable[[], None]) -> None:
         """Called (from any thread, maybe with the mixer lock held: keep it short and do not
-        block) whenever a handle gets audio, finishes feeding, is cancelled or takes the floor."""
+        block) whenever a handle gets audio, finishes feeding, is cancelled or takes the floor,
+        a cue is played or an ambience track starts."""
         self._listeners.append(callback)
+
+    def remove_listener(self, callback: Callable[[], None]) -> None:
+        """Stop calling ``callback`` (a playback that ended: a rejoin starts a new one)."""
+        with contextlib.suppress(ValueError):
+            self._listeners.remove(callback)
 
     # --- queries -------------------------------------------------------------------------------
     @property
@@ -102,6 +114,15 @@ class Mixer:
             return self._current is not None or bool(self._queue)
 
     @property
+    def mid_utterance(self) -> bool:
+        """The floor holder is audible and not done: silence now is a gap in its speech (the
+        TTS running behind), not its end."""
+        with self._lock:
+            self._settle()
+            holder = self._current
+            return holder is not None and holder.playback_started_at is not None
+
+    @property
     def starved(self) -> bool:
         """The floor holder waits for TTS audio (rendering now would only add silence)."""
         with self._lock:
@@ -116,6 +137,12 @@ class Mixer:
     # --- pull side -----------------------------------------------------------------------------
     def next_frame(self) -> bytes:
         """One 20 ms 48 kHz stereo s16le frame (3840 bytes); never blocks for long."""
+        return self.pull_audio() or SILENCE_FRAME
+
+    def pull_audio(self) -> bytes | None:
+        """The next 20 ms frame, or None when nothing in it would be heard (no voice ready, no
+        ambience, no cue). Pulling an idle mixer changes nothing, so a sender may pull to see
+        whether there is audio yet."""
         with self._lock:
             self.frames_rendered += 1
             self._settle()
@@ -125,7 +152,7 @@ class Mixer:
             cue = self._pull_cue()
         ambience = self.ambience.next_block(FRAME_SAMPLES, ducked=speaking)
         if voice is None and ambience is None and cue is None:
-            return SILENCE_FRAME
+            return None
         mixed = np.zeros((FRAME_SAMPLES, CHANNELS), dtype=np.int32)
         if voice is not None:
             mixed += voice[:, None]

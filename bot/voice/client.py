@@ -7,9 +7,14 @@ transitions) and register a socket listener that hands each UDP datagram to our
 :class:`~bot.voice.receiver.VoiceReceiver`. The DAVE session stays discord.py's; we read it,
 and recover it as discord.js does (opcode 31, then a new key package).
 
+It keeps its UDP path open with discord.js's keepalive (:mod:`bot.voice.keepalive`: 8 bytes
+every 5 s from IP discovery on, whether or not audio plays), so a NAT or a voice server that
+forgets silent endpoints keeps relaying to an idle bot.
+
 The client also watches itself: a deaf spell (players' packets, nothing decoded) runs recovery,
-and every way the connection ends (our ``disconnect``, a kick, a deleted channel, discord.py
-giving up after a close code or failed reconnects, a connection that stays down) resolves
+a stall (Discord says a player speaks, none of their packets arrive: :mod:`bot.voice.stall`)
+rejoins, and every way the connection ends (our ``disconnect``, a kick, a deleted channel,
+discord.py giving up after a close code or failed reconnects, a connection that stays down) resolves
 :attr:`ended` with a :class:`VoiceEnd` saying whether rejoining makes sense.
 """
 
@@ -29,7 +34,10 @@ from bot.metrics import METRICS, Metrics
 from bot.voice.close_watch import CloseWatch
 from bot.voice.dave import DaveReceiver
 from bot.voice.deaf import DeafCause, DeafDetector, DeafSpell
+from bot.voice.keepalive import KEEPALIVE_INTERVAL_S, UdpKeepalive
 from bot.voice.receiver import FrameHearer, FrameSink, VoiceFrame, VoiceReceiver
+from bot.voice.rtp import parse_user_id
+from bot.voice.stall import Stall, StallWatch
 from bot.voice.stt_decode import SttSpeakerDecoder
 
 if TYPE_CHECKING:
@@ -41,7 +49,10 @@ __all__ = ["ListeningVoiceClient", "VoiceEnd"]
 log = logging.getLogger(__name__)
 
 _TICK_S = 0.1
+_OP_READY = 2
 _OP_SESSION_DESCRIPTION = 4
+_OP_SPEAKING = 5
+_OP_CLIENT_DISCONNECT = 13
 _OP_RESUMED = 9
 _OP_PREPARE_TRANSITION = 21
 _OP_EXECUTE_TRANSITION = 22
@@ -52,8 +63,9 @@ class VoiceEnd:
     """Why a voice connection ended."""
 
     reason: str
-    """``stopped`` (we left), ``kicked``, ``channel_deleted``, ``deaf``, ``lost`` (down too
-    long; ``detail`` has the close code if any), or ``closed`` (discord.py gave up)."""
+    """``stopped`` (we left), ``kicked``, ``channel_deleted``, ``deaf``, ``stall`` (players
+    speak, their packets do not arrive), ``lost`` (down too long; ``detail`` has the close code
+    if any), or ``closed`` (discord.py gave up)."""
     rejoin: bool
     """Joining again makes sense (nobody removed us on purpose, the channel exists)."""
     detail: str = ""
@@ -73,7 +85,11 @@ class ListeningVoiceClient(discord.VoiceClient):
         deaf_after_s: players' packets with nothing decoded this long is a deaf spell.
         down_after_s: a connection down this long (discord.py not done reconnecting) is left,
             and :attr:`ended` asks the owner to rejoin.
-        metrics: counts deaf spells and DAVE recoveries (``glyphoxa_voice_events_total``).
+        stall_after_s: Discord saying a player speaks with none of their packets arriving
+            this long is a stall: the connection is left and :attr:`ended` asks to rejoin.
+        keepalive_s: seconds between UDP keepalives.
+        metrics: counts deaf spells, stalls and DAVE recoveries
+            (``glyphoxa_voice_events_total``).
     """
 
     def __init__(
@@ -83,6 +99,8 @@ class ListeningVoiceClient(discord.VoiceClient):
         *,
         deaf_after_s: float = 2.0,
         down_after_s: float = 5.0,
+        stall_after_s: float = 20.0,
+        keepalive_s: float = KEEPALIVE_INTERVAL_S,
         metrics: Metrics = METRICS,
     ) -> None:
         self.down_after_s = down_after_s
@@ -100,6 +118,10 @@ class ListeningVoiceClient(discord.VoiceClient):
         self.ended: asyncio.Future[VoiceEnd] = self.loop.create_future()
         """Resolves once, when the connection is over for good."""
         self.deaf = DeafDetector(after_s=deaf_after_s)
+        self.stalls = StallWatch(after_s=stall_after_s)
+        self.last_stall: Stall | None = None
+        """The stall that ended this connection, if one did."""
+        self.keepalive = UdpKeepalive(self._send_datagram, interval_s=keepalive_s)
         self.dave_recoveries = 0
         self.receiver = VoiceReceiver(
             self.loop,
@@ -173,6 +195,12 @@ class ListeningVoiceClient(discord.VoiceClient):
         op, data = message.get("op"), message.get("d")
         if op in (_OP_SESSION_DESCRIPTION, _OP_RESUMED):
             self.closes.clear()  # connected again: an older close explains nothing now
+        if op == _OP_READY and not self.ended.done():
+            # discord.py handled READY: IP discovery is done on this (maybe new) socket.
+            self.stalls.reset()
+            self.keepalive.kick()
+        if isinstance(data, dict) and op in (_OP_SPEAKING, _OP_CLIENT_DISCONNECT):
+            self._watch_speaking(op, data)
         if op == _OP_RESUMED and ws.secret_key is None and self._connection.secret_key:
             # discord.py 2.7.1 waits for a new SESSION_DESCRIPTION after RESUME, which never
             # comes: a resumed session keeps its key, so hand it over and let the handshake end.
@@ -186,6 +214,29 @@ class ListeningVoiceClient(discord.VoiceClient):
             self._last_transition = data["transition_id"]
             if self.receiver.dave is not None:
                 self.receiver.dave.transition_executed()
+
+    def _watch_speaking(self, op: int, data: dict[str, Any]) -> None:
+        try:
+            user_id = parse_user_id(data.get("user_id"))
+        except (TypeError, ValueError, OverflowError):
+            return  # the receiver logs malformed messages
+        if op == _OP_CLIENT_DISCONNECT:
+            self.stalls.left(user_id)
+        elif data.get("speaking") and user_id != self.user.id:
+            self.stalls.speaking(user_id, time.monotonic())
+
+    def _send_datagram(self, packet: bytes) -> bool:
+        """The keepalive's way out: the connection's current UDP socket (connected to the
+        voice server by discord.py at IP discovery; a move or reconnect replaces it)."""
+        state = self._connection
+        sock = state.socket
+        if not sock or not state.ip or self.ended.done():
+            return False
+        try:
+            sock.send(packet)
+        except OSError:  # closed or not connected yet (a socket being replaced)
+            return False
+        return True
 
     def _deliver(self, frames: Sequence[VoiceFrame]) -> None:
         self._sink(frames)
@@ -252,6 +303,17 @@ class ListeningVoiceClient(discord.VoiceClient):
             spell = self.deaf.check(now, receiver.snapshot(), receiver.last_decoded_at)
             if spell is not None:
                 self._on_deaf(spell, now)
+            stall = self.stalls.check(now, receiver.rtp_at, receiver.last_rtp_at)
+            if stall is not None:
+                self._on_stall(stall)
+
+    def _on_stall(self, stall: Stall) -> None:
+        member = self.guild.get_member(stall.user_id)
+        why = stall.describe(member.display_name if member is not None else None)
+        log.warning("voice receive stalled: %s; rejoining", why)
+        self._metrics.voice_events.labels("stall", stall.cause.value).inc()
+        self.last_stall = stall
+        self._leave("stall", why)
 
     def _on_deaf(self, spell: DeafSpell, now: float) -> None:
         log.warning("voice receive is %s", spell.describe(now))
@@ -297,6 +359,7 @@ class ListeningVoiceClient(discord.VoiceClient):
 
     def _shutdown(self) -> None:
         self.receiver.close()
+        self.keepalive.close()
         if self._listening:
             self._listening = False
             self._connection.remove_socket_listener(self.receiver.on_datagram)

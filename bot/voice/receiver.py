@@ -124,6 +124,9 @@ class VoiceReceiver:
         """``clock()`` when a packet other than the Opus silence frame last decoded."""
         self._heard: dict[int, float] = {}
         self._arrived: dict[int, float] = {}
+        self._rtp_at: dict[int, float] = {}
+        self.last_rtp_at = 0.0
+        """``clock()`` when an RTP packet from anyone else last arrived (decryptable or not)."""
 
     # -- configuration (event loop thread) -------------------------------------------------
 
@@ -185,6 +188,11 @@ class VoiceReceiver:
     def arrived_at(self, user_id: int) -> float | None:
         """``clock()`` when a packet of ``user_id`` last reached the decoder (socket thread)."""
         return self._arrived.get(user_id)
+
+    def rtp_at(self, user_id: int) -> float | None:
+        """``clock()`` when an RTP packet on one of ``user_id``'s SSRCs last arrived, whether
+        or not it decrypted (the stall watch: did their packets reach us at all?)."""
+        return self._rtp_at.get(user_id)
 
     def heard_at(self, user_id: int) -> float | None:
         """``clock()`` when audio (not the silence frame) of ``user_id`` last decoded."""
@@ -277,7 +285,13 @@ class VoiceReceiver:
             self.counters.received += 1
             now = self._clock()
             frames: list[VoiceFrame] = []
-            held, earlier = self._hold(data, now) if self._hold_at_pace else (False, None)
+            ssrc = peek_ssrc(data)
+            if ssrc is not None and ssrc != self._own_ssrc:
+                self.last_rtp_at = now
+                user_id = self._ssrc_users.get(ssrc)
+                if user_id is not None:
+                    self._rtp_at[user_id] = now
+            held, earlier = self._hold(ssrc, data, now) if self._hold_at_pace else (False, None)
             if earlier is not None:
                 self._run(earlier, frames)
             if not held:
@@ -287,9 +301,8 @@ class VoiceReceiver:
                 frames.extend(self._flush_idle(now))
             return frames
 
-    def _hold(self, data: bytes, now: float) -> tuple[bool, bytes | None]:
+    def _hold(self, ssrc: int | None, data: bytes, now: float) -> tuple[bool, bytes | None]:
         """Whether ``data`` waits for its speaker's next packet, and the one that waited for it."""
-        ssrc = peek_ssrc(data)
         speaker = self._speakers.get(ssrc) if ssrc is not None else None
         if speaker is None:
             return False, None

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import numpy as np
 import pytest
 
 from bot.bench.doubles.local_discord import LocalDiscord
@@ -145,12 +146,16 @@ async def test_session_start_hears_players_and_plays_the_mixer(
         assert packets("decrypt_failed") == 0.0
         assert "glyphoxa_voice_packets_total" in metrics.exposition()
 
-        # The bot plays the session's mixer; the remote member can decrypt and decode it.
-        # (Packets sent before the bot's DAVE session was ready are plain, as discord.py sends
-        # them during the transition; look only at what was sent after.)
+        # The bot plays the session's mixer, only while it has audio; the remote member can
+        # decrypt and decode it. (Packets sent before the bot's DAVE session was ready are
+        # plain, as discord.py sends them during the transition; look only at what was sent
+        # after.)
         sent = voice.stats.recent_from_bot
         sent.clear()
-        await _eventually(lambda: len(sent) >= 10)
+        await asyncio.sleep(0.3)
+        assert len(sent) == 0  # nothing to play: nothing sent (keepalives are counted apart)
+        session.mixer.play_cue(np.full(960 * 15, 6000, dtype=np.int16))
+        await _eventually(lambda: len(sent) >= 15 + 5)  # the cue, then five silence frames
         ears = VoiceReceiver(
             asyncio.get_running_loop(),
             lambda f: None,

@@ -10,13 +10,17 @@ import asyncio
 from typing import Any
 
 import discord
+import numpy as np
 from discord.voice_state import ConnectionFlowState
 
 from bot.bench.doubles.voice_loopback import LoopbackSpeaker
+from bot.config import GlyphoxaConfig
+from bot.speech import Mixer
 from bot.voice.dave import DaveReceiver
-from bot.voice.playback import MixerSource, PlaybackKeeper
+from bot.voice.playback import DiscordOut, Playback
 from bot.voice.receiver import VoiceFrame, VoiceReceiver
 from bot.voice.transport_crypto import make_cipher
+from campaigns.basics import AudioChunk
 
 from .conftest import reference_decode, tone
 from .discord_api import BOT_ID
@@ -56,12 +60,15 @@ async def test_playback_is_heard_by_the_remote_member_and_survives_a_reconnect(
     client: discord.Client,
 ) -> None:
     """The mixer's frames go out through discord.py (Opus, DAVE, transport) and come back
-    through our receive path on the remote member's side; a reconnect restarts playback."""
+    through our receive path on the remote member's side, with the speaking flag set while
+    they do; a reconnect holds the audio and flags speaking again; then nothing but
+    keepalives."""
     rig = VoiceRig(client)
     try:
         await rig.connect()
         loop = asyncio.get_running_loop()
         remote_heard: list[VoiceFrame] = []
+        keepalives: list[bytes] = []
         got = asyncio.Event()
         target = [10]
 
@@ -74,29 +81,52 @@ async def test_playback_is_heard_by_the_remote_member_and_survives_a_reconnect(
         remote_ears = VoiceReceiver(loop, remote_sink, dave=DaveReceiver(lambda: (rig.remote, 1)))
         remote_ears.set_transport(MODE, KEY)
         remote_ears.map_ssrc(BOT_SSRC, BOT_ID)
-        rig.server.on_datagram = remote_ears.on_datagram
-        frames = iter(tone(2_000, freq=330.0))
-        source = MixerSource(lambda: next(frames))
-        keeper = PlaybackKeeper(rig.vc, source, retry_s=0.02)
-        keeper.start()
+
+        def on_datagram(data: bytes) -> None:
+            if len(data) == 8:
+                keepalives.append(data)
+            else:
+                remote_ears.on_datagram(data)
+
+        rig.server.on_datagram = on_datagram
+        flags_before = len([m for m in rig.fake.json if m["op"] == 5])  # discord.py's own
+        mixer = Mixer(GlyphoxaConfig().speech)
+        playback = Playback(mixer, DiscordOut(rig.vc))
+        playback.start()
+        await asyncio.sleep(0.2)
+        assert remote_ears.counters.received == 0  # an idle mixer: nothing sent
+        handle = mixer.speak("Bartok")
+        mono = np.frombuffer(b"".join(tone(150, freq=330.0)), "<i2")[::2]  # left channel
+        handle.feed(AudioChunk(mono.tobytes(), 48_000), text="Hello.")
         await asyncio.wait_for(got.wait(), timeout=10)
         assert {f.user_id for f in remote_heard} == {BOT_ID}
         assert remote_ears.snapshot().dropped["dave_failed"] == 0
         assert any(any(f.pcm) for f in remote_heard)  # real audio, not just silence
+        speaking = [m["d"]["speaking"] for m in rig.fake.json if m["op"] == 5][flags_before:]
+        assert speaking == [1]
 
-        # A voice reconnect longer than discord.py waits: the player gives up, we restart it.
-        rig.state.timeout = 0.05
-        player = rig.vc._player
-        assert player is not None
+        # A voice reconnect: the audio waits, then goes on with the speaking flag set again.
         rig.state.state = ConnectionFlowState.disconnected
-        await asyncio.to_thread(player.join, 10)
-        assert not player.is_alive() and keeper.restarts == 1
+        await asyncio.sleep(0.2)
+        received = remote_ears.counters.received
+        await asyncio.sleep(0.2)
+        assert remote_ears.counters.received <= received + 1
         got.clear()
         target[0] = len(remote_heard) + 10
         rig.state.state = ConnectionFlowState.connected
         await asyncio.wait_for(got.wait(), timeout=10)
-        assert rig.vc.is_playing() and rig.vc._player is not player
-        await keeper.stop()
-        assert not rig.vc.is_playing()
+        handle.finish()
+        await asyncio.wait_for(handle.wait(), timeout=10)
+        async with asyncio.timeout(5):
+            while playback.talking:  # noqa: ASYNC110 - the playback thread has no loop event
+                await asyncio.sleep(0.02)
+        speaking = [m["d"]["speaking"] for m in rig.fake.json if m["op"] == 5][flags_before:]
+        assert speaking == [1, 1, 0]
+        assert remote_ears.counters.silence == 5  # the utterance ended as a client's does
+        await playback.stop()
+        assert keepalives  # sent since IP discovery, playing or not
+        assert keepalives[0] == bytes(8) and keepalives[-1][:4] == (len(keepalives) - 1).to_bytes(
+            4, "little"
+        )
     finally:
         rig.close()

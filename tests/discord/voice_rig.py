@@ -230,6 +230,7 @@ class VoiceRig:
 
     def close(self) -> None:
         self.vc.receiver.close()
+        self.vc.keepalive.close()
         self.vc.stop()
         self.state._socket_reader.stop()
         if self.state.socket:

@@ -1,6 +1,7 @@
 """The machinery of ``glyphoxa bench tables`` measures real work: one simulated table, opened by
 the production ``open_table`` with remote-style providers, hears its players through the DAVE
-receive path, answers, and its player thread keeps the 20 ms clock."""
+receive path, answers through the production playback (only while there is audio), and sends
+nothing but keepalives once its players are quiet."""
 
 from __future__ import annotations
 
@@ -31,16 +32,25 @@ async def test_a_simulated_table_answers_its_players(tmp_path: Path) -> None:
             async with asyncio.timeout(60):
                 while table.window.turns < 2:  # noqa: ASYNC110 - the table's own task counts
                     await asyncio.sleep(0.05)
+            window = table.reset_window()
+            table.hush()
+            async with asyncio.timeout(30):
+                while table.busy:  # noqa: ASYNC110 - the table's own tasks finish the turn
+                    await asyncio.sleep(0.05)
+            table.reset_window()
+            await asyncio.sleep(1.0)  # a quiet table
+            quiet = table.reset_window()
         finally:
             await table.stop()
             for close in reversed(parts.closers):
                 await close()
-    window = table.window
     assert window.failed == 0 and len(window.v2v_ms) == 2
     # After the player's last voiced frame (an answer may start at the pause, before the VAD's
     # hangover ends the line: early transcripts), and well within a FAST turn.
     assert all(0 < ms < 5000 for ms in window.v2v_ms), window.v2v_ms
-    assert window.frames > 100  # the player thread ran its 20 ms clock all along
+    # Two answers went out, each ended by five silence frames, and a quiet table sends no audio.
+    assert window.frames > 2 * 5 and table.playback.utterances >= 2
+    assert quiet.frames == 0 and not table.playback.talking
     counters = table.receiver.snapshot()
     assert counters.accepted >= 2 * len(opus) - 10 and counters.dropped["dave_failed"] == 0
     spoken = [body for route, body in audio.requests if route == "speech"]

@@ -4,6 +4,8 @@
 five silence frames), measures when the table first heard the player, and waits for the NPC's
 answer to start playing (an addressed line) or for the table to have routed the line (a muted
 NPC); table talk and a stale client's lines are checked at the end (:meth:`Night.settle`).
+A stall is timed from the player's SPEAKING to the table rejoined and welcomed again; an idle
+stretch counts what the bot sent and the CPU the process used while nobody talked.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bot.bench.doubles.local_discord import LocalDiscord
-from bot.bench.soak.report import LineResult, SoakReport
+from bot.bench.soak.report import IdleStretch, LineResult, SoakReport
 from bot.bench.soak.script import Action, Line
 from bot.discord_bot.runtime import TableRuntime
 from bot.session.events import NpcSpoke, PlayerSpoke, Routed, SessionEvent
@@ -33,6 +35,9 @@ _KEY_EXPIRY_S = 10.5
 """davey keeps a sender's previous-epoch keys for 10 s: a stale client is heard until then."""
 _AFTER_ANSWER_S = 0.3
 """After an answer starts playing, this long before the next line (then it may barge in)."""
+STALL_TIMEOUT_S = 60.0
+"""A stall not recovered by then fails the night (the goal is 30 s)."""
+_STALL_TALK_FRAMES = 50
 
 Progress = Callable[[str], None]
 
@@ -65,6 +70,11 @@ class Night:
         self.routed: list[Routed] = []
         self.events = asyncio.Event()
         self.used: set[int] = set()
+        self.idle_s = 0.0
+        """Wall-clock length of an idle stretch."""
+        self.idle: list[IdleStretch] = []
+        self.stalls_s: list[float] = []
+        """Each stall: from the player's SPEAKING to the table rejoined and welcomed."""
         session.listeners.append(self._on_event)
 
     def _on_event(self, event: SessionEvent) -> None:
@@ -105,6 +115,10 @@ class Night:
             session.controls.set_tier_override(None, npc=action.who, duration_s=None)
         elif action.kind == "move":
             await self._move()
+        elif action.kind == "stall":
+            await self._stall(self.ids[action.who])
+        elif action.kind == "idle":
+            await self._idle()
         else:
             raise GlyphoxaError(f"unknown soak action {action.kind!r}")
 
@@ -120,6 +134,46 @@ class Night:
         self.stale.clear()  # every client joins the new server's group fresh
         await asyncio.wait_for(new.bot_welcomed.wait(), timeout=30)
         self.outages_s.append(time.monotonic() - started)
+
+    async def _stall(self, user: int) -> None:
+        """The voice server stops relaying to the bot while a player talks: only the stall
+        watchdog (SPEAKING, no packets) can notice, and a rejoin is the way back."""
+        server, before = self.local.voice, self.runtime.voice
+        frames = next(o for (who, _), o in self.audio.items() if self.ids[who] == user)
+        server.lose_bot_endpoint()
+        started = time.monotonic()
+        await server.set_speaking(user, True)
+        for frame in frames[:_STALL_TALK_FRAMES]:
+            server.send(user, frame)
+            await asyncio.sleep(0.02)
+        await server.set_speaking(user, False)
+        async with asyncio.timeout(STALL_TIMEOUT_S):
+            while (  # noqa: ASYNC110 - the table's own watchdog acts; there is no event to wait on
+                self.runtime.voice is before
+                or not self.local.voice.bot_welcomed.is_set()
+                or self.local.voice.bot_forgotten()
+            ):
+                await asyncio.sleep(0.05)
+        self.stalls_s.append(time.monotonic() - started)
+
+    async def _idle(self) -> None:
+        """Nobody talks for ``idle_s`` seconds of wall-clock time."""
+        await self.session.wait_idle(timeout_s=ANSWER_TIMEOUT_S)
+        await asyncio.sleep(1.0)  # the last answer's silence frames
+        server = self.local.voice
+        keepalives = server.stats.keepalives
+        started, cpu = time.monotonic(), time.process_time()
+        await asyncio.sleep(self.idle_s)
+        ended = time.monotonic()
+        self.idle.append(
+            IdleStretch(
+                seconds=ended - started,
+                datagrams=server.bot_datagrams_between(started, ended),
+                keepalives=server.stats.keepalives - keepalives,
+                cpu_share=(time.process_time() - cpu) / (ended - started),
+                forgotten=server.bot_forgotten(),
+            )
+        )
 
     # -- lines -------------------------------------------------------------------------------
 

@@ -1,8 +1,10 @@
 """What a soak night observed, and the figures ``glyphoxa bench soak`` reports against its goals.
 
 Goals: every addressed turn answered; no deaf period over 2 s outside the scripted
-outages (a voice server move; a client left on a stale epoch is not ours to hear); memory growth
-under 20 MB per simulated hour; no task left running after the table stopped.
+outages (a voice server move, a stall; a client left on a stale epoch is not ours to hear);
+memory growth under 20 MB per simulated hour; no task left running after the table stopped; a
+stall recovered within 30 s; an idle stretch costs at most one datagram a second and 1 % of a
+core, and the relay that forgets silent endpoints still relays to the bot at its end.
 """
 
 from __future__ import annotations
@@ -18,6 +20,29 @@ __all__ = ["LineResult", "SoakReport"]
 
 DEAF_GOAL_S = 2.0
 MEMORY_GOAL_MB_PER_H = 20.0
+STALL_GOAL_S = 30.0
+IDLE_DATAGRAMS_GOAL = 1.0
+"""Per second, while nobody talks."""
+IDLE_CPU_GOAL = 0.01
+"""Share of one core, while nobody talks."""
+
+
+@dataclass(frozen=True, slots=True)
+class IdleStretch:
+    """What the bot did while nobody talked."""
+
+    seconds: float
+    datagrams: int
+    """UDP datagrams the bot sent (the voice server counted them)."""
+    keepalives: int
+    cpu_share: float
+    """This process's CPU time / wall time: the bot and the local Discord beside it."""
+    forgotten: bool
+    """At its end the relay had forgotten the bot's endpoint (the bot would be deaf)."""
+
+    @property
+    def datagrams_per_s(self) -> float:
+        return self.datagrams / self.seconds if self.seconds else float("nan")
 
 
 @dataclass(slots=True)
@@ -67,6 +92,13 @@ class SoakReport:
     results: list[LineResult] = field(default_factory=list)
     outages_s: list[float] = field(default_factory=list)
     """Voice server moves: from the move until the bot was welcomed on the new server."""
+    stalls_s: list[float] = field(default_factory=list)
+    """Stalls: from the player's SPEAKING until the bot rejoined and was welcomed."""
+    idle: list[IdleStretch] = field(default_factory=list)
+    forget_after_s: float | None = None
+    """The voice server forgot a bot endpoint silent this long."""
+    idle_at: float | None = None
+    """When the idle stretch began, in the script's simulated seconds."""
     rejoins: int = 0
     dm_notices: list[str] = field(default_factory=list)
     rss_start_mb: float | None = None
@@ -249,6 +281,7 @@ class SoakReport:
                         method + f"; {n} answered turns; end of player speech -> NPC audio",
                     )
                 )
+        out += self._stall_and_idle_results(method)
         stale = self.of("stale")
         out.append(
             BenchResult(
@@ -258,6 +291,8 @@ class SoakReport:
                 method,
                 extra={
                     "move_outage_s": [round(s, 2) for s in self.outages_s],
+                    "stall_recovery_s": [round(s, 2) for s in self.stalls_s],
+                    "stalls": self.event("stall"),
                     "rejoins": self.rejoins,
                     "deaf_spells": self.event("deaf"),
                     "dave_recoveries": self.event("dave_recovery"),
@@ -270,3 +305,58 @@ class SoakReport:
             )
         )
         return out
+
+    def _stall_and_idle_results(self, method: str) -> list[BenchResult]:
+        out = []
+        if self.stalls_s:
+            worst = max(self.stalls_s)
+            out.append(
+                BenchResult(
+                    "stall recovered (worst)", worst, "s",
+                    method + "; the voice server stops relaying to the bot while a player talks:"
+                    " player's SPEAKING -> the bot rejoined and welcomed again",
+                    f"<= {STALL_GOAL_S:g} s", worst <= STALL_GOAL_S,
+                    {"stalls_s": [round(s, 2) for s in self.stalls_s]},
+                )
+            )  # fmt: skip
+        forget = f"{self.forget_after_s:g} s" if self.forget_after_s else "never"
+        for stretch in self.idle:
+            how = (
+                method + f"; {stretch.seconds / 60:.1f} min of wall-clock time with nobody "
+                f"talking, behind a relay that forgets endpoints silent for {forget}"
+            )
+            after = self._after_idle()
+            heard = after is not None and after.answered and after.heard_after_s is not None
+            out.append(
+                BenchResult(
+                    "datagrams the bot sent while idle", stretch.datagrams_per_s, "per second",
+                    how + f" ({stretch.datagrams} datagrams, {stretch.keepalives} keepalives)",
+                    f"<= {IDLE_DATAGRAMS_GOAL:g}/s",
+                    stretch.datagrams_per_s <= IDLE_DATAGRAMS_GOAL,
+                )
+            )  # fmt: skip
+            out.append(
+                BenchResult(
+                    "CPU while idle", stretch.cpu_share * 100, "% of a core",
+                    how + " (the whole process: the bot and the local Discord)",
+                    f"<= {IDLE_CPU_GOAL * 100:g} %", stretch.cpu_share <= IDLE_CPU_GOAL,
+                )
+            )  # fmt: skip
+            out.append(
+                BenchResult(
+                    "first player after the idle stretch heard and answered",
+                    after.heard_after_s if after and after.heard_after_s is not None else -1,
+                    "s", how + "; first packet sent -> first frame decoded",
+                    "heard, answered, and the relay still knew the bot",
+                    heard and not stretch.forgotten,
+                    {"line": f"{after.line.speaker}: {after.line.text}" if after else None,
+                     "relay_forgot_the_bot": stretch.forgotten},
+                )
+            )  # fmt: skip
+        return out
+
+    def _after_idle(self) -> LineResult | None:
+        """The first line spoken after the idle stretch (its action's time in the script)."""
+        at = self.idle_at
+        later = [r for r in self.results if at is not None and r.line.at >= at]
+        return min(later, key=lambda r: r.line.at, default=None)

@@ -7,6 +7,10 @@ Opus, discord.py's voice connection, Glyphoxa's receive path, VAD and Whisper, t
 script of :mod:`bot.bench.soak.script`. Time is accelerated by skipping the silence between
 lines (simulated seconds pass instantly) and speaking at ``speed`` times real time; everything
 that reacts to time (VAD endpointing, DAVE key expiry, reconnect backoff) runs on the wall clock.
+The idle stretch is the exception: it lasts ``idle_s`` of wall-clock time (20 minutes; 30 s with
+``--quick``), behind a voice server that forgets a bot endpoint silent for ``forget_after_s``
+(20 s; 10 s with ``--quick``), as NATs and voice servers do. The scripted stall is noticed after
+``discord.stall_after_s`` (the default, 20 s; 5 s with ``--quick``).
 """
 
 from __future__ import annotations
@@ -44,6 +48,12 @@ __all__ = ["run_bench", "run_soak"]
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "campaigns" / "example"
 _FRAME_BYTES = 3840
+IDLE_S = 20 * 60.0
+QUICK_IDLE_S = 30.0
+FORGET_AFTER_S = 20.0
+QUICK_FORGET_AFTER_S = 10.0
+QUICK_STALL_AFTER_S = 5.0
+"""``--quick`` (the CI run) notices its stall sooner; the full night uses the default (20 s)."""
 
 
 def _open_fds() -> int:
@@ -104,9 +114,16 @@ def _config(llm_url: str) -> GlyphoxaConfig:
 
 
 async def run_soak(
-    hours: float = 4.0, *, quick: bool = False, speed: float = 2.0, progress: Progress | None = None
+    hours: float = 4.0,
+    *,
+    quick: bool = False,
+    speed: float = 2.0,
+    idle_s: float | None = None,
+    forget_after_s: float | None = None,
+    progress: Progress | None = None,
 ) -> SoakReport:
-    """Play the night; returns what was observed (see :class:`SoakReport`)."""
+    """Play the night; returns what was observed (see :class:`SoakReport`). ``idle_s`` and
+    ``forget_after_s`` default to the full (or ``quick``) night's."""
     from bot.bench.doubles.instant_llm import InstantLlm
     from bot.speech.stt_whisper import FasterWhisperStt
 
@@ -122,15 +139,20 @@ async def run_soak(
     fds_before, tasks_before = _open_fds(), set(asyncio.all_tasks())
     players = {4100 + n: name for n, name in enumerate(PLAYERS)}
     players[4199] = "Dungeon Master"
-    local = LocalDiscord(players=players)
-    report = SoakReport(hours=simulated_h, quick=quick, speed=speed)
+    forget = forget_after_s or (QUICK_FORGET_AFTER_S if quick else FORGET_AFTER_S)
+    local = LocalDiscord(players=players, forget_after_s=forget)
+    report = SoakReport(hours=simulated_h, quick=quick, speed=speed, forget_after_s=forget)
+    idles = [e.at for e in script if isinstance(e, Action) and e.kind == "idle"]
+    report.idle_at = idles[0] if idles else None
+    idle = (QUICK_IDLE_S if quick else IDLE_S) if idle_s is None else idle_s
     with tempfile.TemporaryDirectory(prefix="glyphoxa-soak-") as folder:
         await local.start()
         try:
             with local.pointed_at():
                 async with InstantLlm() as llm:
+                    config = _config(llm.base_url)
                     report = await _play(
-                        local, _config(llm.base_url), folder, stt, audio, script, report, say
+                        local, config, folder, stt, audio, script, report, say, idle
                     )
         finally:
             await local.close()
@@ -161,6 +183,7 @@ async def _play(
     script: list[Line | Action],
     report: SoakReport,
     say: Progress,
+    idle_s: float,
 ) -> SoakReport:
     from bot.assembly.table import open_table
 
@@ -190,10 +213,14 @@ async def _play(
         ) as session:
             if session.warm_up is not None:
                 await asyncio.wait([session.warm_up])
-            runtime = TableRuntime(TableParts(session=session), None, alerts=text)
+            stall_after_s = QUICK_STALL_AFTER_S if report.quick else config.discord.stall_after_s
+            runtime = TableRuntime(
+                TableParts(session=session), None, alerts=text, stall_after_s=stall_after_s
+            )
             await runtime.start(voice)
             table = Night(local, runtime, session)
             table.audio = audio
+            table.idle_s = idle_s
             report.night_started = time.monotonic()
             try:
                 await play_script(table, script, report, say)
@@ -211,6 +238,8 @@ async def _play(
                 await runtime.stop()
             report.results = table.results
             report.outages_s = table.outages_s
+            report.stalls_s = table.stalls_s
+            report.idle = table.idle
     finally:
         await client.close()
         with contextlib.suppress(asyncio.CancelledError):
@@ -218,11 +247,14 @@ async def _play(
     return report
 
 
-async def run_bench(quick: bool, hours: float = 4.0) -> list[BenchResult]:
-    """``glyphoxa bench soak [--hours H] [--quick]``."""
+async def run_bench(
+    quick: bool, hours: float = 4.0, idle_min: float | None = None
+) -> list[BenchResult]:
+    """``glyphoxa bench soak [--hours H] [--idle-min M] [--quick]``."""
 
     def progress(message: str) -> None:
         print(f"  soak: {message}", file=sys.stderr, flush=True)
 
-    report = await run_soak(hours, quick=quick, progress=progress)
+    idle_s = None if idle_min is None else idle_min * 60
+    report = await run_soak(hours, quick=quick, idle_s=idle_s, progress=progress)
     return report.bench_results()

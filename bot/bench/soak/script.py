@@ -4,7 +4,10 @@ Times are simulated seconds. The night is built from one block per simulated hou
 one compressed 20-minute block), each with the disruptions a real night brings: players joining
 late, one dropping out and coming back (two DAVE epoch changes), a client left on a stale epoch
 talking over a healthy player, bursts of 10 % packet loss, the DM muting an NPC and overriding a
-tier, and a voice server move. The same seed gives the same night.
+tier, and a voice server move. The first block also has a stall (the voice server stops relaying
+to the bot while a player talks: the watchdog must rejoin) and an idle stretch (nobody talks for
+a while, in wall-clock time, behind a relay that forgets silent endpoints; the next player must
+be heard). The same seed gives the same night.
 """
 
 from __future__ import annotations
@@ -63,9 +66,10 @@ class Line:
 class Action:
     at: float
     kind: str
-    """join, leave, stale, resync, loss_on, loss_off, mute, unmute, override, clear, move."""
+    """join, leave, stale, resync, loss_on, loss_off, mute, unmute, override, clear, move,
+    stall, idle."""
     who: str = ""
-    """A player (join/leave/stale/resync) or an NPC (mute/unmute/override/clear)."""
+    """A player (join/leave/stale/resync/stall) or an NPC (mute/unmute/override/clear)."""
 
 
 SoakEvent = Line | Action
@@ -83,8 +87,9 @@ def _block(
     events: list[SoakEvent] = []
 
     def talk(fraction: float, speaker: str, npc: str | None, *, overlap: bool = False,
-             core: bool = True) -> None:  # fmt: skip
-        text = rng.choice(ADDRESSED[npc] if npc else CHATTER)
+             core: bool = True, text: str = "") -> None:  # fmt: skip
+        # A line with its own text leaves the seeded choices of the others as they were.
+        text = text or rng.choice(ADDRESSED[npc] if npc else CHATTER)
         if core or not quick:
             events.append(Line(at(fraction), speaker, text, npc, overlap))
 
@@ -130,6 +135,11 @@ def _block(
     act(0.78, "loss_on")
     talk(0.80, "Mirela", "Bartok")
     act(0.83, "loss_off")
+    if first:
+        act(0.84, "stall", "Quill")  # Quill talks; nothing reaches the bot until it rejoins
+        talk(0.845, "Mirela", "Bartok", text="Bartok, is the stew any good?")
+        act(0.87, "idle")  # nobody talks for a while (wall-clock time)
+        talk(0.875, "Tobble", "Bartok", text="Bartok, what's on tap tonight?")
     talk(0.86, "Quill", "Bartok", core=False)
     talk(0.90, "Tobble", None, core=False)
     talk(0.94, "Arin", "Captain Vessa", core=False)

@@ -9,7 +9,8 @@ keeps its 20 ms playback deadline (at most 0.1 % of its frames over 20 ms late; 
 is the machine's, not the bot's, when a bare 20 ms clock in another process was late at the same
 moment: ``clock_probe.py``) and FAST voice-to-voice p50 stays within 10 % of one table's.
 Reported: the largest such N, CPU (share of one core) and resident memory per table, and tables
-per core.
+per core. Then the players of every open table fall silent: what an idle table costs (CPU, and
+the datagrams it sends: keepalives only, since playback sends only while there is audio).
 """
 
 from __future__ import annotations
@@ -92,6 +93,32 @@ class Step:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class IdleStep:
+    """One window with every open table idle (nobody talking)."""
+
+    tables: int
+    seconds: float
+    cpu_share: float
+    datagrams: int
+    """Sent by all tables in the window (keepalives, and audio if any played)."""
+
+    @property
+    def cpu_per_table(self) -> float:
+        return self.cpu_share / self.tables
+
+    @property
+    def datagrams_per_s(self) -> float:
+        """Per table."""
+        return self.datagrams / self.tables / self.seconds
+
+    def describe(self) -> str:
+        return (
+            f"{self.tables} idle tables: cpu {self.cpu_share * 100:.1f}% of a core "
+            f"({self.cpu_per_table * 100:.2f}% each), {self.datagrams_per_s:.2f} datagrams/s each"
+        )
+
+
 async def run_bench(quick: bool) -> list[BenchResult]:
     window_s = 12.0 if quick else 30.0
     limit = 2 if quick else 256
@@ -100,9 +127,11 @@ async def run_bench(quick: bool) -> list[BenchResult]:
             bench = _Bench(bench_config(urls, Path(folder)), window_s, probe)
             try:
                 steps = await bench.ramp(limit)
+                idle = await bench.idle(window_s)
+                _progress(idle.describe())
             finally:
                 await bench.close()
-    return _results(steps, window_s)
+    return [*_results(steps, window_s), *_idle_results(idle)]
 
 
 class _Bench:
@@ -162,6 +191,24 @@ class _Bench:
         machine = await self.probe()
         return _step(tables, wall, cpu / wall, windows, machine)
 
+    async def idle(self, seconds: float, settle_s: float = 30.0) -> IdleStep:
+        """Every open table's players fall silent; once the last answers have played out,
+        measure a window of idle tables."""
+        for table in self.tables:
+            table.hush()
+        deadline = time.monotonic() + settle_s
+        while time.monotonic() < deadline and any(t.busy for t in self.tables):  # noqa: ASYNC110
+            await asyncio.sleep(0.1)  # the tables' own tasks finish their turns
+        await asyncio.sleep(1.0)  # the last utterance's silence frames
+        for table in self.tables:
+            table.reset_window()
+        cpu0, wall0 = time.process_time(), time.monotonic()
+        await asyncio.sleep(seconds)
+        cpu, wall = time.process_time() - cpu0, time.monotonic() - wall0
+        windows = [table.reset_window() for table in self.tables]
+        sent = sum(w.frames + w.keepalives for w in windows)
+        return IdleStep(len(self.tables), wall, cpu / wall, sent)
+
     async def shrink(self, tables: int) -> None:
         while len(self.tables) > tables:
             table = self.tables.pop()
@@ -209,8 +256,10 @@ def _step(
 ) -> Step:
     stalls = _Stalls(machine["spans"])
     own = [sum(1 for span in w.late_spans if not stalls.overlap(*span)) for w in windows]
-    late = [n / w.frames if w.frames else 1.0 for n, w in zip(own, windows, strict=True)]
-    raw = [w.late_frames / w.frames if w.frames else 1.0 for w in windows]
+    # A table that sent nothing (no answer played in the window) missed no deadline; a table
+    # that failed its turns is caught by ``failed``.
+    late = [n / w.frames if w.frames else 0.0 for n, w in zip(own, windows, strict=True)]
+    raw = [w.late_frames / w.frames if w.frames else 0.0 for w in windows]
     return Step(
         tables=tables,
         seconds=wall,
@@ -251,7 +300,8 @@ def _results(steps: list[Step], window_s: float) -> list[BenchResult]:
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     method = (
         f"simulated tables in one process (five players each, real receive path with DAVE, "
-        f"VAD, lanes, mixer and a discord.py-like player thread; instant LLM and an "
+        f"VAD, lanes, mixer and the production playback thread, sending only while there is "
+        f"audio, into discord.py's packet path; instant LLM and an "
         f"OpenAI-compatible speech server in another process); {window_s:.0f} s windows, "
         f"{cores} cores, load average {load:.1f} at the end; a table keeps up when <= "
         f"{LATE_SHARE * 100:.1f} % of its frames are > 20 ms late while a bare 20 ms clock in "
@@ -285,6 +335,20 @@ def _results(steps: list[Step], window_s: float) -> list[BenchResult]:
         f"one table: {baseline:.0f} ms; {len(best.v2v_ms)} turns",
     )  # fmt: skip
     return [largest, *_costs(per_table_cpu, per_table_mb), per_core, v2v]
+
+
+def _idle_results(idle: IdleStep) -> list[BenchResult]:
+    how = (
+        f"{idle.tables} tables open, every player silent, {idle.seconds:.0f} s window; the "
+        "process's CPU share over the tables (an upper bound: the process's own idle work too)"
+    )
+    return [
+        BenchResult("CPU per idle table", idle.cpu_per_table * 100, "% of a core", how),
+        BenchResult(
+            "datagrams per idle table", idle.datagrams_per_s, "per second",
+            "what an idle table sends: UDP keepalives (one per 5 s) and no audio",
+        ),
+    ]  # fmt: skip
 
 
 def _costs(cpu: float, mb: float) -> list[BenchResult]:

@@ -8,11 +8,15 @@ What a guild's table costs the bot process is what runs here, on the same code p
   connection) hands each datagram to the production ``VoiceReceiver.on_datagram`` at 20 ms pace,
   which runs each decoded frame through its player's lane (VAD) right there, as the Discord
   runtime does (a player's first frame goes to the loop, which opens the lane);
-- playback: a *player thread* per table does what discord.py's ``AudioPlayer`` does every 20 ms:
-  read ``MixerSource`` (the mixer), Opus-encode, DAVE-encrypt, build RTP and transport-encrypt;
-  it records how late each frame is against its 20 ms schedule;
+- playback: the production :class:`~bot.voice.playback.Playback` thread per table, sending only
+  while the mixer has audio; what it sends goes through what discord.py's ``send_audio_packet``
+  does (Opus-encode, DAVE-encrypt, build RTP, transport-encrypt); each frame's lateness against
+  its 20 ms slot is recorded;
+- the connection's watchers, as ``ListeningVoiceClient`` runs them: a tick every 100 ms
+  (reorder buffers, the deaf detector, the stall watch) and the UDP keepalive every 5 s;
 - the players take turns (round robin over the five) saying one FAST line to Bartok, each after
-  the previous answer finished playing, so a busy table runs turn after turn.
+  the previous answer finished playing, so a busy table runs turn after turn; an idle table
+  (:meth:`SimTable.hush`) has players who say nothing.
 
 The packets of the next turns are built before a measurement window starts (:meth:`prepare`),
 so the senders' encryption is not counted as the bot's work.
@@ -35,9 +39,12 @@ import discord.opus
 
 from bot.bench.doubles.voice_loopback import LocalDaveGroup, LoopbackSpeaker
 from bot.voice.dave import DaveReceiver
+from bot.voice.deaf import DeafDetector
 from bot.voice.frames import VoiceFrame, hear_by_speaker
-from bot.voice.playback import MixerSource
+from bot.voice.keepalive import UdpKeepalive
+from bot.voice.playback import Playback
 from bot.voice.receiver import VoiceReceiver
+from bot.voice.stall import StallWatch
 from bot.voice.stt_decode import SttSpeakerDecoder
 from bot.voice.transport_crypto import make_cipher
 
@@ -58,6 +65,8 @@ class TableWindow:
     """What one table did during a measurement window."""
 
     frames: int = 0
+    """Packets the table sent (its NPCs' audio and the silence frames ending it)."""
+    keepalives: int = 0
     late_frames: int = 0
     """Frames sent more than 20 ms after their slot (a gap the listener hears)."""
     max_late_ms: float = 0.0
@@ -104,7 +113,15 @@ class SimTable:
         self.receiver.set_own_ssrc(_BOT_SSRC)
         for i, _name in enumerate(PLAYERS):
             self.receiver.map_ssrc(2000 + i, 100 + i)
-        self._outgoing = LoopbackSpeaker(_BOT_SSRC, cipher, self._bot_dave)
+        self._outgoing = _SimOut(LoopbackSpeaker(_BOT_SSRC, cipher, self._bot_dave))
+        self.playback = Playback(
+            session.mixer, self._outgoing, name=f"table{number}-playback", on_frame=self._sent
+        )
+        self.keepalive = UdpKeepalive(self._keepalive)
+        self._deaf = DeafDetector()
+        self._stalls = StallWatch()
+        self._hushed = False
+        self._in_turn = False
         self._prepared: list[tuple[int, list[bytes]]] = []
         self._sends: queue.Queue[tuple[list[bytes], int, asyncio.Future[float]] | None] = (
             queue.Queue()
@@ -114,7 +131,6 @@ class SimTable:
         self._stop = threading.Event()
         self._threads = [
             threading.Thread(target=self._socket_thread, name=f"table{number}-socket"),
-            threading.Thread(target=self._player_thread, name=f"table{number}-player"),
         ]
         self._tasks: list[asyncio.Task[None]] = []
 
@@ -123,6 +139,8 @@ class SimTable:
     def start(self) -> None:
         for thread in self._threads:
             thread.start()
+        self.playback.start()
+        self.keepalive.kick()
         self._tasks = [
             self._loop.create_task(self._tick(), name=f"table{self.number}-tick"),
             self._loop.create_task(self._players(), name=f"table{self.number}-players"),
@@ -138,6 +156,8 @@ class SimTable:
         self._sends.put(None)
         for thread in self._threads:
             await asyncio.to_thread(thread.join, 5)
+        await self.playback.stop()
+        await self.keepalive.aclose()
         self.receiver.close()
 
     def prepare(self, turns: int) -> None:
@@ -149,6 +169,15 @@ class SimTable:
             packets = [speaker.packet(opus) for opus in self._opus_line]
             self._prepared.append((player, packets))
 
+    @property
+    def busy(self) -> bool:
+        """A line is being said or answered, or playback is sending."""
+        return self._in_turn or bool(self.session.busy) or self.playback.talking
+
+    def hush(self) -> None:
+        """The players stop talking after the current turn, for good (an idle table)."""
+        self._hushed = True
+
     def reset_window(self) -> TableWindow:
         done, self.window = self.window, TableWindow()
         return done
@@ -157,13 +186,15 @@ class SimTable:
 
     async def _players(self) -> None:
         await asyncio.sleep(random.uniform(0.0, 2.0))  # tables do not talk in lockstep
-        while True:
+        while not self._hushed:
             if not self._prepared:
                 await asyncio.sleep(0.05)  # the runner prepares the next window's lines
                 continue
-            _player, packets = self._prepared.pop(0)
+            player, packets = self._prepared.pop(0)
+            self._in_turn = True
             before = len(self.session.traces)
             sent: asyncio.Future[float] = self._loop.create_future()
+            self._stalls.speaking(100 + player, time.monotonic())  # SPEAKING, as Discord says
             self._sends.put((packets, self._voiced, sent))
             speech_end = await sent
             trace = await self._answer(before)
@@ -173,6 +204,7 @@ class SimTable:
                 window.failed += 1
             elif trace.tier == "fast":
                 window.v2v_ms.append((trace.playback_start - speech_end) * 1000)
+            self._in_turn = False
             await asyncio.sleep(random.uniform(0.3, 1.0))  # the next player takes a breath
 
     async def _answer(self, before: int) -> Any:
@@ -185,9 +217,27 @@ class SimTable:
         return None
 
     async def _tick(self) -> None:
-        while True:  # as ListeningVoiceClient does: release what reorder buffers hold
+        receiver = self.receiver
+        while True:  # as ListeningVoiceClient does: reorder buffers, deaf detector, stall watch
             await asyncio.sleep(0.1)
-            self.receiver.tick()
+            receiver.tick()
+            now = time.monotonic()
+            self._deaf.check(now, receiver.snapshot(), receiver.last_decoded_at)
+            self._stalls.check(now, receiver.rtp_at, receiver.last_rtp_at)
+
+    def _keepalive(self, packet: bytes) -> bool:
+        del packet  # a datagram on the bot's socket; the bench only counts it
+        self.window.keepalives += 1
+        return True
+
+    def _sent(self, due: float, sent: float) -> None:
+        """Playback thread: one packet went out in its slot ``due``."""
+        window = self.window
+        window.frames += 1
+        if sent - due > _FRAME_S:
+            window.late_frames += 1
+            window.late_spans.append((due, sent))
+        window.max_late_ms = max(window.max_late_ms, (sent - due) * 1000)
 
     def _hear(self, frames: list[VoiceFrame]) -> list[VoiceFrame]:
         return hear_by_speaker(frames, self.session.hear_frames)
@@ -215,25 +265,30 @@ class SimTable:
                     speech_end = time.monotonic()
             self._loop.call_soon_threadsafe(_resolve, done, speech_end)
 
-    def _player_thread(self) -> None:
-        """discord.py's ``AudioPlayer``: read, encode, encrypt every 20 ms on a fixed clock."""
-        source = MixerSource(self.session.mixer.next_frame)
-        encoder = discord.opus.Encoder()
-        started = time.monotonic()
-        frame = 0
-        while not self._stop.is_set():
-            frame += 1
-            pcm = source.read()
-            self._outgoing.packet(encoder.encode(pcm, encoder.SAMPLES_PER_FRAME))
-            due = started + frame * _FRAME_S
-            sent = time.monotonic()
-            window = self.window
-            window.frames += 1
-            if sent - due > _FRAME_S:
-                window.late_frames += 1
-                window.late_spans.append((due, sent))
-            window.max_late_ms = max(window.max_late_ms, (sent - due) * 1000)
-            _sleep_until(started + (frame + 1) * _FRAME_S)
+
+class _SimOut:
+    """A table's voice connection in the bench: what discord.py's ``send_audio_packet`` does
+    (Opus-encode, DAVE-encrypt, RTP header, transport-encrypt), the packet then dropped."""
+
+    def __init__(self, speaker: LoopbackSpeaker) -> None:
+        self._speaker = speaker
+        self._encoder = discord.opus.Encoder(signal_type="voice")
+
+    def connected(self) -> bool:
+        return True
+
+    def wait_connected(self, timeout: float) -> bool:
+        return True
+
+    def begin(self) -> None:
+        """The speaking flag is a websocket message: nothing to do here."""
+
+    def send(self, data: bytes, *, encode: bool) -> None:
+        opus = self._encoder.encode(data, self._encoder.SAMPLES_PER_FRAME) if encode else data
+        self._speaker.packet(opus)
+
+    def end(self) -> None:
+        """See :meth:`begin`."""
 
 
 def _sleep_until(moment: float) -> None:

@@ -6,6 +6,9 @@ sender, proposals, commits, welcomes, transitions) with :class:`LocalDaveGroup` 
 server's MLS role. Remote players are in-process davey sessions whose packets the UDP side
 relays to the bot, with optional loss. Group changes are serialized and each waits for the
 bot's transition-ready (op 23) before executing it (op 22), as the real server does.
+
+The UDP side (IP discovery, the relay to the bot, which may forget a silent endpoint, and
+what the bot sends) is :mod:`bot.bench.doubles.local_discord.udp_relay`.
 """
 
 from __future__ import annotations
@@ -16,22 +19,22 @@ import itertools
 import json
 import logging
 import os
-import random
 import ssl
 import struct
-from collections import deque
+import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import davey
 from aiohttp import WSMsgType, web
 
 from bot.bench.doubles.local_dave import LocalDaveGroup
+from bot.bench.doubles.local_discord.udp_relay import ServerStats, UdpRelay, ip_discovery_reply
 from bot.bench.doubles.voice_loopback import LoopbackSpeaker
 from bot.voice.transport_crypto import make_cipher
 
-__all__ = ["LocalVoiceServer", "RemotePlayer", "ip_discovery_reply"]
+__all__ = ["LocalVoiceServer", "RemotePlayer", "ServerStats", "ip_discovery_reply"]
 
 log = logging.getLogger(__name__)
 
@@ -42,18 +45,6 @@ _OP_HELLO, _OP_RESUMED, _OP_DISCONNECT = 8, 9, 13
 _OP_EXECUTE, _OP_TRANSITION_READY = 22, 23
 _OP_EXTERNAL_SENDER, _OP_KEY_PACKAGE, _OP_PROPOSALS = 25, 26, 27
 _OP_COMMIT, _OP_WELCOME, _OP_INVALID = 29, 30, 31
-
-
-def ip_discovery_reply(data: bytes, addr: tuple[str, int]) -> bytes | None:
-    """The voice server's answer to a client's IP discovery request (74 bytes, type 1): the
-    address the datagram came from. None: ``data`` is not such a request (RTP from the bot)."""
-    if len(data) != 74 or data[1] != 1:
-        return None
-    reply = bytearray(74)
-    struct.pack_into(">HHI", reply, 0, 2, 70, struct.unpack_from(">I", data, 4)[0])
-    reply[8 : 8 + len(addr[0])] = addr[0].encode()
-    struct.pack_into(">H", reply, 72, addr[1])
-    return bytes(reply)
 
 
 @dataclass(slots=True)
@@ -67,22 +58,6 @@ class RemotePlayer:
     speaking: bool = False
     stale: bool = False
     """Left on an old epoch on purpose: later commits skip this client."""
-
-
-@dataclass(slots=True)
-class ServerStats:
-    identifies: int = 0
-    resumes: int = 0
-    key_packages: int = 0
-    invalid_commits: int = 0
-    transitions: int = 0
-    relayed: int = 0
-    lost: int = 0
-    """Player packets dropped by simulated loss or an outage."""
-    welcomes: int = 0
-    """DAVE welcomes sent to the bot: one per (re)join that finished the handshake."""
-    from_bot: int = 0
-    recent_from_bot: deque[bytes] = field(default_factory=lambda: deque(maxlen=500))
 
 
 class LocalVoiceServer:
@@ -103,31 +78,28 @@ class LocalVoiceServer:
         self.players: dict[int, RemotePlayer] = {}
         self.endpoint = ""
         self.stats = ServerStats()
-        self.loss = 0.0
-        self.rng = random.Random(channel_id)
         self.down = False
         self.welcome_bot = True
         """False: ignore the bot's key packages (a voice server that never re-adds it)."""
         self.bot_welcomed = asyncio.Event()
         self.on_welcome: Callable[[], None] | None = None
         """Called after each welcome (a test Discord that waits on its own state changes)."""
+        self.bot_speaking: list[tuple[float, int]] = []
+        """The bot's SPEAKING (op 5) messages: (``time.monotonic()``, speaking flags)."""
         self._ws: web.WebSocketResponse | None = None
         self._request: web.Request | None = None
         self._seq = 0
-        self._bot_addr: tuple[str, int] | None = None
         self._changes = asyncio.Lock()
         self._ready: dict[int, asyncio.Future[None]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._runner: web.AppRunner | None = None
-        self._udp: asyncio.DatagramTransport | None = None
+        self.udp = UdpRelay(self.stats, lambda: self.down, seed=channel_id)
 
     # -- lifecycle ---------------------------------------------------------------------------
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
-        self._udp, _ = await loop.create_datagram_endpoint(
-            lambda: _Udp(self), local_addr=("127.0.0.1", 0)
-        )
+        await loop.create_datagram_endpoint(lambda: self.udp, local_addr=("127.0.0.1", 0))
         app = web.Application()
         app.router.add_get("/", self._voice_gateway)
         self._runner = web.AppRunner(app)
@@ -144,8 +116,7 @@ class LocalVoiceServer:
         await self.close_bot(1001)
         if self._runner is not None:
             await self._runner.cleanup()
-        if self._udp is not None:
-            self._udp.close()
+        self.udp.close()
 
     @property
     def bot_connected(self) -> bool:
@@ -199,12 +170,40 @@ class LocalVoiceServer:
         """This client will miss every commit until :meth:`resync` (a lagging client)."""
         self.players[user_id].stale = True
 
+    @property
+    def loss(self) -> float:
+        """Share of players' packets lost on the way to the bot."""
+        return self.udp.loss
+
+    @loss.setter
+    def loss(self, share: float) -> None:
+        self.udp.loss = share
+
+    @property
+    def forget_after_s(self) -> float | None:
+        """Forget a bot endpoint silent this long (``UdpRelay.forget_after_s``)."""
+        return self.udp.forget_after_s
+
+    @forget_after_s.setter
+    def forget_after_s(self, seconds: float | None) -> None:
+        self.udp.forget_after_s = seconds
+
+    def lose_bot_endpoint(self) -> None:
+        """See :meth:`UdpRelay.lose_bot_endpoint` (a stall only a rejoin ends)."""
+        self.udp.lose_bot_endpoint()
+
+    def bot_forgotten(self) -> bool:
+        return self.udp.bot_forgotten()
+
+    def bot_datagrams_between(self, start: float, end: float) -> int:
+        return self.udp.bot_datagrams_between(start, end)
+
     def send(self, user_id: int, opus: bytes) -> bool:
         """One Opus frame from a player, as their client sends it; False if not relayed."""
         player = self.players.get(user_id)
         if player is None or player.speaker is None:
             return False
-        return self._relay(player.speaker.packet(opus))
+        return self.udp.relay(player.speaker.packet(opus))
 
     async def set_speaking(self, user_id: int, speaking: bool) -> None:
         player = self.players.get(user_id)
@@ -313,8 +312,7 @@ class LocalVoiceServer:
         if op == 0:  # IDENTIFY
             self.stats.identifies += 1
             await self._json(_OP_HELLO, {"heartbeat_interval": 13750})
-            assert self._udp is not None
-            host, port = self._udp.get_extra_info("sockname")
+            host, port = self.udp.address
             modes = [self.mode, "aead_aes256_gcm_rtpsize"]
             ready = {"ssrc": self.bot_ssrc, "ip": host, "port": port, "modes": modes}
             await self._json(_OP_READY, ready)
@@ -328,6 +326,8 @@ class LocalVoiceServer:
             await self._json(_OP_HELLO, {"heartbeat_interval": 13750})
             await self._json(_OP_RESUMED, None)
             self.bot_welcomed.set()
+        elif op == _OP_SPEAKING and isinstance(data, dict):
+            self.bot_speaking.append((time.monotonic(), int(data.get("speaking", 0))))
         elif op == _OP_HEARTBEAT:
             await self._json(_OP_ACK, {"t": data.get("t") if isinstance(data, dict) else data})
         elif op == _OP_TRANSITION_READY:
@@ -368,36 +368,3 @@ class LocalVoiceServer:
             self._seq += 1
             with contextlib.suppress(ConnectionError):
                 await ws.send_bytes(struct.pack(">HB", self._seq, op) + payload)
-
-    # -- UDP ---------------------------------------------------------------------------------
-
-    def _relay(self, datagram: bytes) -> bool:
-        if self.down or self._bot_addr is None or self._udp is None:
-            self.stats.lost += 1
-            return False
-        if self.loss and self.rng.random() < self.loss:
-            self.stats.lost += 1
-            return False
-        self._udp.sendto(datagram, self._bot_addr)
-        self.stats.relayed += 1
-        return True
-
-    def _on_datagram(self, data: bytes, addr: tuple[str, int]) -> None:
-        if self.down:
-            return
-        reply = ip_discovery_reply(data, addr)
-        if reply is not None:
-            self._bot_addr = addr
-            assert self._udp is not None
-            self._udp.sendto(reply, addr)
-            return
-        self.stats.from_bot += 1
-        self.stats.recent_from_bot.append(data)
-
-
-class _Udp(asyncio.DatagramProtocol):
-    def __init__(self, server: LocalVoiceServer) -> None:
-        self._server = server
-
-    def datagram_received(self, data: bytes, addr: tuple[str, int]) -> None:
-        self._server._on_datagram(data, addr)

@@ -60,8 +60,12 @@ class LocalDiscord:
         roles: dict[int, str] | None = None,
         member_roles: dict[int, list[int]] | None = None,
         bots: Sequence[int] = (),
+        forget_after_s: float | None = None,
     ) -> None:
         self.players = players
+        self.forget_after_s = forget_after_s
+        """Every voice server (a move starts a new one) forgets a bot endpoint silent this
+        long (``LocalVoiceServer.forget_after_s``)."""
         self.bots = set(bots)
         self.roles = roles or {}
         """Roles besides @everyone (id -> name), e.g. the DM role."""
@@ -298,9 +302,11 @@ class LocalDiscord:
 
     def _new_voice_server(self) -> LocalVoiceServer:
         number = next(self._servers)
-        return LocalVoiceServer(
+        server = LocalVoiceServer(
             channel_id=self.voice_id, bot_id=self.bot_id, tls=self._tls, ssrc_base=number * 1000
         )
+        server.forget_after_s = self.forget_after_s
+        return server
 
 
 def _json(data: Any, status: int = 200) -> web.Response:
