@@ -52,8 +52,8 @@ def npc(name: str) -> NpcDefinition:
 
 
 async def turn(host: ToolHost, who: NpcDefinition, script: list[Step]) -> tuple[Any, list[Any]]:
-    """One NPC turn against a scripted OpenAI server; returns its first tool round's report and
-    every request the engine sent."""
+    """One NPC turn against a scripted OpenAI server; returns the report of the model's first
+    tool round, and every request the engine sent."""
     seen: list[Any] = []
     async with FakeOpenAI(script) as server:
         client = AsyncOpenAI(base_url=server.base_url, api_key="test-key", max_retries=0)
@@ -62,7 +62,13 @@ async def turn(host: ToolHost, who: NpcDefinition, script: list[Step]) -> tuple[
         async with contextlib.aclosing(engine.respond(request)) as events:
             async for event in events:
                 seen.append(event)
-    used = [e for e in seen if isinstance(e, ToolsUsed)]
+    # the model's own rounds (the table searched memory for the question first: table_ calls)
+    used = [
+        e
+        for e in seen
+        if isinstance(e, ToolsUsed)
+        and not all(r.call_id.startswith("table_") for r in e.report.results)
+    ]
     return used[0].report, server.requests
 
 
