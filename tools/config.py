@@ -93,13 +93,13 @@ class McpConfig(_Strict):
     servers: list[McpServerConfig] = Field(default_factory=list)
 
 
+# The one source of the built-in tools' values and defaults: ``tools.settings.BuiltinSettings``
+# turns them into each tool's typed settings. A value no tool could use is refused here, where
+# the loader can name its file and line, not inside a tool in the middle of a session.
 class BuiltinToolsConfig(_Strict):
-    """Settings of the built-in tool servers.
-
-    The one source of their values and defaults: ``tools.settings.BuiltinSettings`` turns them
-    into each tool's typed settings, and a value no tool could use is refused here, with the
-    file and line, rather than inside a tool in the middle of a session.
-    """
+    """Settings of the built-in tool servers. A value no tool could use (a URL that is not
+    http(s), a size that is not WIDTHxHEIGHT, a host with a port) is refused when glyphoxa.yaml
+    is loaded."""
 
     sandbox_dir: str = ".glyphoxa/files"
     """The folder ``read_file``, ``write_file`` and ``list_files`` stay inside."""
