@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import importlib
 import logging
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -94,6 +94,7 @@ def build_tool_context(
     publish_image: Callable[[Path, str], Awaitable[None]] | None = None,
     session_id: str | None = None,
     rules_cache: bool = True,
+    environ: Mapping[str, str] | None = None,
 ) -> ToolContext:
     """A ``ToolContext`` for the running bot (or ``glyphoxa serve-tool``) from its config.
 
@@ -108,9 +109,10 @@ def build_tool_context(
         session_id: The running session, the default of ``get_session_summary``.
         rules_cache: False for commands that only look: a rules index built from the SRD is
             not saved.
+        environ: Where ``OPENAI_API_KEY`` is looked up (``os.environ`` when None).
     """
     settings = BuiltinSettings.from_config(
-        tools_config, memory_url=memory_url, rules_cache=rules_cache
+        tools_config, memory_url=memory_url, rules_cache=rules_cache, environ=environ
     )
     return ToolContext(
         campaign_dir=Path(campaign_dir) if campaign_dir is not None else None,

@@ -72,6 +72,7 @@ def build_context(
         config,
         campaign_dir=campaign or env.get("GLYPHOXA_CAMPAIGN_DIR") or None,
         memory_url=memory_url,
+        environ=env,
     )
 
 
