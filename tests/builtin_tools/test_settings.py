@@ -162,3 +162,17 @@ def test_defaults_are_the_config_defaults_and_secrets_stay_hidden() -> None:
     assert secret.images.api_key.get_secret_value() == "sk-openai-secret"  # the fallback
     shown = repr(secret)
     assert KEY not in shown and "sk-openai-secret" not in shown and "hunter2" not in shown
+
+
+def test_check_refuses_an_srd_path_the_rules_server_could_not_read(
+    tmp_path: Path, campaign_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from bot.cli import main
+
+    (tmp_path / "srd").mkdir()  # a folder, but not the 5e-database files
+    config = _config(tmp_path, f"  srd_path: {tmp_path / 'srd'}\n")
+    config.write_text(f"campaign: {{path: {campaign_dir}}}\n" + config.read_text())
+    assert main(["check", str(config)]) == 1
+    out = capsys.readouterr().out
+    assert f"{config}:6:" in out and "tools.srd_path:" in out
+    assert "missing 5e-SRD-Conditions.json" in out
