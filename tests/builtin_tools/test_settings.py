@@ -14,12 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from campaigns.basics import GlyphoxaError
+from campaigns.basics import GlyphoxaError, Tier
 from tools.builtin.standalone import build_context
-from tools.config import BuiltinToolsConfig
+from tools.config import BuiltinToolsConfig, McpConfig, McpServerConfig
+from tools.host import ToolHost
 from tools.settings import BuiltinSettings, override
 
-from .conftest import REPO, FakeOpenAIImages, result_text, stdio_session
+from .conftest import REPO, FakeOpenAIImages, WebSite, result_text, stdio_session
 
 KEY = "sk-from-the-environment-4711"
 
@@ -63,6 +64,39 @@ async def test_glyphoxa_yaml_reaches_the_images_tool_over_stdio(
         drawn = await session.call_tool("generate_image", {"prompt": "the harbour at dusk"})
         assert not drawn.is_error, result_text(drawn)
     assert images_api.requests[-1]["body"]["size"] == "auto"
+
+
+async def test_a_host_reaches_the_web_tool_glyphoxa_yaml_configured(
+    website: WebSite, tmp_path: Path
+) -> None:
+    """The tool host starts ``glyphoxa serve-tool web`` as an MCP stdio server: the search URL
+    and the allowed host in glyphoxa.yaml decide where its calls go."""
+    config = _config(
+        tmp_path, f"  web_search_url: {website.url}\n  fetch_allow_hosts: ['127.0.0.1']\n"
+    )
+    served = McpServerConfig(
+        name="remote_web",
+        transport="stdio",
+        command=[sys.executable, "-m", "bot", "-c", str(config), "serve-tool", "web"],
+        cwd=str(REPO),
+        connect_timeout_s=60,
+    )
+    host = ToolHost(McpConfig(servers=[served]), calibration_path=tmp_path / "c.json")
+    async with host:
+        found = await host.call(
+            "web_search", {"query": "owlbear"}, whitelist=["*"], tier=Tier.DEEP, npc="sage"
+        )
+        assert found.status == "ok", found.content
+        assert "https://example.org/owlbear" in found.content
+        page = await host.call(
+            "fetch_page",
+            {"url": f"{website.url}/page"},
+            whitelist=["*"],
+            tier=Tier.DEEP,
+            npc="sage",
+        )
+        assert page.status == "ok" and "fierce" in page.content, page.content
+    assert website.searches[-1]["q"] == "owlbear" and "/page" in website.hits
 
 
 async def test_environment_variables_reach_the_module_entry(
