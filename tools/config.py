@@ -7,7 +7,7 @@ import re
 from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 __all__ = [
     "BearerAuth",
@@ -93,6 +93,19 @@ class McpConfig(_Strict):
     servers: list[McpServerConfig] = Field(default_factory=list)
 
 
+def _bare_host(host: str) -> str:
+    """A host ``fetch_page`` compares with a URL's host: anything else would never match."""
+    text = host.strip().lower()
+    if not text or any(mark in text for mark in ("/", "@", "[", "]", " ")):
+        raise ValueError("not a bare host name or IP address; write e.g. wiki.lan")
+    if ":" in text:  # only an IPv6 address may hold a colon; ``host:port`` never matches
+        try:
+            ipaddress.IPv6Address(text)
+        except ValueError:
+            raise ValueError("not a bare host name or IP address; leave the port out") from None
+    return text
+
+
 # The one source of the built-in tools' values and defaults: ``tools.settings.BuiltinSettings``
 # turns them into each tool's typed settings. A value no tool could use is refused here, where
 # the loader can name its file and line, not inside a tool in the middle of a session.
@@ -115,7 +128,9 @@ class BuiltinToolsConfig(_Strict):
     Brave: empty means Brave's own endpoint."""
     web_search_api_key: SecretStr | None = None
     """Brave: the API key; write ``${BRAVE_API_KEY}``."""
-    fetch_allow_hosts: list[str] = Field(default_factory=list)
+    fetch_allow_hosts: list[Annotated[str, AfterValidator(_bare_host)]] = Field(
+        default_factory=list
+    )
     """Hosts ``fetch_page`` may reach even though they resolve to private/loopback addresses:
     bare host names or IP addresses, e.g. ``wiki.lan`` or ``192.168.1.20``."""
     image_base_url: str | None = None
@@ -142,32 +157,12 @@ class BuiltinToolsConfig(_Strict):
             return None
         parts = urlsplit(url.strip())
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"{url!r} is not an http(s) URL (write e.g. http://127.0.0.1:8080)")
+            raise ValueError("not an http(s) URL; write e.g. http://127.0.0.1:8080")
         return url.strip()
 
     @field_validator("image_size")
     @classmethod
     def _size(cls, size: str) -> str:
         if not _IMAGE_SIZE.fullmatch(size):
-            raise ValueError(f"{size!r} is not WIDTHxHEIGHT (e.g. 1024x1024) or auto")
+            raise ValueError("not WIDTHxHEIGHT (e.g. 1024x1024) or auto")
         return size
-
-    @field_validator("fetch_allow_hosts")
-    @classmethod
-    def _bare_hosts(cls, hosts: list[str]) -> list[str]:
-        """Host names compared with a URL's host: anything else would never match, silently."""
-        return [_bare_host(host) for host in hosts]
-
-
-def _bare_host(host: str) -> str:
-    text = host.strip().lower()
-    if not text or any(mark in text for mark in ("/", "@", "[", "]", " ")):
-        raise ValueError(f"{host!r} is not a bare host name or IP address (write e.g. wiki.lan)")
-    if ":" in text:  # only an IPv6 address may hold a colon; ``host:port`` never matches
-        try:
-            ipaddress.IPv6Address(text)
-        except ValueError:
-            raise ValueError(
-                f"{host!r} is not a bare host name or IP address (leave the port out)"
-            ) from None
-    return text

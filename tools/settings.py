@@ -201,8 +201,11 @@ def override(
     except ValidationError as error:
         problems = []
         for problem in error.errors():
-            key = str(problem["loc"][0]) if problem["loc"] else "tools"
+            loc = problem["loc"]
+            where = origin(str(loc[0])) if loc else "tools"
+            if len(loc) > 1 and isinstance(loc[1], int):  # which item of a comma-separated list
+                where += f" (item {loc[1] + 1})"
             message = str(problem["msg"]).removeprefix("Value error, ")
-            problems.append(f"{origin(key)}: {message}")
+            problems.append(f"{where}: {message}")
         raise GlyphoxaError("; ".join(problems)) from None
     return merged, memory_url
