@@ -88,6 +88,14 @@ def run_check(
     loaded = check_config(config_path)
     issues = list(loaded.issues)
     config = loaded.value
+    if config is not None and loaded.document is not None and config.tools.srd_path:
+        from tools.builtin.rules_sources import srd_folder_problem
+
+        problem = srd_folder_problem(config.tools.srd_path)  # else the rules server would not start
+        if problem is not None:
+            issues.append(
+                loaded.document.issue(("tools", "srd_path"), f"tools.srd_path: {problem}")
+            )
     config_ok = not loaded.issues
     config_file = loaded.path if loaded.document is not None or loaded.issues else None
     named = campaign_dir is not None

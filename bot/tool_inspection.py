@@ -42,9 +42,11 @@ def cli_tool_host(
 
     memory_url, _missing = memory_url_for_reading(config.memory.url)
     context = build_tool_context(
-        config.tools, campaign_dir=config.campaign.path, memory_url=memory_url
+        config.tools,
+        campaign_dir=config.campaign.path,
+        memory_url=memory_url,
+        rules_cache=persist,  # an index built from the SRD: cached only when persisting
     )
-    context.settings["rules_cache"] = persist  # an index built from the SRD: cached only then
     return ToolHost(
         config.mcp,
         builtins=create_builtin_servers(context, servers),

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from campaigns.basics import GlyphoxaError
+from tools.settings import BuiltinSettings
 
 __all__ = [
     "FAILURE_META_KEY",
@@ -85,7 +86,9 @@ class ToolContext:
 
     ``memory`` is the campaign memory store (``campaigns.memory``); ``ambience`` is the voice
     runtime's ambience player (an object with ``play(path: Path, mood: str)`` and ``stop()``);
-    ``publish_image`` posts a generated image to the session's text channel when Discord runs.
+    ``publish_image`` posts a generated image to the session's text channel when Discord runs;
+    ``settings`` are the tools' typed settings from the ``tools:`` section of glyphoxa.yaml
+    (``tools.settings``), its defaults when none are given.
     """
 
     campaign_dir: Path | None = None
@@ -94,7 +97,7 @@ class ToolContext:
     ambience: Any = None
     publish_image: Callable[[Path, str], Awaitable[None]] | None = None
     session_id: str | None = None
-    settings: dict[str, Any] = field(default_factory=dict)
+    settings: BuiltinSettings = field(default_factory=BuiltinSettings.defaults)
 
 
 @dataclass(slots=True)

@@ -147,7 +147,7 @@ def _bench_html(quick: bool) -> list[BenchResult]:
             "fetch_page text extraction, worst page",
             worst_ms,
             "ms",
-            f"one run over {tags:,} tags, {len(worst) // 1024} KiB (bounded by fetch_timeout_s)",
+            f"one run over {tags:,} tags, {len(worst) // 1024} KiB (bounded by fetch_page's cap)",
         ),
     ]
 

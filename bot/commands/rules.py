@@ -1,9 +1,10 @@
 """``glyphoxa rules import PATH`` / ``rules search QUERY`` / ``rules get ID``: the rules index.
 
 ``import`` reads the SRD 5.1 JSON files (5e-database format, ``src/2014/en``) from PATH and stores
-the index with our own rules summary at ``.glyphoxa/rules.db`` (or ``--db``), where the ``rules``
-tool server finds it. ``search --json`` prints [{"id", "name", "category", "source",
-"snippet"}]; ``get --json`` prints {"id", "name", "category", "source", "system", "text"}.
+the index with our own rules summary at ``tools.rules_db`` of glyphoxa.yaml (``.glyphoxa/rules.db``
+by default; or ``--db``), where the ``rules`` tool server finds it. ``search --json`` prints
+[{"id", "name", "category", "source", "snippet"}]; ``get --json`` prints {"id", "name",
+"category", "source", "system", "text"}.
 """
 
 from __future__ import annotations
@@ -18,10 +19,10 @@ from bot.commands._options import Subcommands, add_json_option, load_config, pla
 __all__ = ["RULES_DB", "register"]
 
 RULES_DB = ".glyphoxa/rules.db"
-"""Where ``rules import`` writes the index (``tools.builtin.rules.DEFAULT_RULES_DB``; a test
-keeps them equal): spelled out so that building the parser imports no tool code."""
+"""The default of ``tools.rules_db`` (``BuiltinToolsConfig``; a test keeps them equal), spelled
+out so that building the parser imports no tool code."""
 
-_DB_HELP = f"index file (default: {RULES_DB})"
+_DB_HELP = f"index file (default: tools.rules_db of glyphoxa.yaml, else {RULES_DB})"
 
 
 def register(sub: Subcommands) -> None:
@@ -55,15 +56,16 @@ def register(sub: Subcommands) -> None:
     parser.set_defaults(func=usage)
 
 
-def _db(args: argparse.Namespace) -> Path:
-    return Path(args.db or RULES_DB)
+def _db(args: argparse.Namespace, rules_db: str) -> Path:
+    """``--db``, else the index the ``rules`` tool reads (``tools.rules_db``)."""
+    return Path(args.db or rules_db)
 
 
 def _import(args: argparse.Namespace) -> int:
     from tools.builtin.rules import SRD_ATTRIBUTION, import_srd
 
     started = time.perf_counter()
-    counts = import_srd(args.path, _db(args))
+    counts = import_srd(args.path, _db(args, load_config(args).tools.rules_db))
     took = time.perf_counter() - started
     print(
         f"indexed {counts['srd_entries']} SRD entries and {counts['summary_entries']} summary "
@@ -79,7 +81,8 @@ def _search(args: argparse.Namespace) -> int:
 
     if args.limit < 1:
         raise GlyphoxaError("--limit must be at least 1")
-    index = open_index(load_config(args).tools.srd_path, _db(args), save=False)
+    tools = load_config(args).tools
+    index = open_index(tools.srd_path, _db(args, tools.rules_db), save=False)
     try:
         hits = index.search(" ".join(args.query), limit=args.limit)
     finally:
@@ -101,7 +104,8 @@ def _get(args: argparse.Namespace) -> int:
     from campaigns.basics import GlyphoxaError
     from tools.builtin.rules import open_index
 
-    index = open_index(load_config(args).tools.srd_path, _db(args), save=False)
+    tools = load_config(args).tools
+    index = open_index(tools.srd_path, _db(args, tools.rules_db), save=False)
     try:
         doc = index.get(args.id)
     finally:

@@ -35,7 +35,8 @@ def register(sub: Subcommands) -> None:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="override a tool setting, e.g. rules_db=/tmp/rules.db",
+        help="override a setting of glyphoxa.yaml's tools: section (or memory_url), "
+        "e.g. rules_db=/tmp/rules.db",
     )
     parser.add_argument(
         "--http",
@@ -56,17 +57,19 @@ async def _run(args: argparse.Namespace) -> int:
     from campaigns.basics import GlyphoxaError
     from tools.builtin import build_tool_context, create_server
     from tools.builtin.serve import serve_stdio
-    from tools.builtin.standalone import build_context
+    from tools.settings import override, set_option_values
 
     config = load_config(args)
     configure_logging(
         config.logging, verbose=getattr(args, "verbose", False), console_level="WARNING"
     )
-    ctx = build_tool_context(
-        config.tools, campaign_dir=config.campaign.path, memory_url=config.memory.url
+    tools_config, memory_url = override(
+        config.tools,
+        set_option_values(args.set),
+        memory_url=config.memory.url,
+        origin=lambda key: f"--set {key}",
     )
-    overrides = build_context(None, None, args.set)
-    ctx.settings.update(overrides.settings)
+    ctx = build_tool_context(tools_config, campaign_dir=config.campaign.path, memory_url=memory_url)
     if args.http is None:
         if args.bearer_token_env:
             raise GlyphoxaError("--bearer-token-env only applies with --http")

@@ -4,25 +4,28 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from pathlib import Path
 
 import pytest
 
 from tools.builtin.images import create_server
+from tools.config import BuiltinToolsConfig
+from tools.settings import BuiltinSettings
 from tools.spec import ToolContext, ToolError
 
 from .conftest import FakeOpenAIImages, result_text, stdio_session, tiny_png
 
 
 def _ctx(api: FakeOpenAIImages, out: Path, **extra: object) -> ToolContext:
-    settings = {
-        "image_base_url": f"{api.url}/v1",
-        "image_api_key": "sk-local-test",
-        "image_output_dir": str(out),
-        **extra,
-    }
-    return ToolContext(settings=settings)
+    config = BuiltinToolsConfig.model_validate(
+        {
+            "image_base_url": f"{api.url}/v1",
+            "image_api_key": "sk-local-test",
+            "image_output_dir": str(out),
+            **extra,
+        }
+    )
+    return ToolContext(settings=BuiltinSettings.from_config(config))
 
 
 async def test_generates_saves_and_publishes(images_api: FakeOpenAIImages, tmp_path: Path) -> None:
@@ -60,10 +63,12 @@ async def test_service_errors_are_tool_errors(images_api: FakeOpenAIImages, tmp_
             await server.tools[0].handler(prompt="")
     finally:
         await server.shutdown()
-    unconfigured = create_server(ToolContext(settings={"image_base_url": images_api.url}))
-    if not os.environ.get("OPENAI_API_KEY"):
-        with pytest.raises(ToolError, match="not configured"):
-            await unconfigured.tools[0].handler(prompt="a dragon")
+    no_key = BuiltinSettings.from_config(
+        BuiltinToolsConfig(image_base_url=images_api.url), environ={}
+    )
+    unconfigured = create_server(ToolContext(settings=no_key))
+    with pytest.raises(ToolError, match="not configured"):
+        await unconfigured.tools[0].handler(prompt="a dragon")
 
 
 async def test_over_stdio(images_api: FakeOpenAIImages, tmp_path: Path) -> None:

@@ -85,9 +85,10 @@ def test_idempotency_flags() -> None:
 
 
 async def test_builtins_through_the_real_tool_host(tmp_path: Path, campaign_dir: Path) -> None:
-    config = BuiltinToolsConfig(sandbox_dir=str(tmp_path / "files"))
+    config = BuiltinToolsConfig(
+        sandbox_dir=str(tmp_path / "files"), rules_db=str(tmp_path / "rules.db")
+    )
     ctx = build_tool_context(config, campaign_dir=campaign_dir)
-    ctx.settings["rules_db"] = str(tmp_path / "rules.db")
     async with ToolHost(McpConfig(), builtins=create_builtin_servers(ctx)) as host:
         listed = {info.name: info for info in host.list_tools()}
         assert set(listed) == CONTRACT_TOOLS

@@ -13,6 +13,8 @@ from tools.builtin import create_server
 from tools.builtin.rules import build_index, import_srd, open_index
 from tools.builtin.rules_index import RulesIndex
 from tools.builtin.rules_sources import SUMMARY_PATH, load_srd, load_summary
+from tools.config import BuiltinToolsConfig
+from tools.settings import BuiltinSettings
 from tools.spec import ToolContext, ToolError
 
 from .conftest import SRD_PATH, result_text, stdio_session
@@ -116,7 +118,8 @@ def test_import_of_wrong_folder_is_a_clear_error(tmp_path: Path) -> None:
 
 
 async def test_tools_in_process(tmp_path: Path) -> None:
-    ctx = ToolContext(settings={"srd_path": str(SRD_PATH), "rules_db": str(tmp_path / "r.db")})
+    config = BuiltinToolsConfig(srd_path=str(SRD_PATH), rules_db=str(tmp_path / "r.db"))
+    ctx = ToolContext(settings=BuiltinSettings.from_config(config))
     server = create_server("rules", ctx)
     await server.startup()
     try:

@@ -145,12 +145,12 @@ def test_vocabulary_spelled_out_for_the_parser_matches_the_models() -> None:
     from campaigns import content
     from campaigns.basics import Tier
     from npcs.schema import EngineKind
-    from tools.builtin.rules import DEFAULT_RULES_DB
+    from tools.config import BuiltinToolsConfig
 
     assert ENTITY_TYPES == content.ENTITY_TYPES
     assert ENGINE_NAMES == tuple(kind.value for kind in EngineKind)
     assert TIER_NAMES == tuple(tier.label for tier in Tier)
-    assert Path(RULES_DB) == DEFAULT_RULES_DB
+    assert RULES_DB == BuiltinToolsConfig().rules_db
     assert SCHEMA_KINDS == tuple(SCHEMA_MODELS)
 
 

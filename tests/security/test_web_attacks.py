@@ -93,7 +93,7 @@ async def hostile_site() -> AsyncIterator[str]:
 def _spec(base: str, paths: list[str]) -> dict[str, object]:
     return {
         "server": "web",
-        "settings": {"fetch_allow_hosts": ["127.0.0.1"], "fetch_timeout_s": 3.5},
+        "settings": {"fetch_allow_hosts": ["127.0.0.1"]},
         "calls": [
             {"tool": "fetch_page", "label": path, "args": {"url": base + path}} for path in paths
         ],

@@ -18,6 +18,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from tools.builtin import create_server
+from tools.config import BuiltinToolsConfig
+from tools.settings import BuiltinSettings
 from tools.spec import ToolContext, ToolError
 
 
@@ -40,7 +42,9 @@ def _summary(value: Any) -> str:
 
 async def main(spec: dict[str, Any]) -> None:
     ctx = ToolContext(
-        settings=spec.get("settings", {}),
+        settings=BuiltinSettings.from_config(
+            BuiltinToolsConfig.model_validate(spec.get("settings", {}))
+        ),
         sandbox_dir=Path(spec["sandbox_dir"]) if spec.get("sandbox_dir") else None,
         campaign_dir=Path(spec["campaign_dir"]) if spec.get("campaign_dir") else None,
     )

@@ -4,22 +4,20 @@ Each server is a ``BuiltinServer`` (``tools.spec``) whose tools are defined once
 calls the handlers in-process, and ``tools.builtin.serve.serve_stdio`` (``glyphoxa serve-tool
 NAME``, or ``python -m tools.builtin NAME``) publishes the very same definitions over MCP stdio.
 
-Settings read from ``ToolContext.settings`` (see :func:`settings_from_config`): ``srd_path``,
-``rules_db``, ``rules_cache`` (False: a rules index built from the SRD is not saved),
-``web_search_backend``, ``web_search_url``, ``web_search_api_key``,
-``fetch_allow_hosts``, ``image_output_dir``, ``image_base_url``, ``image_api_key``,
-``image_model``, ``memory_url``.
+Each tool reads its typed settings from ``ToolContext.settings`` (``tools.settings``), built
+once from the ``tools:`` section of glyphoxa.yaml by :func:`build_tool_context`.
 """
 
 from __future__ import annotations
 
 import importlib
 import logging
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from campaigns.basics import GlyphoxaError
+from tools.settings import BuiltinSettings
 from tools.spec import BuiltinServer, ToolContext
 
 if TYPE_CHECKING:  # only annotations: the CLI reads the names here without loading the models
@@ -32,7 +30,6 @@ __all__ = [
     "build_tool_context",
     "create_builtin_servers",
     "create_server",
-    "settings_from_config",
 ]
 
 log = logging.getLogger(__name__)
@@ -87,22 +84,6 @@ def create_builtin_servers(
     return [create_server(name, ctx) for name in chosen]
 
 
-def settings_from_config(config: BuiltinToolsConfig) -> dict[str, Any]:
-    """``ToolContext.settings`` from the ``tools:`` section of glyphoxa.yaml."""
-    settings: dict[str, Any] = {
-        "web_search_backend": config.web_search_backend,
-        "fetch_allow_hosts": list(config.fetch_allow_hosts),
-        "image_output_dir": config.image_output_dir,
-    }
-    if config.srd_path:
-        settings["srd_path"] = config.srd_path
-    if config.web_search_url:
-        settings["web_search_url"] = config.web_search_url
-    if config.web_search_api_key is not None:
-        settings["web_search_api_key"] = config.web_search_api_key.get_secret_value()
-    return settings
-
-
 def build_tool_context(
     tools_config: BuiltinToolsConfig,
     *,
@@ -112,6 +93,8 @@ def build_tool_context(
     ambience: Any = None,
     publish_image: Callable[[Path, str], Awaitable[None]] | None = None,
     session_id: str | None = None,
+    rules_cache: bool = True,
+    environ: Mapping[str, str] | None = None,
 ) -> ToolContext:
     """A ``ToolContext`` for the running bot (or ``glyphoxa serve-tool``) from its config.
 
@@ -124,10 +107,13 @@ def build_tool_context(
         ambience: The mixer's ambience player (``play(path, mood)``, ``stop()``).
         publish_image: Posts a generated image to the session's text channel.
         session_id: The running session, the default of ``get_session_summary``.
+        rules_cache: False for commands that only look: a rules index built from the SRD is
+            not saved.
+        environ: Where ``OPENAI_API_KEY`` is looked up (``os.environ`` when None).
     """
-    settings = settings_from_config(tools_config)
-    if memory_url:
-        settings["memory_url"] = memory_url
+    settings = BuiltinSettings.from_config(
+        tools_config, memory_url=memory_url, rules_cache=rules_cache, environ=environ
+    )
     return ToolContext(
         campaign_dir=Path(campaign_dir) if campaign_dir is not None else None,
         sandbox_dir=Path(tools_config.sandbox_dir),

@@ -192,10 +192,9 @@ def create_server(ctx: ToolContext) -> BuiltinServer:
     """Sandboxed file I/O; local disk work runs in a worker thread and lands in FAST."""
 
     def sandbox() -> Sandbox:
-        root = ctx.sandbox_dir or ctx.settings.get("sandbox_dir")
-        if root is None:
+        if ctx.sandbox_dir is None:
             raise ToolError("no file sandbox is configured (tools.sandbox_dir)")
-        return Sandbox(Path(root))
+        return Sandbox(ctx.sandbox_dir)
 
     async def read_file(path: str) -> dict[str, Any]:
         return await asyncio.to_thread(sandbox().read, path)

@@ -1,8 +1,8 @@
 """The ``images`` server: ``generate_image(prompt, style)`` via an OpenAI-compatible images API.
 
-The image is saved under ``image_output_dir`` and, when Discord runs, posted to the session's text
-channel through ``ctx.publish_image``. Settings: ``image_base_url``, ``image_api_key`` (else
-``OPENAI_API_KEY``), ``image_model`` (default ``gpt-image-1``), ``image_size``.
+The image is saved under ``tools.image_output_dir`` and, when Discord runs, posted to the
+session's text channel through ``ctx.publish_image``. The endpoint, key, model and size are the
+``tools.image_*`` settings of glyphoxa.yaml (``ctx.settings.images``).
 """
 
 from __future__ import annotations
@@ -25,7 +25,9 @@ __all__ = ["create_server", "image_suffix"]
 
 log = logging.getLogger(__name__)
 
-_DEFAULT_MODEL = "gpt-image-1"
+#: How long one request may take. The host abandons the call at the tool's declared maximum
+#: anyway; this bounds a request when another MCP host serves the tool with a longer timeout.
+_REQUEST_TIMEOUT_S = 60.0
 _STYLES = ("fantasy illustration", "ink sketch", "oil painting", "watercolor", "map", "portrait")
 
 
@@ -55,19 +57,22 @@ def _save(path: Path, data: bytes) -> None:
 
 def create_server(ctx: ToolContext) -> BuiltinServer:
     """Image generation; a remote model takes seconds, so DEEP only."""
+    settings = ctx.settings.images
     state: dict[str, Any] = {}
 
     def client() -> Any:
         if "client" not in state:
             import openai
 
-            key = ctx.settings.get("image_api_key") or os.environ.get("OPENAI_API_KEY")
+            key = settings.api_key.get_secret_value() if settings.api_key is not None else ""
             if not key:
-                raise ToolError("image generation is not configured (no image API key)")
+                raise ToolError(
+                    "image generation is not configured (tools.image_api_key or OPENAI_API_KEY)"
+                )
             state["client"] = openai.AsyncOpenAI(
-                api_key=str(key),
-                base_url=ctx.settings.get("image_base_url") or None,
-                timeout=float(ctx.settings.get("image_timeout_s", 60.0)),
+                api_key=key,
+                base_url=settings.base_url,
+                timeout=_REQUEST_TIMEOUT_S,
                 max_retries=0,
             )
         return state["client"]
@@ -80,7 +85,7 @@ def create_server(ctx: ToolContext) -> BuiltinServer:
     async def generate_image(prompt: str, style: str = "fantasy illustration") -> dict[str, Any]:
         import openai
 
-        model = str(ctx.settings.get("image_model") or _DEFAULT_MODEL)
+        model = settings.model
         extra: dict[str, Any] = {}
         if model.startswith("dall-e"):
             extra["response_format"] = "b64_json"
@@ -89,7 +94,7 @@ def create_server(ctx: ToolContext) -> BuiltinServer:
                 model=model,
                 prompt=f"{prompt.strip()}. Style: {style.strip()}.",
                 n=1,
-                size=str(ctx.settings.get("image_size") or "1024x1024"),
+                size=settings.size,
                 **extra,
             )
         except openai.APIStatusError as error:
@@ -102,8 +107,7 @@ def create_server(ctx: ToolContext) -> BuiltinServer:
             data = base64.b64decode(response.data[0].b64_json, validate=True)
         except (binascii.Error, ValueError):
             raise ToolError("the image service returned invalid base64 image data") from None
-        folder = Path(ctx.settings.get("image_output_dir") or ".glyphoxa/images")
-        path = folder / _file_name(prompt, image_suffix(data))
+        path = settings.output_dir / _file_name(prompt, image_suffix(data))
         await asyncio.to_thread(_save, path, data)
         published = False
         if ctx.publish_image is not None:

@@ -49,11 +49,11 @@ class MemoryAccess:
         self._owned: Any = None
 
     async def startup(self) -> None:
-        url = self._ctx.settings.get("memory_url")
+        url = self._ctx.settings.memory_url
         if self._ctx.memory is None and url:
             from campaigns.memory import MemoryStore
 
-            self._owned = await MemoryStore.open(str(url))
+            self._owned = await MemoryStore.open(url)
             self._ctx.memory = self._owned
 
     async def shutdown(self) -> None:

@@ -1,8 +1,8 @@
 """The ``rules`` server: ``search_rules(query, system?)`` and ``get_rule(id)``.
 
 The index always holds Glyphoxa's own summary. With an imported SRD (``glyphoxa rules import
-PATH`` writes ``.glyphoxa/rules.db``) or ``tools.srd_path`` in the config, it also holds the SRD
-5.1 conditions, rules, spells, equipment, magic items and monsters.
+PATH`` writes ``tools.rules_db``, ``.glyphoxa/rules.db`` by default) or ``tools.srd_path`` in the
+config, it also holds the SRD 5.1 conditions, rules, spells, equipment, magic items and monsters.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from tools.builtin.rules_sources import SUMMARY_PATH, load_srd, load_summary
 from tools.spec import BuiltinServer, ToolContext, ToolError
 
 __all__ = [
-    "DEFAULT_RULES_DB",
     "SRD_ATTRIBUTION",
     "build_index",
     "create_server",
@@ -30,7 +29,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-DEFAULT_RULES_DB = Path(".glyphoxa/rules.db")
 MAX_RULE_CHARS = 6000
 
 SRD_ATTRIBUTION = (
@@ -73,7 +71,7 @@ def build_index(srd_path: str | Path | None) -> RulesIndex:
     return index
 
 
-def import_srd(srd_path: str | Path, db_path: str | Path = DEFAULT_RULES_DB) -> dict[str, Any]:
+def import_srd(srd_path: str | Path, db_path: str | Path) -> dict[str, Any]:
     """Build the index from the SRD folder and store it at ``db_path``; returns counts."""
     index = build_index(srd_path)
     try:
@@ -88,7 +86,7 @@ def import_srd(srd_path: str | Path, db_path: str | Path = DEFAULT_RULES_DB) -> 
         index.close()
 
 
-def _cache_usable(index: RulesIndex, srd_path: str | None) -> bool:
+def _cache_usable(index: RulesIndex, srd_path: str | Path | None) -> bool:
     if index.get_meta("schema_version") != SCHEMA_VERSION:
         return False
     if index.get_meta("summary_hash") != _summary_hash():
@@ -98,7 +96,7 @@ def _cache_usable(index: RulesIndex, srd_path: str | None) -> bool:
     return index.get_meta("srd_path") == str(Path(srd_path).expanduser().resolve())
 
 
-def open_index(srd_path: str | None, db_path: Path, *, save: bool = True) -> RulesIndex:
+def open_index(srd_path: str | Path | None, db_path: Path, *, save: bool = True) -> RulesIndex:
     """The cached index at ``db_path`` if it matches, else a fresh build (cached when possible;
     ``save=False``: never written, for commands that only look things up).
 
@@ -145,11 +143,11 @@ def create_server(ctx: ToolContext) -> BuiltinServer:
         if "index" not in state:
             async with lock:
                 if "index" not in state:
-                    srd = ctx.settings.get("srd_path")
-                    db = Path(ctx.settings.get("rules_db") or DEFAULT_RULES_DB)
-                    save = bool(ctx.settings.get("rules_cache", True))
+                    rules = ctx.settings.rules
                     try:
-                        state["index"] = await asyncio.to_thread(open_index, srd, db, save=save)
+                        state["index"] = await asyncio.to_thread(
+                            open_index, rules.srd_path, rules.db_path, save=rules.cache
+                        )
                     except GlyphoxaError as error:
                         raise ToolError(f"rules index unavailable: {error}") from None
         return state["index"]

@@ -17,7 +17,7 @@ import yaml
 from campaigns.basics import GlyphoxaError
 from tools.builtin.rules_index import RuleDoc
 
-__all__ = ["SRD_FILES", "SUMMARY_PATH", "load_srd", "load_summary"]
+__all__ = ["SRD_FILES", "SUMMARY_PATH", "load_srd", "load_summary", "srd_folder_problem"]
 
 log = logging.getLogger(__name__)
 
@@ -171,19 +171,27 @@ def _records(path: Path) -> list[dict[str, Any]]:
     return [r for r in data if isinstance(r, dict) and "index" in r and "name" in r]
 
 
-def load_srd(folder: str | Path) -> Iterator[RuleDoc]:
-    """Entries of an SRD 5.1 dataset in the 5e-database JSON format (``src/2014/en``)."""
+def srd_folder_problem(folder: str | Path) -> str | None:
+    """Why ``folder`` is not an SRD 5.1 dataset :func:`load_srd` can read, or None: ``glyphoxa
+    check`` asks before a session, so a wrong ``tools.srd_path`` is not met by the rules server."""
     root = Path(folder).expanduser()
     if not root.is_dir():
-        raise GlyphoxaError(
+        return (
             f"SRD folder {root} does not exist; download the 5e-database JSON files "
             "(https://github.com/5e-bits/5e-database, src/2014/en) and pass that folder"
         )
     missing = [name for name in _REQUIRED if not (root / name).is_file()]
     if missing:
-        raise GlyphoxaError(
-            f"{root} does not look like the 5e-database SRD folder: missing {', '.join(missing)}"
-        )
+        return f"{root} does not look like the 5e-database SRD folder: missing {', '.join(missing)}"
+    return None
+
+
+def load_srd(folder: str | Path) -> Iterator[RuleDoc]:
+    """Entries of an SRD 5.1 dataset in the 5e-database JSON format (``src/2014/en``)."""
+    root = Path(folder).expanduser()
+    problem = srd_folder_problem(root)
+    if problem is not None:
+        raise GlyphoxaError(problem)
     for file_name, (category, build) in SRD_FILES.items():
         path = root / file_name
         if not path.is_file():

@@ -1,7 +1,11 @@
-"""Standalone entry point: run one built-in server over MCP stdio.
+"""Standalone entry point: run one built-in server over MCP stdio, with no glyphoxa.yaml.
 
-Options (or environment variables) give the server what it needs without glyphoxa.yaml; the
-``glyphoxa serve-tool NAME`` command builds the same context from the config file instead.
+``python -m tools.builtin NAME`` starts with the defaults of glyphoxa.yaml's ``tools:`` section,
+overridden by ``GLYPHOXA_<KEY>`` environment variables (``GLYPHOXA_SRD_PATH``,
+``GLYPHOXA_IMAGE_MODEL``, ``GLYPHOXA_MEMORY_URL``, ...), then by ``--set KEY=VALUE`` and
+``--sandbox``. Every value is validated as glyphoxa.yaml's would be (``tools.settings.override``)
+before the server starts, so a bad one stops it with one line naming the variable or option.
+``glyphoxa serve-tool NAME`` serves the same tools with glyphoxa.yaml's values.
 """
 
 from __future__ import annotations
@@ -11,36 +15,26 @@ import asyncio
 import logging
 import os
 import sys
-from collections.abc import Sequence
-from pathlib import Path
+from collections.abc import Mapping, Sequence
 
 from campaigns.basics import GlyphoxaError
-from tools.builtin import SERVER_NAMES, create_server
+from tools.builtin import SERVER_NAMES, build_tool_context, create_server
 from tools.builtin.serve import serve_stdio
+from tools.config import BuiltinToolsConfig
+from tools.settings import environ_values, override, set_option_values
 from tools.spec import ToolContext
 
 __all__ = ["build_context", "main"]
 
 log = logging.getLogger(__name__)
 
-_ENV_SETTINGS = {
-    "srd_path": "GLYPHOXA_SRD_PATH",
-    "rules_db": "GLYPHOXA_RULES_DB",
-    "memory_url": "GLYPHOXA_MEMORY_URL",
-    "web_search_backend": "GLYPHOXA_WEB_SEARCH_BACKEND",
-    "web_search_url": "GLYPHOXA_WEB_SEARCH_URL",
-    "web_search_api_key": "GLYPHOXA_WEB_SEARCH_API_KEY",
-    "image_output_dir": "GLYPHOXA_IMAGE_OUTPUT_DIR",
-    "image_base_url": "GLYPHOXA_IMAGE_BASE_URL",
-    "image_api_key": "GLYPHOXA_IMAGE_API_KEY",
-    "image_model": "GLYPHOXA_IMAGE_MODEL",
-}
-
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m tools.builtin",
-        description="Serve a Glyphoxa built-in tool server over MCP stdio.",
+        description="Serve a Glyphoxa built-in tool server over MCP stdio. Settings are the "
+        "keys of glyphoxa.yaml's tools: section (and memory_url), from GLYPHOXA_<KEY> "
+        "environment variables or --set.",
     )
     parser.add_argument("server", choices=SERVER_NAMES)
     parser.add_argument("--campaign", help="campaign folder (env GLYPHOXA_CAMPAIGN_DIR)")
@@ -55,26 +49,30 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def build_context(campaign: str | None, sandbox: str | None, pairs: Sequence[str]) -> ToolContext:
-    """A ``ToolContext`` from options, falling back to ``GLYPHOXA_*`` environment variables."""
-    settings: dict[str, object] = {}
-    for key, env in _ENV_SETTINGS.items():
-        if os.environ.get(env):
-            settings[key] = os.environ[env]
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise GlyphoxaError(f"--set expects KEY=VALUE, got {pair!r}")
-        settings[key.strip()] = value
-    hosts = settings.get("fetch_allow_hosts")
-    if isinstance(hosts, str):
-        settings["fetch_allow_hosts"] = [h.strip() for h in hosts.split(",") if h.strip()]
-    campaign = campaign or os.environ.get("GLYPHOXA_CAMPAIGN_DIR")
-    sandbox = sandbox or os.environ.get("GLYPHOXA_SANDBOX_DIR")
-    return ToolContext(
-        campaign_dir=Path(campaign) if campaign else None,
-        sandbox_dir=Path(sandbox) if sandbox else None,
-        settings=settings,
+def build_context(
+    campaign: str | None,
+    sandbox: str | None,
+    pairs: Sequence[str],
+    environ: Mapping[str, str] | None = None,
+) -> ToolContext:
+    """A ``ToolContext`` from the options over ``GLYPHOXA_*`` environment variables."""
+    env = os.environ if environ is None else environ
+    config, memory_url = override(
+        BuiltinToolsConfig(), environ_values(env), origin=lambda key: f"GLYPHOXA_{key.upper()}"
+    )
+    options = set_option_values(pairs)
+    config, memory_url = override(
+        config, options, memory_url=memory_url, origin=lambda key: f"--set {key}"
+    )
+    if sandbox:
+        config, memory_url = override(
+            config, {"sandbox_dir": sandbox}, memory_url=memory_url, origin=lambda _: "--sandbox"
+        )
+    return build_tool_context(
+        config,
+        campaign_dir=campaign or env.get("GLYPHOXA_CAMPAIGN_DIR") or None,
+        memory_url=memory_url,
+        environ=env,
     )
 
 

@@ -1,7 +1,7 @@
 """The ``web`` server: ``web_search(query)`` and ``fetch_page(url)``.
 
 Search goes to a SearXNG instance (``/search?format=json``) or the Brave Search API
-(``/res/v1/web/search`` with ``X-Subscription-Token``), chosen by ``web_search_backend``.
+(``/res/v1/web/search`` with ``X-Subscription-Token``), chosen by ``tools.web_search_backend``.
 Fetching is guarded against SSRF (see ``web_fetch``). Both leave the machine, so DEEP only.
 """
 
@@ -23,6 +23,9 @@ log = logging.getLogger(__name__)
 
 BRAVE_DEFAULT_URL = "https://api.search.brave.com"
 _USER_AGENT = "Glyphoxa/0.1 (tabletop NPC assistant)"
+#: Both tools declare a 4 s maximum, after which the host abandons the call: a request gets a
+#: little less, so a slow site ends as a clear "timed out" rather than an abandoned call.
+_REQUEST_TIMEOUT_S = 3.5
 
 
 def _results_searxng(data: Any) -> list[dict[str, str]]:
@@ -51,8 +54,9 @@ def _results(rows: Any, *, snippet: str) -> list[dict[str, str]]:
 
 def create_server(ctx: ToolContext) -> BuiltinServer:
     """Web search and page fetching through one shared HTTP client."""
+    settings = ctx.settings.web
     state: dict[str, httpx.AsyncClient] = {}
-    timeout = httpx.Timeout(float(ctx.settings.get("web_timeout_s", 3.5)))
+    timeout = httpx.Timeout(_REQUEST_TIMEOUT_S)
 
     def client() -> httpx.AsyncClient:
         """For the configured search backend (which may well be a local SearXNG)."""
@@ -65,11 +69,10 @@ def create_server(ctx: ToolContext) -> BuiltinServer:
     def fetch_client() -> httpx.AsyncClient:
         """For arbitrary URLs: every connection is SSRF-checked where it is opened."""
         if "fetch" not in state:
-            allow = ctx.settings.get("fetch_allow_hosts") or []
             state["fetch"] = httpx.AsyncClient(
                 headers={"User-Agent": _USER_AGENT},
                 timeout=timeout,
-                transport=GuardedTransport(allow),
+                transport=GuardedTransport(settings.allow_hosts),
                 trust_env=False,
             )
         return state["fetch"]
@@ -104,32 +107,26 @@ def create_server(ctx: ToolContext) -> BuiltinServer:
             raise ToolError("web search answered with something that is not JSON") from None
 
     async def web_search(query: str, limit: int = 5) -> dict[str, Any]:
-        backend = str(ctx.settings.get("web_search_backend") or "searxng")
-        base = ctx.settings.get("web_search_url")
-        key = ctx.settings.get("web_search_api_key")
+        backend, base, key = settings.backend, settings.search_url, settings.api_key
         if backend == "searxng":
             if not base:
                 raise ToolError("web search is not configured (tools.web_search_url)")
             data = await search_json(
-                f"{str(base).rstrip('/')}/search", {"q": query, "format": "json"}, {}
+                f"{base.rstrip('/')}/search", {"q": query, "format": "json"}, {}
             )
-        elif backend == "brave":
-            if not key:
+        else:  # brave: the config admits no third backend
+            if key is None or not key.get_secret_value():
                 raise ToolError("Brave search needs tools.web_search_api_key")
             data = await search_json(
-                f"{str(base or BRAVE_DEFAULT_URL).rstrip('/')}/res/v1/web/search",
+                f"{(base or BRAVE_DEFAULT_URL).rstrip('/')}/res/v1/web/search",
                 {"q": query, "count": limit},
-                {"X-Subscription-Token": str(key), "Accept": "application/json"},
+                {"X-Subscription-Token": key.get_secret_value(), "Accept": "application/json"},
             )
-        else:
-            raise ToolError(f"unknown web search backend {backend!r}; use searxng or brave")
         results = (_results_searxng if backend == "searxng" else _results_brave)(data)
         return {"query": query, "backend": backend, "results": results[:limit]}
 
     async def fetch_page(url: str) -> dict[str, Any]:
-        allow = ctx.settings.get("fetch_allow_hosts") or []
-        timeout = float(ctx.settings.get("fetch_timeout_s", 3.5))
-        return await fetch_readable(fetch_client(), url, allow, timeout)
+        return await fetch_readable(fetch_client(), url, settings.allow_hosts, _REQUEST_TIMEOUT_S)
 
     return BuiltinServer(
         name="web",
