@@ -2,7 +2,8 @@
 
 Whatever model answers, what reaches the voice and the transcript is the NPC's own line: no
 role labels ("The player: ...", "Arin (Greymantle: ..."), no prompt scaffolding ("I'll make it
-concise and avoid mentioning ..."), no echo of the player's words, no line the NPC already said,
+concise and avoid mentioning ..."), no echo of the player's words, no line already said at the
+table (by this NPC or copied from another),
 no emoji or markdown, no stage directions (``*wipes a mug*``, ``(laughs)``) unless the NPC's
 YAML allows ``emotes``, and never "as an AI / a language model". A piece that fails is repaired
 (cut to its clean part) or dropped; every repair is counted by kind, for the turn's record, the
@@ -34,6 +35,8 @@ from npcs.speech_patterns import (
     NESTED_LABEL,
     NUMBER,
     OPENERS,
+    REPEAT_RUN,
+    REPEAT_SHARE,
     ROLE_LABEL,
     SCAFFOLDING,
     SENTENCE_END,
@@ -77,7 +80,9 @@ class SpeechContext:
         speakers: everyone else at the table (players, other NPCs): a piece opening with their
             name as a label is another speaker's line.
         own: the NPC's name and aliases (its own "Name:" label is only stripped).
-        earlier: what this NPC said earlier in the scene (a line is not said twice).
+        earlier: what NPCs said earlier in the scene. A line is not said twice, and a small
+            model's favourite failure, another NPC's last line copied word for word, is not
+            said either.
         emotes: the NPC's YAML allows stage directions (``*laughs*`` is then kept).
         roll_total: this turn's roll, already spoken: a piece naming another number is dropped.
     """
@@ -97,6 +102,8 @@ class LineCleaner:
     context: SpeechContext
     repairs: Counter[str] = field(default_factory=Counter)
     _said: set[str] = field(default_factory=set)
+    _said_runs: set[tuple[str, ...]] = field(default_factory=set)
+    """Every :data:`REPEAT_RUN` consecutive words of the lines in ``_said``."""
     _names: re.Pattern[str] | None = field(default=None)
     _own: frozenset[str] = field(default_factory=frozenset)
     _open: str | None = None
@@ -106,8 +113,8 @@ class LineCleaner:
     pour ale."): the rest of that sentence goes with it."""
 
     def __post_init__(self) -> None:
-        self._said = {" ".join(words_of(line)) for line in self.context.earlier}
-        self._said.discard("")
+        for line in self.context.earlier:
+            self._remember(line)
         self._own = frozenset(n.strip().lower() for n in self.context.own if n.strip())
         names = sorted(
             {n.strip() for n in [*self.context.speakers, *self.context.own] if n.strip()},
@@ -156,12 +163,20 @@ class LineCleaner:
         text = tidy(text)
         if not re.search(r"[A-Za-z0-9]", text):
             return ""
-        self._said.add(" ".join(words_of(text)))
+        self._remember(text)
         return text
 
     def remember(self, line: str) -> None:
         """A line said this turn without cleaning (the table's own): never said again."""
-        self._said.add(" ".join(words_of(line)))
+        self._remember(line)
+
+    def _remember(self, line: str) -> None:
+        words = words_of(line)
+        if words:
+            self._said.add(" ".join(words))
+            self._said_runs.update(
+                tuple(words[i : i + REPEAT_RUN]) for i in range(len(words) - REPEAT_RUN + 1)
+            )
 
     def count(self, kind: str, times: int = 1) -> None:
         """Count a repair made outside the cleaner (a regenerated answer, the fallback line)."""
@@ -331,8 +346,20 @@ class LineCleaner:
         return text
 
     def _repeat(self, text: str) -> str:
-        key = " ".join(words_of(text))
-        if len(key.split()) >= 3 and key in self._said:
+        """A sentence already said at the table, whole or mostly in long runs of its words
+        ("Mara, I'm glad you're enjoying the catch today." after another NPC's "I'm glad
+        you're enjoying the catch today, Jeb."), is not said again."""
+        words = words_of(text)
+        if len(words) < 3:
+            return text
+        copied = " ".join(words) in self._said
+        if not copied and len(words) >= REPEAT_RUN:
+            covered = [False] * len(words)
+            for i in range(len(words) - REPEAT_RUN + 1):
+                if tuple(words[i : i + REPEAT_RUN]) in self._said_runs:
+                    covered[i : i + REPEAT_RUN] = [True] * REPEAT_RUN
+            copied = sum(covered) >= REPEAT_SHARE * len(words)
+        if copied:
             self.repairs["repeat"] += 1
             return ""
         return text

@@ -31,6 +31,8 @@ __all__ = [
     "NESTED_LABEL",
     "NUMBER",
     "OPENERS",
+    "REPEAT_RUN",
+    "REPEAT_SHARE",
     "ROLE_LABEL",
     "SCAFFOLDING",
     "SENTENCE_END",
@@ -52,6 +54,10 @@ _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 ECHO_RUN = 4
 #: A piece whose words are this much an echo is dropped whole rather than cut.
 ECHO_SHARE = 0.4
+#: Consecutive words of a line already said at the table that make a piece a copy of it.
+REPEAT_RUN = 5
+#: A piece whose words are this much copied from lines already said is not said again.
+REPEAT_SHARE = 0.6
 #: A repaired piece needs this many words left to be worth saying.
 MIN_KEPT_WORDS = 2
 

@@ -196,7 +196,7 @@ def judge(answer: Answer, template: set[tuple[str, ...]], speakers: Sequence[str
     broken = _BROKEN.search(spoken) is not None
     markup = _MARKUP.search(spoken) is not None or any(_emoji(ch) for ch in spoken)
     budget = answer.budget_words
-    over = budget is not None and len(spoken.split()) > budget
+    over = budget is not None and len(words) > budget  # spoken words: a dash is none
     rolled = _rolled(answer) if line.kind == "roll" else None
     if line.kind == "no_roll":
         rolled = not any(name == "roll" for name, _, _ in answer.tools)

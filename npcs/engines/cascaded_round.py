@@ -132,7 +132,7 @@ def turn_speech(
         speakers=[name for name in names if name not in own],
         own=own,
         earlier=[
-            *(line.text for line in request.scene if line.npc == npc.name),
+            *(line.text for line in request.scene if line.npc is not None),
             *([prefix] if prefix else []),
         ],
         emotes=npc.emotes,

@@ -90,7 +90,7 @@ class SentenceCascadeEngine:
                 heard=request.text,
                 speakers=[n for n in speaker_names(request) if n not in npc.names()],
                 own=npc.names(),
-                earlier=[line.text for line in request.scene if line.npc == npc.name],
+                earlier=[line.text for line in request.scene if line.npc is not None],
                 emotes=npc.emotes,
             )
         )

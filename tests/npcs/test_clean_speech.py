@@ -16,7 +16,11 @@ TABLE = SpeechContext(
     heard="How much for the chain shirt?",
     speakers=["Arin", "Tobble", "Greymantle", "Vinnie"],
     own=["Bartok", "Bart"],
-    earlier=["Welcome to the Rusty Flagon!"],
+    earlier=[
+        "Welcome to the Rusty Flagon!",
+        # another NPC's line: small models copy the last thing said at the table
+        "I'm glad you're enjoying the catch today, Jeb. The catch is a bit of a challenge.",
+    ],
 )
 
 REPAIRED = [
@@ -40,7 +44,17 @@ REPAIRED = [
     ("(laughs) That'll be five gold.", "That'll be five gold.", "stage direction"),
     ("[grins] Fifty gold for the shirt.", "Fifty gold for the shirt.", "stage direction"),
     ("Welcome to the Rusty Flagon!", "", "repeat"),
+    ("Mara, I'm glad you're enjoying the catch today.", "", "repeat"),
+    ("The catch is a bit of a challenge, but I'll try again.", "", "repeat"),
 ]
+
+
+def test_a_line_sharing_a_few_words_with_earlier_ones_is_still_said() -> None:
+    cleaner = LineCleaner(TABLE)
+    line = "The catch today? Ask the fishmonger, I only pour the ale."
+    assert cleaner.clean(line) == line
+    assert cleaner.clean(line) == ""  # but never twice in one answer
+    assert dict(cleaner.summary()) == {"repeat": 1}
 
 
 @pytest.mark.parametrize(("written", "spoken", "repair"), REPAIRED)
