@@ -19,6 +19,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from campaigns.cores import cpu_quota_cores
+
 __all__ = [
     "Machine",
     "Reference",
@@ -124,21 +126,11 @@ def _cpu_flags() -> tuple[str, ...]:
     return ()
 
 
-def _cpu_quota() -> float | None:
-    """The cgroup v2 CPU limit in cores (``cpu.max`` of this process's cgroup), if any."""
-    try:
-        group = Path("/proc/self/cgroup").read_text().strip().split("::", 1)[-1]
-        limit, period = (Path("/sys/fs/cgroup") / group.lstrip("/") / "cpu.max").read_text().split()
-    except (OSError, ValueError):
-        return None
-    return None if limit == "max" else int(limit) / int(period)
-
-
 def describe_machine() -> Machine:
     """This machine, read from /proc (and the platform module where there is no /proc)."""
     arch = platform.machine().lower()
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return Machine(_cpu_model(arch), int(cores or 1), arch, _cpu_flags(), _cpu_quota())
+    return Machine(_cpu_model(arch), int(cores or 1), arch, _cpu_flags(), cpu_quota_cores())
 
 
 def python_loop_seconds() -> tuple[float, float]:

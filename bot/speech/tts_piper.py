@@ -14,6 +14,7 @@ from pathlib import Path
 
 from bot.speech.threaded import iterate_in_thread
 from campaigns.basics import AudioChunk, GlyphoxaError
+from campaigns.cores import usable_cores
 from npcs.schema import VoiceSettings
 from npcs.voices import resolve_piper_model
 
@@ -35,7 +36,9 @@ def default_piper_model() -> Path:
 
 def _load_voice(path: Path):  # type: ignore[no-untyped-def]
     """``PiperVoice.load`` with threads that sleep when idle: onnxruntime's default spinning
-    pool keeps a core busy after each sentence, the core the LLM and Whisper need next."""
+    pool keeps a core busy after each sentence, the core the LLM and Whisper need next. Its
+    pool is sized by the cores this process may use: onnxruntime's default counts the host's,
+    which in a container or under a CPU pin is many threads taking turns on a few cores."""
     import json
 
     import onnxruntime
@@ -48,6 +51,7 @@ def _load_voice(path: Path):  # type: ignore[no-untyped-def]
     options = onnxruntime.SessionOptions()
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     options.add_session_config_entry("session.inter_op.allow_spinning", "0")
+    options.intra_op_num_threads = usable_cores()
     session = onnxruntime.InferenceSession(
         str(path), sess_options=options, providers=["CPUExecutionProvider"]
     )

@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 from campaigns.basics import GlyphoxaError
+from campaigns.cores import usable_cores
 from npcs.inference.model import bundled_smollm2_gguf, smollm2_copy_path
 from npcs.inference.probe import describe_exit
 
@@ -73,7 +74,7 @@ def _child(source: str, target: str) -> int:
     params = llama_cpp.llama_model_quantize_default_params()
     params.ftype = _Q8_0
     params.allow_requantize = True
-    params.nthread = min(4, os.cpu_count() or 1)
+    params.nthread = min(4, usable_cores())
     return int(
         llama_cpp.llama_model_quantize(source.encode(), target.encode(), ctypes.byref(params))
     )

@@ -26,6 +26,7 @@ from pathlib import Path
 import httpx
 
 from campaigns.basics import GlyphoxaError
+from campaigns.cores import usable_cores
 from npcs.inference.model import find_smollm2_gguf, llama_cpp_available
 from npcs.inference.probe import REBUILD_HINT, describe_exit
 
@@ -186,7 +187,7 @@ class LocalLlmServer:
 
     def _command(self) -> list[str]:
         assert self.model_path is not None
-        threads = self.n_threads or max(1, min(4, os.cpu_count() or 1))
+        threads = self.n_threads or min(4, usable_cores())
         command = [
             sys.executable,
             "-m",
