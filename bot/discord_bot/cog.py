@@ -129,21 +129,16 @@ class TableCog(CharacterCommands):
         """NPCs, tier overrides, recent latency and receive health."""
         table = self._table(interaction)
         status = table.session.status()
-        lines = [f"Campaign **{status['campaign']}**, {status['turns']} turns"]
-        for name, npc in status["npcs"].items():
-            flags = [f"budget {npc['budget_tier']}"]
-            if npc["override"]:
-                flags.append(f"override {npc['override']}")
-            if npc["muted"]:
-                flags.append("muted")
-            if npc.get("direction"):  # the DM's eyes only: the words stay out of it
-                flags.append(f"directed ({npc['direction']})")
-            if npc["speaking"]:
+        lines = [f"Campaign **{status.campaign}**, {status.turns} turns"]
+        for name, npc in status.npcs.items():
+            flags = [f"budget {npc.budget_tier}"]
+            flags += [badge.text for badge in npc.badges]  # the DM's orders, never their words
+            if npc.speaking:
                 flags.append("speaking")
-            if npc.get("last_tier"):
-                flags.append(f"last turn {npc['last_tier']} ({npc['last_tier_reason']})")
+            if npc.last_tier:
+                flags.append(f"last turn {npc.last_tier} ({npc.last_tier_reason})")
             lines.append(f"- {name}: {', '.join(flags)}")
-        recent = status.get("recent_voice_to_voice_ms") or []
+        recent = status.recent_voice_to_voice_ms
         if recent:
             lines.append(f"Voice-to-voice (last {len(recent)}): {_ms_summary(recent)}")
         if table.voice is not None:

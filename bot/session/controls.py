@@ -13,8 +13,8 @@ import time
 from collections.abc import Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING
 
-from bot.session.dm_orders import Direction, DmOrders
 from bot.session.events import DmAction, TurnQueued
+from bot.session.seats import Direction, TableSeats
 from campaigns.basics import GlyphoxaError, Tier
 
 if TYPE_CHECKING:
@@ -37,7 +37,7 @@ class DmControls:
         campaign: the NPCs the controls name (found by name or alias).
         tiers: the tier selector whose overrides the DM sets.
         turns: the NPC turn queues that mute and stop cut.
-        orders: the mutes and directions the controls change and answers obey.
+        seats: the NPCs at the table, whose mutes and directions the controls change.
         reactions: the pending reaction a mute or a stop drops with the answers.
         events: where each control is told (``DmAction``) and a puppeted line shown queued.
         new_trace: numbers the turns ``say`` queues.
@@ -50,7 +50,7 @@ class DmControls:
         campaign: Campaign,
         tiers: TierSelector,
         turns: NpcQueues,
-        orders: DmOrders,
+        seats: TableSeats,
         reactions: ReactionDropper,
         events: EventSink,
         new_trace: TraceMaker,
@@ -59,7 +59,7 @@ class DmControls:
         self._campaign = campaign
         self._tiers = tiers
         self._turns = turns
-        self.orders = orders
+        self.seats = seats
         self._reactions = reactions
         self._events = events
         self._new_trace = new_trace
@@ -96,11 +96,11 @@ class DmControls:
     def mute(self, npc: str | None = None, *, heard: str | None = None) -> None:
         """Silence one NPC (or all): cut what it is saying and drop its queued turns."""
         if npc is None or npc.lower() == "all":
-            self.orders.all_muted = True
+            self.seats.all_muted = True
             targets = self._turns.names()
         else:
             name = self.npc_name(npc)
-            self.orders.muted.add(name)
+            self.seats.seat(name).muted = True
             targets = [name]
         self._reactions.drop(f"the DM muted {npc or 'all'}")
         for name in targets:
@@ -110,15 +110,16 @@ class DmControls:
     def unmute(self, npc: str | None = None, *, heard: str | None = None) -> None:
         """Let one NPC (or all) answer again."""
         if npc is None or npc.lower() == "all":
-            self.orders.all_muted = False
-            self.orders.muted.clear()
+            self.seats.all_muted = False
+            for seat in self.seats:
+                seat.muted = False
         else:
-            self.orders.muted.discard(self.npc_name(npc))
+            self.seats.seat(self.npc_name(npc)).muted = False
         self._dm("unmute", npc or "all", heard)
 
     def is_muted(self, npc: str) -> bool:
         """``npc`` answers nothing (muted by name, or every NPC is)."""
-        return self.orders.is_muted(npc)
+        return self.seats.is_muted(npc)
 
     def say(self, npc: str, text: str) -> None:
         """DM puppeting: ``npc`` speaks ``text`` verbatim in its voice (queued like a turn)."""
@@ -158,7 +159,7 @@ class DmControls:
                 f"not {turns}"
             )
         direction = Direction(text, turns)
-        self.orders.directions[name] = direction
+        self.seats.seat(name).direction = direction
         how = " by voice" if heard else ""
         self._dm("direct", f"{name}: a private direction{how}, {direction.describe()}")
         return direction
@@ -166,14 +167,16 @@ class DmControls:
     def clear_direction(self, npc: str, *, heard: str | None = None) -> bool:
         """Drop ``npc``'s private direction; False when it had none."""
         name = self.npc_name(npc)
-        if self.orders.directions.pop(name, None) is None:
+        seat = self.seats.seat(name)
+        if seat.direction is None:
             return False
+        seat.direction = None
         self._dm("direct", f"{name}: direction cleared{' by voice' if heard else ''}")
         return True
 
     def take_direction(self, npc: str) -> str | None:
         """The direction for the turn ``npc`` is about to answer; counts one of its turns."""
-        return self.orders.take_direction(npc)
+        return self.seats.brief(npc, take=True)
 
     async def reload_npcs(self) -> list[str]:
         """Apply NPC file edits now (the same path as hot reload); returns change summaries."""

@@ -86,7 +86,7 @@ class Router:
         scheduler: orders the table's CPU work (a speculation's voice).
         engines: the engine that answers for an NPC (None: it only speaks lines).
         tts: voices a speculative answer ahead.
-        orders: the DM's mutes and directions.
+        seats: the NPCs at the table: the DM's mutes and directions.
         dm: who the DM is, their private words and voice commands.
         events: where routing is told and shown.
         new_trace: numbers each queued turn.
@@ -113,7 +113,7 @@ class Router:
         scheduler: CpuScheduler,
         engines: Callable[[NpcDefinition], Engine | None],
         tts: TimedTts,
-        orders: NpcGate,
+        seats: NpcGate,
         dm: DmVoice,
         events: EventSink,
         new_trace: TraceMaker,
@@ -136,7 +136,7 @@ class Router:
         self._scheduler = scheduler
         self._engines = engines
         self._tts = tts
-        self._orders = orders
+        self._seats = seats
         self._dm = dm
         self._events = events
         self._new_trace = new_trace
@@ -260,7 +260,7 @@ class Router:
         self._scene.add(SceneLine(speaker.name, text, None, now))
         decision = self._addressing.detect(speaker.name, text, now, is_dm=self._dm.is_dm(speaker))
         self._entities.prefetch(text)
-        known, muted = self._campaign.npcs, self._orders.is_muted
+        known, muted = self._campaign.npcs, self._seats.is_muted
         names = [n for n in decision.npcs if n in known and not muted(n)]
         unheard, speaker.unheard = speaker.unheard, None
         if self._named_again(speaker, text, names, speech_start):
@@ -280,15 +280,16 @@ class Router:
             npc = self._campaign.npcs[name]
             tier = self._tiers.select(text, npc=npc, queue_depth=self._turns.depth(), now=now)
             self._tiers.commit(tier, npc=name, now=now)
-            direction = self._orders.take_direction(name) if decision.puppet_text is None else None
+            puppet = decision.puppet_text is not None
+            direction = None if puppet else self._seats.brief(name, take=True)
             adopted = None
             if (
-                direction is None
-                and spec is not None
+                spec is not None
+                and spec.brief == direction
                 and spec.npc == name
                 and spec.tier == tier.tier
                 and spec.key == normalize(text)
-                and decision.puppet_text is None
+                and not puppet
             ):
                 adopted, spec = spec, None
                 adopted.adopt()
@@ -351,7 +352,7 @@ class Router:
         if self._dm.is_dm(speaker):
             return None
         decision = self._addressing.detect(speaker.name, text, now, record=False)
-        if len(decision.npcs) != 1 or self._orders.is_muted(decision.npcs[0]):
+        if len(decision.npcs) != 1 or self._seats.is_muted(decision.npcs[0]):
             return None
         return self._campaign.npcs.get(decision.npcs[0])
 
@@ -375,7 +376,7 @@ class Router:
         if npc is None:
             return
         name = npc.name
-        if self._turns.npc_busy(name) or self._orders.has_direction(name):
+        if self._turns.npc_busy(name) or self._seats.has_direction(name):
             return  # answers keep their order; a directed answer waits for its final
         engine = self._engines(npc)
         if engine is None:
@@ -392,6 +393,7 @@ class Router:
             tier.tier,
             snapshot=partial(self._entities.snapshot, text, exclude=name),
             scheduler=self._scheduler,
+            brief=self._seats.brief(name, take=False),
         )
         speaker.speculation = spec.start(engine, npc, self._scene_for(speaker.name), tts=self._tts)
         if spec.task is not None:

@@ -38,7 +38,7 @@ class TraceMaker(Protocol):
 
 
 class NpcGate(Protocol):
-    """What the DM has ordered that every answer obeys: mutes and private directions."""
+    """What the DM has ordered that every answer obeys (the NPCs' seats, ``TableSeats``)."""
 
     def is_muted(self, npc: str) -> bool:
         """``npc`` (or every NPC) is muted: it answers nothing."""
@@ -48,8 +48,9 @@ class NpcGate(Protocol):
         """``npc`` has a private direction waiting for its next answer."""
         ...
 
-    def take_direction(self, npc: str) -> str | None:
-        """The direction for the turn ``npc`` is about to answer; counts one of its turns."""
+    def brief(self, npc: str, *, take: bool) -> str | None:
+        """What the DM asks of ``npc``'s next answer, for its prompt; ``take``: the answer
+        starts now (it counts one turn of a direction), else a look ahead."""
         ...
 
     def give_back(self, npc: str) -> None:

@@ -27,7 +27,6 @@ from bot.session.alerts import TroubleDesk
 from bot.session.bus import SessionEvents, TurnNumbers
 from bot.session.characters import Binding, CharacterControls, CharacterRoster
 from bot.session.controls import DmControls
-from bot.session.dm_orders import DmOrders
 from bot.session.entities import EntityLookup
 from bot.session.follow_up import AnswerFollowUp
 from bot.session.npc_queue import NpcQueues
@@ -37,8 +36,9 @@ from bot.session.reactions import Reactions
 from bot.session.recorder import TranscriptRecorder
 from bot.session.routing import Router
 from bot.session.scene_log import SceneLog
+from bot.session.seats import TableSeats
 from bot.session.speakers import Speaker, SpeakerLanes
-from bot.session.status import table_status
+from bot.session.status import TableStatus, table_status
 from bot.session.timing import TimedTts
 from bot.session.trace import TurnTrace
 from bot.session.turns import NpcTurn
@@ -145,8 +145,8 @@ class TableSession:
         voices = tts if isinstance(tts, VoiceRouter) else None
         if voices is not None:  # a voice that breaks mid-table is told to the DM
             voices.on_fallback = self.trouble.voice_failed
-        self.orders = DmOrders()
-        """The DM's mutes and private directions, which every answer obeys."""
+        self.seats = TableSeats()
+        """Each NPC at the table: the DM's orders for it (mute, direction), its turn queue."""
         self.lanes = SpeakerLanes(
             stt=stt,
             config=config.speech,
@@ -159,6 +159,7 @@ class TableSession:
             turn_model=turn_model,
         )
         self.turns = NpcQueues(
+            seats=self.seats,
             mixer=self.mixer,
             campaign=campaign,
             engines=engines,
@@ -177,7 +178,7 @@ class TableSession:
             turns=self.turns,
             lanes=self.lanes,
             engines=engines,
-            orders=self.orders,
+            seats=self.seats,
             events=self.events,
             new_trace=new_trace,
         )
@@ -193,7 +194,7 @@ class TableSession:
             campaign=campaign,
             tiers=self.tiers,
             turns=self.turns,
-            orders=self.orders,
+            seats=self.seats,
             reactions=self.reactions,
             events=self.events,
             new_trace=new_trace,
@@ -225,7 +226,7 @@ class TableSession:
             scheduler=self.scheduler,
             engines=engines,
             tts=tts_timed,
-            orders=self.orders,
+            seats=self.seats,
             dm=self.voice,
             events=self.events,
             new_trace=new_trace,
@@ -341,7 +342,7 @@ class TableSession:
             await asyncio.sleep(poll_s)
         return True
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> TableStatus:
         """A snapshot for the DM: NPCs, speakers, overrides, recent latency."""
         return table_status(self)
 

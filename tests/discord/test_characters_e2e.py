@@ -92,14 +92,14 @@ async def test_campaign_yaml_and_iam_name_the_players_lane(
             voice.send(PLAYER, quiet)
         session = sessions[0]
         # campaign.yaml names the lane from its first frame; Discord's name stays beside it
-        await _eventually(lambda: "Arin Duskwalker" in session.status()["speakers"])
-        assert session.status()["speakers"]["Arin Duskwalker"]["display_name"] == "Aria"
+        await _eventually(lambda: "Arin Duskwalker" in session.status().speakers)
+        assert session.status().speakers["Arin Duskwalker"].display_name == "Aria"
 
         iam = [{"name": "character", "type": 3, "value": "Arin"}]
         await local.dispatch("INTERACTION_CREATE", _interaction(PLAYER, "iam", iam, 2))
         reply = await api.wait_for_call(lambda c: "plays **Arin**" in str(c[2]))
         assert reply[2]["data"]["content"] == "Aria plays **Arin**."
-        assert list(session.status()["speakers"]) == ["Arin"]  # the open lane, renamed
+        assert list(session.status().speakers) == ["Arin"]  # the open lane, renamed
         stored = await memory.character_bindings(session.campaign.name)
         assert [(b.user_id, b.character) for b in stored] == [(str(PLAYER), "Arin")]
     finally:

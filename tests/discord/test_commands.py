@@ -484,11 +484,11 @@ async def test_direct_steers_an_npc_privately_for_the_dm_only(
         )  # fmt: skip
         assert reply["flags"] & 64
         assert reply["content"].startswith("Bartok follows your direction privately, 2 turns.")
-        assert table_session.orders.directions["Bartok"].text == secret
-        assert table_session.status()["npcs"]["Bartok"]["direction"] == "2 turns"
+        assert table_session.seats.seat("Bartok").direction.text == secret
+        assert table_session.status().npcs["Bartok"].direction == "2 turns"
         reply = await harness.run(interaction("session", sub("status"), **dm))
         (bartok,) = [line for line in reply["content"].splitlines() if "- Bartok:" in line]
-        assert bartok.endswith("directed (2 turns)")
+        assert bartok.endswith("directed, 2 turns left")
         assert "thief" not in reply["content"]
         assert [table_session.controls.take_direction("Bartok") for _ in range(3)] == [
             secret,
@@ -503,13 +503,13 @@ async def test_direct_steers_an_npc_privately_for_the_dm_only(
             interaction("direct", [opt("npc", "Greymantle"), opt("text", "Clear")], **dm)
         )
         assert reply["content"] == "Greymantle's direction cleared." and reply["flags"] & 64
-        assert "Greymantle" not in table_session.orders.directions
+        assert not table_session.seats.has_direction("Greymantle")
 
         reply = await harness.run(
             interaction("direct", [opt("npc", "Bartok"), opt("text", "Lie.")], member=PLAYER)
         )
         assert reply["content"] == REFUSAL and reply["flags"] & 64
-        assert "Bartok" not in table_session.orders.directions
+        assert not table_session.seats.has_direction("Bartok")
         reply = await harness.run(
             interaction("direct", [opt("npc", "Nobody"), opt("text", "x")], **dm)
         )

@@ -124,7 +124,7 @@ async def test_session_start_hears_players_and_plays_the_mixer(
             voice.send(PLAYER, b"\xf8\xff\xfe")  # silence: no STT work needed
             voice.send(PLAYER, quiet)
         session = sessions[0]
-        await _eventually(lambda: "Aria" in session.status()["speakers"])
+        await _eventually(lambda: "Aria" in session.status().speakers)
         # The first frames opened the lane on the loop; from now on the socket thread hears them.
         for _ in range(5):
             voice.send(PLAYER, quiet)

@@ -61,10 +61,7 @@ async def test_a_dm_tier_command_takes_effect_for_the_next_turn_and_a_players_do
     assert turn.trace.tier_reason == "DEEP phrase 'take your time'"
     assert driver.of_type(DmAction) == []
     turn = await answered(table, "Tobble", "Greymantle, and the rain?")
-    assert (
-        turn.trace.tier == "fast"
-        and table.session.status()["npcs"]["Greymantle"]["override"] is None
-    )
+    assert turn.trace.tier == "fast" and table.session.status().npcs["Greymantle"].override is None
     # The DM's words: a command, acknowledged with a chime, answered by nobody.
     tick = len(driver.peaks)
     turns_before = len(table.engine.requests)
@@ -81,8 +78,8 @@ async def test_a_dm_tier_command_takes_effect_for_the_next_turn_and_a_players_do
     turn = await answered(table, "Tobble", "Greymantle, and the rain?")
     assert table.engine.requests[-1].tier is Tier.DEEP
     assert turn.trace.tier_reason.startswith("DM override deep for Greymantle")
-    status = table.session.status()["npcs"]["Greymantle"]
-    assert status["last_tier"] == "deep" and status["override"].startswith("DM override deep")
+    status = table.session.status().npcs["Greymantle"]
+    assert status.last_tier == "deep" and (status.override or "").startswith("DM override deep")
     turn = await answered(table, "Arin", "Bartok, another ale.")
     assert turn.trace.tier in {"fast", "standard"} and not turn.trace.tier_reason.startswith("DM")
     # The transcript in campaign memory keeps the DM's words.

@@ -203,7 +203,7 @@ async def test_a_name_said_over_the_start_of_the_answer_gets_the_line_answered_w
 async def test_dm_mute_unmute_say_and_status(table: Table) -> None:
     session, driver = table.session, table.driver
     session.controls.mute("bart")  # aliases work
-    assert session.status()["npcs"]["Bartok"]["muted"]
+    assert session.status().npcs["Bartok"].muted
     driver.say("Arin", "Bartok, a drink please.")
     await driver.run_until(lambda: len(driver.of_type(Routed)) == 1)
     assert driver.of_type(Routed)[0].npcs == () and driver.of_type(Routed)[0].reason == "muted"
@@ -215,8 +215,9 @@ async def test_dm_mute_unmute_say_and_status(table: Table) -> None:
     with pytest.raises(GlyphoxaError, match="no NPC named"):
         session.controls.mute("Nobody")
     status = session.status()
-    assert status["turns"] == 1 and set(status["npcs"]) >= {"Bartok", "Greymantle"}
-    assert status["session_id"]
+    assert status.turns == 1 and set(status.npcs) >= {"Bartok", "Greymantle"}
+    assert status.session_id
+    assert status.as_json()["npcs"]["Bartok"]["muted"] is False  # unmuted; plain data too
 
 
 async def test_mute_cuts_a_speaking_npc(table: Table) -> None:

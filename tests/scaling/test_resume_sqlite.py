@@ -109,7 +109,9 @@ async def test_a_restarted_bot_resumes_its_table_from_sqlite(
         bot, runner = await run_bot()
         assert "Session started" in await command("session", sub("start"))
         assert "Muted" in await command("npc", sub("mute", name="Captain Vessa"))
-        await _until_saved(registry, lambda state: state.get("muted") == ["Captain Vessa"])
+        await _until_saved(
+            registry, lambda state: state.get("seats", {}).get("Captain Vessa", {}).get("muted")
+        )
         await bot.close()  # as on SIGTERM: the table stops, its row stays
         await asyncio.wait_for(runner, timeout=10)
         assert voice_states[-1]["channel_id"] is None  # it left voice
