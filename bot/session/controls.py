@@ -3,7 +3,10 @@ private directions, reload.
 
 The Discord cog, the DM's console, DM voice commands and rehearsal all steer through one
 object (``TableSession.controls``), so a control means the same wherever it is given, and each
-is told to the table as a ``DmAction``.
+is told to the table as a ``DmAction``. A DM voice command (``obey``) and a console form that
+gives an NPC words (``apply_text``) reach the same controls here, so a new per-NPC control is
+one method of this class, one field of the NPC's seat (``bot.session.seats``) and its words in
+each front end.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ if TYPE_CHECKING:
     from bot.session.npc_queue import NpcQueues
     from bot.session.seams import EventSink, ReactionDropper, TraceMaker
     from npcs.campaign import Campaign
+    from npcs.dm_voice import DmVoiceCommand
     from npcs.tier_selector import TierSelector
 
 __all__ = ["MAX_DIRECTION_CHARS", "MAX_DIRECTION_TURNS", "DmControls"]
@@ -177,6 +181,33 @@ class DmControls:
     def take_direction(self, npc: str) -> str | None:
         """The direction for the turn ``npc`` is about to answer; counts one of its turns."""
         return self.seats.brief(npc, take=True)
+
+    def obey(self, command: DmVoiceCommand, *, heard: str, override_minutes: float) -> None:
+        """Apply a DM voice command (``npcs.dm_voice``) as the control it names; ``heard``: the
+        DM's words, for the transcript (a private direction's never); a tier override lasts
+        ``override_minutes``. GlyphoxaError: it names an NPC the table no longer has."""
+        npc = command.npc
+        if command.action == "direct" and npc is not None:
+            self.direct(npc, command.direction or "", None, heard="voice")
+        elif command.action == "tier":
+            duration = None if command.tier is None else override_minutes * 60.0
+            self.set_tier_override(command.tier, npc=npc, duration_s=duration, heard=heard)
+        elif command.action == "mute":
+            self.mute(npc, heard=heard)
+        elif command.action == "unmute":
+            self.unmute(npc, heard=heard)
+        elif command.action == "stop":
+            self.stop_speaking(npc, heard=heard)
+        else:
+            raise GlyphoxaError(f"no control for the voice command {command.describe()!r}")
+
+    def apply_text(self, action: str, npc: str, text: str) -> str:
+        """A per-NPC control given as words (the console's forms post them): apply it and say
+        what was done, as the DM reads it. GlyphoxaError: an unknown control or bad words."""
+        if action == "say":
+            self.say(npc, text)
+            return f"{self.npc_name(npc)} will say it."
+        raise GlyphoxaError(f"unknown control {action!r}")
 
     async def reload_npcs(self) -> list[str]:
         """Apply NPC file edits now (the same path as hot reload); returns change summaries."""

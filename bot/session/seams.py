@@ -67,29 +67,8 @@ class ReactionDropper(Protocol):
 class Steering(Protocol):
     """The DM controls a voice command applies (``DmControls``)."""
 
-    def set_tier_override(
-        self,
-        tier: Tier | str | None,
-        npc: str | None = None,
-        duration_s: float | None = None,
-        *,
-        heard: str | None = None,
-    ) -> None:
-        """Force a tier for one NPC or all."""
-
-    def mute(self, npc: str | None = None, *, heard: str | None = None) -> None:
-        """Silence one NPC or all."""
-
-    def unmute(self, npc: str | None = None, *, heard: str | None = None) -> None:
-        """Let one NPC or all speak again."""
-
-    def stop_speaking(self, npc: str | None = None, *, heard: str | None = None) -> None:
-        """Cut what one NPC or all are saying."""
-
-    def direct(
-        self, npc: str, text: str, turns: int | None = 1, *, heard: str | None = None
-    ) -> object:
-        """Give ``npc`` a private direction."""
+    def obey(self, command: DmVoiceCommand, *, heard: str, override_minutes: float) -> None:
+        """Apply ``command`` as the control it names (GlyphoxaError: it cannot be)."""
 
 
 class DmVoice(Protocol):
