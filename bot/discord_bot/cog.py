@@ -28,7 +28,7 @@ from bot.discord_bot.messages import (
 from bot.discord_bot.permissions import dm_only, dm_rule_of, is_dungeon_master
 from bot.discord_bot.runtime import TableRuntime
 from bot.discord_setup.needs import VOICE_PERMISSIONS, lacking
-from bot.session.controls import MAX_DIRECTION_CHARS, MAX_DIRECTION_TURNS
+from bot.session.controls import MAX_DIRECTION_CHARS, MAX_DIRECTION_TURNS, MAX_MOOD_CHARS
 from bot.session.spend import cost_lines
 from campaigns.basics import GlyphoxaError, Tier
 from tools.builtin.dice_engine import roll_expression
@@ -220,6 +220,27 @@ class TableCog(CharacterCommands):
         """Speak a line in an NPC's voice."""
         self._table(interaction).session.controls.say(name, text)
         await reply_privately(interaction, f"{name} will say it.")
+
+    @npc_group.command(name="mood")
+    @app_commands.describe(
+        name="NPC name, or all", mood='e.g. grumpy, or "suspicious of the elves"; "clear" drops it'
+    )
+    @dm_only()
+    async def npc_mood(
+        self,
+        interaction: discord.Interaction,
+        name: str,
+        mood: app_commands.Range[str, 1, MAX_MOOD_CHARS],
+    ) -> None:
+        """Set an NPC's mood: every answer it gives shows it, until you clear it."""
+        session = self._table(interaction).session
+        found = session.campaign.find_npc(name)
+        who = "Every NPC" if name.lower() == "all" else found.name if found else name
+        now = session.controls.set_mood(name, mood)
+        if now is None:
+            await reply_privately(interaction, f"{who}: back to their usual self.")
+            return
+        await reply_privately(interaction, f"{who}: {now}, until `/npc mood {name} clear`.")
 
     @app_commands.command(name="direct")
     @app_commands.describe(

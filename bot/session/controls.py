@@ -1,5 +1,5 @@
 """``DmControls``: what the DM steers while the table runs: tier overrides, mute, puppeting,
-private directions, reload.
+private directions, moods, reload.
 
 The Discord cog, the DM's console, DM voice commands and rehearsal all steer through one
 object (``TableSession.controls``), so a control means the same wherever it is given, and each
@@ -27,11 +27,15 @@ if TYPE_CHECKING:
     from npcs.dm_voice import DmVoiceCommand
     from npcs.tier_selector import TierSelector
 
-__all__ = ["MAX_DIRECTION_CHARS", "MAX_DIRECTION_TURNS", "DmControls"]
+__all__ = ["MAX_DIRECTION_CHARS", "MAX_DIRECTION_TURNS", "MAX_MOOD_CHARS", "DmControls"]
 
 #: The most turns one private direction may last, and the longest direction (characters).
 MAX_DIRECTION_TURNS = 20
 MAX_DIRECTION_CHARS = 600
+#: The longest mood ("suspicious of the elves, and tired"), in characters.
+MAX_MOOD_CHARS = 80
+#: What the DM gives as a mood to clear it.
+_NO_MOOD = frozenset({"", "clear", "none", "normal", "off", "usual"})
 
 
 class DmControls:
@@ -178,8 +182,28 @@ class DmControls:
         self._dm("direct", f"{name}: direction cleared{' by voice' if heard else ''}")
         return True
 
+    def set_mood(self, npc: str | None, mood: str, *, heard: str | None = None) -> str | None:
+        """Set the mood of ``npc`` (None or "all": every NPC), such as "grumpy" or "suspicious
+        of the elves": each of its answers is told it until the DM changes or clears it (empty,
+        "clear", "none" or "normal"), and a resumed table keeps it. Returns the mood set (None:
+        cleared). ``heard``: the DM voice command it came from."""
+        everyone = npc is None or npc.lower() == "all"
+        names = list(self._campaign.npcs) if everyone else [self.npc_name(npc or "")]
+        mood = " ".join(mood.split()).strip(" .!")
+        if mood.lower() in _NO_MOOD:
+            mood = ""
+        if len(mood) > MAX_MOOD_CHARS:
+            raise GlyphoxaError(
+                f"a mood is at most {MAX_MOOD_CHARS} characters ({len(mood)} given)"
+            )
+        for name in names:
+            self.seats.seat(name).mood = mood or None
+        self._dm("mood", f"{'all NPCs' if everyone else names[0]}: {mood or 'cleared'}", heard)
+        return mood or None
+
     def take_direction(self, npc: str) -> str | None:
-        """The direction for the turn ``npc`` is about to answer; counts one of its turns."""
+        """What the DM asks of the turn ``npc`` is about to answer (its mood, its direction);
+        counts one of the direction's turns."""
         return self.seats.brief(npc, take=True)
 
     def obey(self, command: DmVoiceCommand, *, heard: str, override_minutes: float) -> None:
@@ -198,6 +222,8 @@ class DmControls:
             self.unmute(npc, heard=heard)
         elif command.action == "stop":
             self.stop_speaking(npc, heard=heard)
+        elif command.action == "mood":
+            self.set_mood(npc, command.mood, heard=heard)
         else:
             raise GlyphoxaError(f"no control for the voice command {command.describe()!r}")
 
@@ -207,6 +233,10 @@ class DmControls:
         if action == "say":
             self.say(npc, text)
             return f"{self.npc_name(npc)} will say it."
+        if action == "mood":
+            mood = self.set_mood(npc, text)
+            name = self.npc_name(npc)
+            return f"{name} is {mood} now." if mood else f"{name} is back to their usual self."
         raise GlyphoxaError(f"unknown control {action!r}")
 
     async def reload_npcs(self) -> list[str]:

@@ -1,8 +1,8 @@
 """``NpcSeat``: everything one table knows about one NPC during a session, in one object.
 
-A seat holds what the DM has ordered for the NPC (muted, a private direction and the turn of
-it the last answer took), its turn queue (the queued turns, the worker that plays them, the turn
-it is on) and says what the DM sees of it (``status``), what its next answer is told
+A seat holds what the DM has ordered for the NPC (muted, a mood, a private direction and the
+turn of it the last answer took), its turn queue (the queued turns, the worker that plays them,
+the turn it is on) and says what the DM sees of it (``status``), what its next answer is told
 (``brief``) and what a resumed table must keep (``as_json``/``load``). ``TableSeats`` holds the
 seats of one table, one per NPC, made on first use, plus the table-wide "every NPC is muted".
 
@@ -71,6 +71,8 @@ class NpcStatus:
     direction: str | None
     """How long the private direction lasts ("2 turns", "until cleared"); None: none."""
     direction_turns: int
+    mood: str | None = None
+    """The mood the DM set ("grumpy", "suspicious of the elves"); None: its own."""
     badges: tuple[Badge, ...] = ()
     """What the DM has ordered for it, in the words ``/session status`` and the console show."""
 
@@ -92,6 +94,8 @@ class NpcSeat:
     """The DM's private direction, waiting for the NPC's next answers."""
     taken: Direction | None = None
     """The direction the NPC's last turn took (given back if that turn was never heard)."""
+    mood: str | None = None
+    """The mood the DM set (``DmControls.set_mood``): every answer is told it until cleared."""
     queue: asyncio.Queue[NpcTurn] = field(default_factory=asyncio.Queue)
     """Turns waiting for the NPC, in the order it was addressed."""
     worker: asyncio.Task[None] | None = None
@@ -106,17 +110,22 @@ class NpcSeat:
 
     def brief(self, *, take: bool) -> str | None:
         """What the DM asks of the NPC's next answer, for its prompt only (never the scene, a
-        transcript or memory): its private direction. ``take``: the answer is starting, so it
-        counts one of the direction's turns; otherwise this is a look ahead (a speculation)."""
+        transcript or memory): its mood, then its private direction. ``take``: the answer is
+        starting, so it counts one of the direction's turns; otherwise this is a look ahead (a
+        speculation)."""
         direction = self.direction
-        if not take:
-            return direction.text if direction is not None else None
-        self.taken = direction
-        if direction is not None and direction.turns_left is not None:
-            direction.turns_left -= 1
-            if direction.turns_left <= 0:
-                self.direction = None
-        return direction.text if direction is not None else None
+        if take:
+            self.taken = direction
+            if direction is not None and direction.turns_left is not None:
+                direction.turns_left -= 1
+                if direction.turns_left <= 0:
+                    self.direction = None
+        parts = [f"Your mood right now: {self.mood}; let it color what you say."]
+        if not self.mood:
+            parts = []
+        if direction is not None:
+            parts.append(direction.text)
+        return " ".join(parts) or None
 
     def give_back(self) -> None:
         """The NPC's last turn was dropped before a word of it was heard: its direction gets
@@ -150,6 +159,8 @@ class NpcSeat:
         if direction is not None:
             left = " left" if direction.turns_left else ""
             badges.append(Badge(f"directed, {direction.describe()}{left}", "direct"))
+        if self.mood:
+            badges.append(Badge(f"mood: {self.mood}", "mood"))
         return NpcStatus(
             name=self.name,
             muted=muted,
@@ -163,6 +174,7 @@ class NpcSeat:
             last_tier_reason=last.tier_reason if last else None,
             direction=direction.describe() if direction is not None else None,
             direction_turns=direction.turns_left or 0 if direction is not None else 0,
+            mood=self.mood,
             badges=tuple(badges),
         )
 
@@ -171,6 +183,7 @@ class NpcSeat:
         direction = self.direction
         return {
             "muted": self.muted,
+            "mood": self.mood,
             "direction": None
             if direction is None
             else {"text": direction.text, "turns": direction.turns_left},
@@ -180,6 +193,8 @@ class NpcSeat:
         """Put back what ``as_json`` kept; returns what could not be (each a short reason)."""
         problems: list[str] = []
         self.muted = bool(data.get("muted", False))
+        mood = data.get("mood")
+        self.mood = mood if isinstance(mood, str) and mood.strip() else None
         direction = data.get("direction")
         if isinstance(direction, dict):
             text, turns = direction.get("text"), direction.get("turns")

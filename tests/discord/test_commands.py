@@ -528,6 +528,54 @@ async def test_direct_steers_an_npc_privately_for_the_dm_only(
             runtime._poster.cancel()
 
 
+async def test_npc_mood_sets_what_every_answer_of_the_npc_is_told(
+    harness: Harness, table_session: Any
+) -> None:
+    """``/npc mood NAME MOOD``: the DM's private answer, the mood on the NPC's seat and in
+    ``/session status``, in the prompt of its next answers; ``clear`` drops it; ``all`` sets
+    every NPC's; a player is refused and nothing changes."""
+    harness.cog.tables[GUILD] = TableRuntime(TableParts(table_session), None)
+    dm = {"roles": (DM_ROLE,)}
+    try:
+        mood = [opt("name", "bart"), opt("mood", "  grumpy,  short   with strangers. ")]
+        reply = await harness.run(interaction("npc", sub("mood", *mood), **dm))
+        assert reply["flags"] & 64
+        assert reply["content"] == (
+            "Bartok: grumpy, short with strangers, until `/npc mood bart clear`."
+        )
+        assert table_session.seats.seat("Bartok").mood == "grumpy, short with strangers"
+        assert "Your mood right now: grumpy, short with strangers" in (
+            table_session.seats.brief("Bartok", take=False)
+        )
+        reply = await harness.run(interaction("session", sub("status"), **dm))
+        (bartok,) = [line for line in reply["content"].splitlines() if "- Bartok:" in line]
+        assert "mood: grumpy, short with strangers" in bartok
+
+        reply = await harness.run(
+            interaction("npc", sub("mood", opt("name", "Bartok"), opt("mood", "sly")),
+                        member=PLAYER)
+        )  # fmt: skip
+        assert reply["content"] == REFUSAL and reply["flags"] & 64
+        assert table_session.seats.seat("Bartok").mood == "grumpy, short with strangers"
+
+        everyone = [opt("name", "all"), opt("mood", "festive")]
+        reply = await harness.run(interaction("npc", sub("mood", *everyone), **dm))
+        assert reply["content"].startswith("Every NPC: festive")
+        assert {seat.mood for seat in table_session.seats} == {"festive"}
+        clear = [opt("name", "Bartok"), opt("mood", "clear")]
+        reply = await harness.run(interaction("npc", sub("mood", *clear), **dm))
+        assert reply["content"] == "Bartok: back to their usual self."
+        assert table_session.seats.seat("Bartok").mood is None
+        assert table_session.seats.brief("Bartok", take=False) is None
+        reply = await harness.run(
+            interaction("npc", sub("mood", opt("name", "Nobody"), opt("mood", "x")), **dm)
+        )
+        assert "no NPC named 'Nobody'" in reply["content"]
+    finally:
+        table_session.controls.set_mood(None, "")
+        harness.cog.tables.clear()
+
+
 async def test_session_cost_and_the_spend_notices(
     harness: Harness, whisper_stt: Any, tmp_path: Path
 ) -> None:

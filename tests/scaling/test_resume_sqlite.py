@@ -109,8 +109,13 @@ async def test_a_restarted_bot_resumes_its_table_from_sqlite(
         bot, runner = await run_bot()
         assert "Session started" in await command("session", sub("start"))
         assert "Muted" in await command("npc", sub("mute", name="Captain Vessa"))
+        assert "grumpy" in await command("npc", sub("mood", name="Bartok", mood="grumpy"))
         await _until_saved(
-            registry, lambda state: state.get("seats", {}).get("Captain Vessa", {}).get("muted")
+            registry,
+            lambda state: (
+                state.get("seats", {}).get("Captain Vessa", {}).get("muted")
+                and state["seats"].get("Bartok", {}).get("mood") == "grumpy"
+            ),
         )
         await bot.close()  # as on SIGTERM: the table stops, its row stays
         await asyncio.wait_for(runner, timeout=10)
@@ -132,6 +137,8 @@ async def test_a_restarted_bot_resumes_its_table_from_sqlite(
         assert memory_sessions == [None, kept.memory_session_id]
         status = await command("session", sub("status"))
         assert "Captain Vessa: budget standard, muted" in status
+        (bartok,) = [line for line in status.splitlines() if "- Bartok:" in line]
+        assert "mood: grumpy" in bartok  # the DM's mood for Bartok came back with the table
 
         assert "Session stopped" in await command("session", sub("stop"))
         assert await registry.get(GUILD) is None  # closed by the DM: nobody resumes it

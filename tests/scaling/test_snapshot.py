@@ -63,6 +63,7 @@ async def test_state_survives_a_restart_through_json(memory: MemoryStore) -> Non
     first.controls.mute("Captain Vessa")
     first.controls.direct("Greymantle", "Hint at the mill.", turns=2)
     first.controls.direct("Bartok", "You saw the thief; deny it.", None)  # until cleared
+    first.controls.set_mood("Greymantle", "weary, suspicious of the elves")
     state = snapshot.capture(first)
     stored = json.loads(json.dumps(state.as_json()))  # what the registry keeps
     memory_session = first.recorder.session_id
@@ -88,6 +89,10 @@ async def test_state_survives_a_restart_through_json(memory: MemoryStore) -> Non
         assert status["Greymantle"].direction_turns == 2
         assert second.seats.seat("Greymantle").direction.text == "Hint at the mill."
         assert status["Bartok"].direction == "until cleared"
+        assert status["Greymantle"].mood == "weary, suspicious of the elves"
+        assert status["Bartok"].mood is None
+        told = second.seats.brief("Greymantle", take=False) or ""
+        assert told.startswith("Your mood right now: weary, suspicious of the elves;")
     finally:
         await second.stop()
     assert await memory.count("sessions") == 1
