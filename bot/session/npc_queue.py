@@ -84,6 +84,10 @@ class NpcQueues:
     def names(self) -> list[str]:
         return self._seats.names()
 
+    def engine_for(self, npc: NpcDefinition) -> Engine | None:
+        """The engine that answers for ``npc`` at this table (None: it only speaks lines)."""
+        return self._engines(npc)
+
     def running(self) -> list[NpcTurn]:
         return [seat.current for seat in self._seats if seat.current is not None]
 

@@ -27,10 +27,12 @@ from bot.session.alerts import TroubleDesk
 from bot.session.bus import SessionEvents, TurnNumbers
 from bot.session.characters import Binding, CharacterControls, CharacterRoster
 from bot.session.controls import DmControls
+from bot.session.early import EarlyAnswers
 from bot.session.entities import EntityLookup
 from bot.session.follow_up import AnswerFollowUp
 from bot.session.npc_queue import NpcQueues
 from bot.session.npc_reload import NpcReloader
+from bot.session.parts import Cast, Record
 from bot.session.prefill import Prefiller
 from bot.session.reactions import Reactions
 from bot.session.recorder import TranscriptRecorder
@@ -212,29 +214,27 @@ class TableSession:
             dm_speakers=dm_speakers,
         )
         """The DM's voice: who the DM is, their voice commands and private words."""
-        self.router = Router(
-            campaign=campaign,
-            addressing=self.addressing,
-            tiers=self.tiers,
-            entities=self.entities,
-            turns=self.turns,
+        cast = Cast(campaign, self.addressing, self.tiers, self.seats)
+        record = Record(self.scene_log, self.recorder, self.events, new_trace)
+        early = EarlyAnswers(
             prefiller=self.prefiller,
-            recorder=self.recorder,
-            scene=self.scene_log,
+            entities=self.entities,
             scene_for=self.scene_for,
-            lanes=self.lanes,
             scheduler=self.scheduler,
-            engines=engines,
             tts=tts_timed,
-            seats=self.seats,
-            dm=self.voice,
-            events=self.events,
-            new_trace=new_trace,
             adopt=self._adopt,
-            reactions=self.reactions,
+            speculate=speculate,
             resume_ms=float(config.speech.turn.pause_ms),
-            speculate=bool(speculate),
-            may_speculate=speculate if callable(speculate) else None,
+        )
+        self.router = Router(
+            cast=cast,
+            record=record,
+            turns=self.turns,
+            lanes=self.lanes,
+            entities=self.entities,
+            dm=self.voice,
+            reactions=self.reactions,
+            early=early,
         )
         self.follow_up = AnswerFollowUp(
             campaign=campaign,

@@ -152,6 +152,8 @@ SESSION_PARTS = [
     "bot.session.controls",
     "bot.session.seats",
     "bot.session.npc_queue",
+    "bot.session.early",
+    "bot.session.parts",
     "bot.session.voice_commands",
     "bot.session.follow_up",
     "bot.session.npc_reload",
