@@ -1,9 +1,10 @@
-"""The few cohesive parts a table's pieces are put together from (by ``bot.session.builder``).
+"""The two parts most of a table's pieces read (``bot.session.builder`` builds them).
 
 ``Cast``: the NPCs at the table and the rules for who answers and how (the campaign, address
 detection, the tier selector, each NPC's seat). ``Record``: where what happens at the table goes
 (the scene the NPCs hear, campaign memory's transcript, the event bus, the numbering of turns).
-A piece given one of these reads what it needs of it; none of them steers the table.
+A piece given one of these reads what it needs of it; neither steers the table. The rest of
+what a session is put together from is in ``table_parts``.
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ from bot.bench.doubles.local_discord import LocalDiscord
 from bot.config import GlyphoxaConfig
 from bot.discord_bot import GlyphoxaBot, TableParts
 from bot.metrics import Metrics
+from bot.session.builder import build_session
 from campaigns.memory import MemoryStore
 
 from .conftest import OpenWorld
@@ -66,7 +67,7 @@ async def test_campaign_yaml_and_iam_name_the_players_lane(
     sessions: list[TableSession] = []
 
     async def factory(campaign: str | None) -> TableParts:
-        session = TableSession(
+        session = build_session(
             config=config, campaign=load_campaign(folder), stt=whisper_stt, tts=EspeakTts(),
             engines=lambda npc: None, metrics=Metrics(), memory=memory,
         )  # fmt: skip

@@ -20,6 +20,7 @@ import pytest
 
 from bot.config import GlyphoxaConfig
 from bot.discord_bot import GlyphoxaBot, TableParts, TableRuntime
+from bot.session.builder import build_session
 
 from .discord_api import APP_ID, BOT_ID, FakeDiscordApi, user
 
@@ -187,11 +188,10 @@ async def harness(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Harness]:
 @pytest.fixture(scope="session")
 def table_session(whisper_stt: Any) -> Any:
     """A real TableSession on the example campaign (no voice: frames are never pushed)."""
-    from bot.session.session import TableSession
     from bot.speech import EspeakTts
     from npcs.campaign import load_campaign
 
-    return TableSession(
+    return build_session(
         config=GlyphoxaConfig(),
         campaign=load_campaign(EXAMPLE),
         stt=whisper_stt,

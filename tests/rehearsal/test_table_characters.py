@@ -14,6 +14,7 @@ from table_script import EnergyVad, ScriptedEngine, TableDriver, ToneStt, ToneTt
 
 from bot.config import GlyphoxaConfig
 from bot.metrics import Metrics
+from bot.session.builder import build_session
 from bot.session.events import NpcSpoke, PlayerSpoke, Routed
 from bot.session.session import TableSession
 from campaigns.basics import GlyphoxaError
@@ -34,7 +35,7 @@ async def _night(
     config: GlyphoxaConfig, campaign: Campaign, memory: MemoryStore
 ) -> AsyncIterator[Night]:
     stt, engine = ToneStt(), ScriptedEngine(replies={})
-    session = TableSession(
+    session = build_session(
         config=config, campaign=campaign, stt=stt, tts=ToneTts(), engines=lambda npc: engine,
         memory=memory, metrics=Metrics(), vad_factory=EnergyVad, speculate=False,
     )  # fmt: skip

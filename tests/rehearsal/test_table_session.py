@@ -13,6 +13,7 @@ from table_script import EnergyVad, ScriptedEngine, TableDriver, ToneStt, ToneTt
 
 from bot.config import GlyphoxaConfig
 from bot.metrics import Metrics
+from bot.session.builder import build_session
 from bot.session.events import BargedIn, NpcSpoke, PlayerSpoke, Routed
 from bot.session.session import TableSession
 from bot.speech import SILENCE_FRAME
@@ -234,7 +235,7 @@ def _editable_table(tmp_path: Path, config: GlyphoxaConfig) -> tuple[Path, ToneS
     folder = tmp_path / "campaign"
     shutil.copytree(EXAMPLE, folder)
     stt, engine = ToneStt(), ScriptedEngine(replies={})
-    session = TableSession(
+    session = build_session(
         config=config,
         campaign=load_campaign(folder),
         stt=stt,
@@ -280,7 +281,7 @@ async def test_reload_npcs_refreshes_the_vocabulary_of_open_lanes(
 
 
 async def test_push_before_start_is_a_clear_error(config: GlyphoxaConfig, campaign) -> None:  # type: ignore[no-untyped-def]
-    session = TableSession(
+    session = build_session(
         config=config, campaign=campaign, stt=ToneStt(), tts=ToneTts(),
         engines=lambda npc: None, metrics=Metrics(),
     )  # fmt: skip

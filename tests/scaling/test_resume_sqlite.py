@@ -23,7 +23,7 @@ from discord.gateway import DiscordWebSocket
 from bot.config import GlyphoxaConfig
 from bot.discord_bot import GlyphoxaBot, TableParts
 from bot.metrics import Metrics
-from bot.session.session import TableSession
+from bot.session.builder import build_session
 from bot.speech import EspeakTts
 from campaigns.memory import MemoryStore
 from campaigns.memory.table_registry import TableRegistry
@@ -79,7 +79,7 @@ async def test_a_restarted_bot_resumes_its_table_from_sqlite(
 
     async def factory(campaign: str | None, *, memory_session_id: str | None = None) -> TableParts:
         memory_sessions.append(memory_session_id)
-        session = TableSession(
+        session = build_session(
             config=config, campaign=load_campaign(EXAMPLE), stt=NoStt(), tts=EspeakTts(),  # type: ignore[arg-type]
             engines=lambda npc: None, memory=memory, metrics=Metrics(),
             memory_session_id=memory_session_id,

@@ -17,6 +17,7 @@ import pytest
 from bot.config import GlyphoxaConfig
 from bot.metrics import Metrics
 from bot.session import snapshot
+from bot.session.builder import build_session
 from bot.session.session import TableSession
 from bot.speech import EspeakTts
 from campaigns.basics import Tier
@@ -40,7 +41,7 @@ async def memory(tmp_path: Path) -> AsyncIterator[MemoryStore]:
 
 
 def _session(memory: MemoryStore, memory_session_id: str | None = None) -> TableSession:
-    return TableSession(
+    return build_session(
         config=GlyphoxaConfig.model_validate({"campaign": {"hot_reload": False}}),
         campaign=load_campaign(EXAMPLE),
         stt=NoStt(),  # type: ignore[arg-type]

@@ -154,6 +154,7 @@ SESSION_PARTS = [
     "bot.session.npc_queue",
     "bot.session.early",
     "bot.session.parts",
+    "bot.session.table_parts",
     "bot.session.voice_commands",
     "bot.session.follow_up",
     "bot.session.npc_reload",
