@@ -129,9 +129,8 @@ def build_session(
         follow_up.written(turn)
 
     turns = NpcQueues(
-        seats=cast.seats,
+        cast=cast,
         mixer=mixer,
-        campaign=campaign,
         engines=engines,
         tts=tts_timed,
         scene=scene_for,
@@ -202,14 +201,11 @@ def build_session(
     )
     traces: list[TurnTrace] = []
     follow_up = AnswerFollowUp(
-        campaign=campaign,
+        cast=cast,
+        record=record,
         turns=turns,
-        tiers=cast.tiers,
-        scene=record.scene,
         prefiller=prefiller,
-        recorder=record.recorder,
         reactions=reactions,
-        events=events,
         trouble=trouble,
         metrics=metrics,
         traces=traces,

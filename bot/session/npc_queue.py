@@ -12,14 +12,14 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from bot.session.seats import NpcSeat, TableSeats
+from bot.session.parts import Cast
+from bot.session.seats import NpcSeat
 from bot.session.speculation import Speculation
 from bot.session.trace import TurnTrace
 from bot.session.turns import NpcTurn, run_turn
 from bot.speech import HandleState, Mixer, TtsProvider
 from bot.speech.scheduler import CpuScheduler
 from campaigns.basics import Tier
-from npcs.campaign import Campaign
 from npcs.context import SceneLine
 from npcs.engines import Engine
 from npcs.schema import NpcDefinition
@@ -35,9 +35,8 @@ class NpcQueues:
     def __init__(
         self,
         *,
-        seats: TableSeats,
+        cast: Cast,
         mixer: Mixer,
-        campaign: Campaign,
         engines: Callable[[NpcDefinition], Engine | None],
         tts: TtsProvider,
         scene: Callable[[str], Sequence[SceneLine]],
@@ -46,11 +45,12 @@ class NpcQueues:
         on_written: Callable[[NpcTurn], None] | None = None,
         scheduler: CpuScheduler | None = None,
     ) -> None:
-        """``on_written`` hears of an answer whose words are all written and voiced, while it
-        still plays; ``scheduler`` hears of each answer on its way (optional work steps
+        """``cast``: the NPCs and their seats (each holds its NPC's queue, worker and current
+        turn); ``on_written`` hears of an answer whose words are all written and voiced, while
+        it still plays; ``scheduler`` hears of each answer on its way (optional work steps
         back)."""
         self._mixer = mixer
-        self._campaign = campaign
+        self._campaign = cast.campaign
         self._engines = engines
         self._tts = tts
         self._scene = scene
@@ -58,7 +58,7 @@ class NpcQueues:
         self._on_done = on_done
         self._on_written = on_written
         self._scheduler = scheduler or CpuScheduler()
-        self._seats = seats
+        self._seats = cast.seats
         mixer.add_listener(self._mixer_changed)
 
     # --- queries -------------------------------------------------------------------------------
