@@ -14,6 +14,9 @@ writes it, or "everyone") and one short instruction, in either order, with fille
                                        -> a private direction for Bartok until cleared
     Bartok, between us: that's all     -> clear Bartok's private direction
     Bartok, between us. <pause> ...    -> the DM's next words are the direction
+    Bartok, your mood is grumpy        -> Bartok's mood (also "you're feeling ...", "you're in
+                                          a foul mood"; "everyone, ..." sets every NPC's)
+    Bartok, drop the mood              -> clear Bartok's mood (also "back to your usual self")
 
 Anything longer ("Greymantle, take your time and tell me about the war") is not a command, so
 a DM who talks in character or to the players is never mistaken for steering. A private
@@ -34,7 +37,7 @@ from npcs.name_index import ARTICLES, WORD
 
 __all__ = ["DmCommandParser", "DmVoiceCommand"]
 
-Action = Literal["tier", "mute", "unmute", "stop", "direct"]
+Action = Literal["tier", "mute", "unmute", "stop", "direct", "mood"]
 
 _ANY_TIME = r"(?:your|all the|as much|the|some|more|plenty of)"
 #: instruction -> (action, tier for ``tier`` actions; None there means auto).
@@ -108,6 +111,15 @@ _CLEAR = re.compile(
     r"(?:clear|cleared|forget (?:it|that|what i said)|never ?mind|that'?s all|as you were"
     r"|no more directions?|drop it|carry on as (?:normal|usual))\W*"
 )
+# "<NPC>, your mood is <mood>" / "you're feeling <mood>" / "you're in a <mood> mood"; a mood is
+# a few words ("grumpy", "suspicious of the elves"), so anything longer is table talk.
+_MOOD = re.compile(
+    rf"^\W*{_FILLER}(?P<target>[^,.:;!?]{{1,40}}?){_SEP}(?:"
+    r"(?:your )?mood(?: is|'s)?[\s:,]+(?P<mood>[a-z' -]{1,60}?)"
+    r"|you(?:'re| are) (?:feeling |in an? (?=.*mood\W*$))(?P<feeling>[a-z' -]{1,60}?)(?: mood)?"
+    r"|(?P<clear>drop (?:the|your) mood|(?:back to )?your usual (?:self|mood)|no (?:more )?mood)"
+    r")\W*$"
+)
 #: The longest spoken direction (characters), as the slash command allows.
 MAX_SPOKEN_DIRECTION = 600
 _TARGET_FILLERS = frozenset("ok okay alright right hey um uh so now and well please oh".split())
@@ -126,6 +138,8 @@ class DmVoiceCommand:
     direction: str | None = ""
     """For ``direct``: the private direction; empty: clear it; None: the DM paused after
     "between us", so their next words are the direction. Never logged or shown."""
+    mood: str = ""
+    """For ``mood``: the NPC's mood as said ("grumpy"); empty: clear it."""
 
     @property
     def private(self) -> bool:
@@ -143,6 +157,8 @@ class DmVoiceCommand:
             return f"{'' if self.direction else 'clear the '}private direction for {who}"
         if self.action == "tier":
             return f"tier {self.tier.label if self.tier else 'auto'} for {who}"
+        if self.action == "mood":
+            return f"mood {self.mood or 'cleared'} for {who}"
         return f"{self.action} {who}"
 
 
@@ -175,6 +191,12 @@ class DmCommandParser:
         lowered = " ".join(text.lower().replace("’", "'").split())
         if not lowered or len(lowered) > 80:
             return None  # commands are short; skip the regexes for long lines
+        mood = _MOOD.match(lowered)
+        if mood is not None:
+            found, npc = self._target(mood.group("target"))
+            said = (mood.group("mood") or mood.group("feeling") or "").strip(" -'")
+            if found and (said or mood.group("clear")) and len(said.split()) <= 6:
+                return DmVoiceCommand("mood", npc, None, text.strip(), mood=said)
         for pattern in (_TARGET_FIRST, _BODY_FIRST):
             match = pattern.match(lowered)
             if match is None:

@@ -19,6 +19,7 @@ from bot.assembly.providers import load_stt, voices
 from bot.assembly.spend import attach_memory_meter, attach_meter, spend_meter
 from bot.config import GlyphoxaConfig
 from bot.metrics import METRICS, Metrics, start_metrics_server
+from bot.session.builder import build_session
 from bot.session.session import TableSession
 from bot.speech import Mixer, SttProvider, TtsProvider, VoiceRouter
 from bot.speech.turn_model import load_turn_model
@@ -161,7 +162,7 @@ async def open_table(
         engines_ref.append(engines)
         attach_meter(meter, config, stt=stt, tts=tts, engines=engines)
         attach_memory_meter(meter, config, memory)
-        session = TableSession(
+        session = build_session(
             config=config,
             campaign=campaign,
             stt=stt,

@@ -38,6 +38,7 @@ from bot.session.events import (
     TableAlert,
     TurnQueued,
 )
+from bot.session.seats import NpcStatus
 from bot.session.trace import TurnTrace
 
 __all__ = ["Message", "Subscriber", "TableFeed"]
@@ -242,10 +243,9 @@ class TableFeed:
         playing = player.now_playing
         return {"mood": playing[1] if playing else None, "volume": round(player.volume * 100)}
 
-    def npc_rows(self) -> list[dict[str, Any]]:
+    def npc_rows(self) -> list[NpcStatus]:
         """Each NPC's live status, as the cards show it."""
-        status = self.session.status()
-        return [{"name": name, **row} for name, row in status["npcs"].items()]
+        return list(self.session.status().npcs.values())
 
     # -- the feed's task ------------------------------------------------------------------------
     async def _run(self) -> None:

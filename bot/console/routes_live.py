@@ -174,9 +174,6 @@ async def _apply(session: Any, action: str, npc: str | None, form: dict[str, Any
         return f"Tier {level} for {npc or 'all NPCs'}{until}."
     if npc is None:
         raise GlyphoxaError("choose an NPC")
-    if action == "say":
-        session.controls.say(npc, str(form.get("text") or ""))
-        return f"{npc} will say it."
     if action == "direct":
         raw = str(form.get("turns") or "").strip()
         turns = _whole(raw, "turns", 1, 20) if raw else None  # empty: until cleared
@@ -184,7 +181,8 @@ async def _apply(session: Any, action: str, npc: str | None, form: dict[str, Any
         if direction is None:
             return f"{npc}'s direction cleared."
         return f"{npc} follows your direction, {direction.describe()}."
-    raise GlyphoxaError(f"unknown control {action!r}")
+    line: str = session.controls.apply_text(action, npc, str(form.get("text") or ""))
+    return line  # a control that gives the NPC words (say, ...): the controls know them
 
 
 async def _ambience(session: Any, form: dict[str, Any]) -> str:

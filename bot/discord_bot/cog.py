@@ -28,7 +28,7 @@ from bot.discord_bot.messages import (
 from bot.discord_bot.permissions import dm_only, dm_rule_of, is_dungeon_master
 from bot.discord_bot.runtime import TableRuntime
 from bot.discord_setup.needs import VOICE_PERMISSIONS, lacking
-from bot.session.controls import MAX_DIRECTION_CHARS, MAX_DIRECTION_TURNS
+from bot.session.controls import MAX_DIRECTION_CHARS, MAX_DIRECTION_TURNS, MAX_MOOD_CHARS
 from bot.session.spend import cost_lines
 from campaigns.basics import GlyphoxaError, Tier
 from tools.builtin.dice_engine import roll_expression
@@ -129,21 +129,16 @@ class TableCog(CharacterCommands):
         """NPCs, tier overrides, recent latency and receive health."""
         table = self._table(interaction)
         status = table.session.status()
-        lines = [f"Campaign **{status['campaign']}**, {status['turns']} turns"]
-        for name, npc in status["npcs"].items():
-            flags = [f"budget {npc['budget_tier']}"]
-            if npc["override"]:
-                flags.append(f"override {npc['override']}")
-            if npc["muted"]:
-                flags.append("muted")
-            if npc.get("direction"):  # the DM's eyes only: the words stay out of it
-                flags.append(f"directed ({npc['direction']})")
-            if npc["speaking"]:
+        lines = [f"Campaign **{status.campaign}**, {status.turns} turns"]
+        for name, npc in status.npcs.items():
+            flags = [f"budget {npc.budget_tier}"]
+            flags += [badge.text for badge in npc.badges]  # the DM's orders, never their words
+            if npc.speaking:
                 flags.append("speaking")
-            if npc.get("last_tier"):
-                flags.append(f"last turn {npc['last_tier']} ({npc['last_tier_reason']})")
+            if npc.last_tier:
+                flags.append(f"last turn {npc.last_tier} ({npc.last_tier_reason})")
             lines.append(f"- {name}: {', '.join(flags)}")
-        recent = status.get("recent_voice_to_voice_ms") or []
+        recent = status.recent_voice_to_voice_ms
         if recent:
             lines.append(f"Voice-to-voice (last {len(recent)}): {_ms_summary(recent)}")
         if table.voice is not None:
@@ -225,6 +220,27 @@ class TableCog(CharacterCommands):
         """Speak a line in an NPC's voice."""
         self._table(interaction).session.controls.say(name, text)
         await reply_privately(interaction, f"{name} will say it.")
+
+    @npc_group.command(name="mood")
+    @app_commands.describe(
+        name="NPC name, or all", mood='e.g. grumpy, or "suspicious of the elves"; "clear" drops it'
+    )
+    @dm_only()
+    async def npc_mood(
+        self,
+        interaction: discord.Interaction,
+        name: str,
+        mood: app_commands.Range[str, 1, MAX_MOOD_CHARS],
+    ) -> None:
+        """Set an NPC's mood: every answer it gives shows it, until you clear it."""
+        session = self._table(interaction).session
+        found = session.campaign.find_npc(name)
+        who = "Every NPC" if name.lower() == "all" else found.name if found else name
+        now = session.controls.set_mood(name, mood)
+        if now is None:
+            await reply_privately(interaction, f"{who}: back to their usual self.")
+            return
+        await reply_privately(interaction, f"{who}: {now}, until `/npc mood {name} clear`.")
 
     @app_commands.command(name="direct")
     @app_commands.describe(

@@ -1,9 +1,12 @@
 """``DmControls``: what the DM steers while the table runs: tier overrides, mute, puppeting,
-private directions, reload.
+private directions, moods, reload.
 
 The Discord cog, the DM's console, DM voice commands and rehearsal all steer through one
 object (``TableSession.controls``), so a control means the same wherever it is given, and each
-is told to the table as a ``DmAction``.
+is told to the table as a ``DmAction``. A DM voice command (``obey``) and a console form that
+gives an NPC words (``apply_text``) reach the same controls here, so a new per-NPC control is
+one method of this class, one field of the NPC's seat (``bot.session.seats``) and its words in
+each front end.
 """
 
 from __future__ import annotations
@@ -13,21 +16,26 @@ import time
 from collections.abc import Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING
 
-from bot.session.dm_orders import Direction, DmOrders
 from bot.session.events import DmAction, TurnQueued
+from bot.session.seats import Direction, TableSeats
 from campaigns.basics import GlyphoxaError, Tier
 
 if TYPE_CHECKING:
     from bot.session.npc_queue import NpcQueues
     from bot.session.seams import EventSink, ReactionDropper, TraceMaker
     from npcs.campaign import Campaign
+    from npcs.dm_voice import DmVoiceCommand
     from npcs.tier_selector import TierSelector
 
-__all__ = ["MAX_DIRECTION_CHARS", "MAX_DIRECTION_TURNS", "DmControls"]
+__all__ = ["MAX_DIRECTION_CHARS", "MAX_DIRECTION_TURNS", "MAX_MOOD_CHARS", "DmControls"]
 
 #: The most turns one private direction may last, and the longest direction (characters).
 MAX_DIRECTION_TURNS = 20
 MAX_DIRECTION_CHARS = 600
+#: The longest mood ("suspicious of the elves, and tired"), in characters.
+MAX_MOOD_CHARS = 80
+#: What the DM gives as a mood to clear it.
+_NO_MOOD = frozenset({"", "clear", "none", "normal", "off", "usual"})
 
 
 class DmControls:
@@ -37,7 +45,7 @@ class DmControls:
         campaign: the NPCs the controls name (found by name or alias).
         tiers: the tier selector whose overrides the DM sets.
         turns: the NPC turn queues that mute and stop cut.
-        orders: the mutes and directions the controls change and answers obey.
+        seats: the NPCs at the table, whose mutes and directions the controls change.
         reactions: the pending reaction a mute or a stop drops with the answers.
         events: where each control is told (``DmAction``) and a puppeted line shown queued.
         new_trace: numbers the turns ``say`` queues.
@@ -50,7 +58,7 @@ class DmControls:
         campaign: Campaign,
         tiers: TierSelector,
         turns: NpcQueues,
-        orders: DmOrders,
+        seats: TableSeats,
         reactions: ReactionDropper,
         events: EventSink,
         new_trace: TraceMaker,
@@ -59,7 +67,7 @@ class DmControls:
         self._campaign = campaign
         self._tiers = tiers
         self._turns = turns
-        self.orders = orders
+        self.seats = seats
         self._reactions = reactions
         self._events = events
         self._new_trace = new_trace
@@ -96,11 +104,11 @@ class DmControls:
     def mute(self, npc: str | None = None, *, heard: str | None = None) -> None:
         """Silence one NPC (or all): cut what it is saying and drop its queued turns."""
         if npc is None or npc.lower() == "all":
-            self.orders.all_muted = True
+            self.seats.all_muted = True
             targets = self._turns.names()
         else:
             name = self.npc_name(npc)
-            self.orders.muted.add(name)
+            self.seats.seat(name).muted = True
             targets = [name]
         self._reactions.drop(f"the DM muted {npc or 'all'}")
         for name in targets:
@@ -110,15 +118,16 @@ class DmControls:
     def unmute(self, npc: str | None = None, *, heard: str | None = None) -> None:
         """Let one NPC (or all) answer again."""
         if npc is None or npc.lower() == "all":
-            self.orders.all_muted = False
-            self.orders.muted.clear()
+            self.seats.all_muted = False
+            for seat in self.seats:
+                seat.muted = False
         else:
-            self.orders.muted.discard(self.npc_name(npc))
+            self.seats.seat(self.npc_name(npc)).muted = False
         self._dm("unmute", npc or "all", heard)
 
     def is_muted(self, npc: str) -> bool:
         """``npc`` answers nothing (muted by name, or every NPC is)."""
-        return self.orders.is_muted(npc)
+        return self.seats.is_muted(npc)
 
     def say(self, npc: str, text: str) -> None:
         """DM puppeting: ``npc`` speaks ``text`` verbatim in its voice (queued like a turn)."""
@@ -158,7 +167,7 @@ class DmControls:
                 f"not {turns}"
             )
         direction = Direction(text, turns)
-        self.orders.directions[name] = direction
+        self.seats.seat(name).direction = direction
         how = " by voice" if heard else ""
         self._dm("direct", f"{name}: a private direction{how}, {direction.describe()}")
         return direction
@@ -166,14 +175,69 @@ class DmControls:
     def clear_direction(self, npc: str, *, heard: str | None = None) -> bool:
         """Drop ``npc``'s private direction; False when it had none."""
         name = self.npc_name(npc)
-        if self.orders.directions.pop(name, None) is None:
+        seat = self.seats.seat(name)
+        if seat.direction is None:
             return False
+        seat.direction = None
         self._dm("direct", f"{name}: direction cleared{' by voice' if heard else ''}")
         return True
 
+    def set_mood(self, npc: str | None, mood: str, *, heard: str | None = None) -> str | None:
+        """Set the mood of ``npc`` (None or "all": every NPC), such as "grumpy" or "suspicious
+        of the elves": each of its answers is told it until the DM changes or clears it (empty,
+        "clear", "none" or "normal"), and a resumed table keeps it. Returns the mood set (None:
+        cleared). ``heard``: the DM voice command it came from."""
+        everyone = npc is None or npc.lower() == "all"
+        names = list(self._campaign.npcs) if everyone else [self.npc_name(npc or "")]
+        mood = " ".join(mood.split()).strip(" .!")
+        if mood.lower() in _NO_MOOD:
+            mood = ""
+        if len(mood) > MAX_MOOD_CHARS:
+            raise GlyphoxaError(
+                f"a mood is at most {MAX_MOOD_CHARS} characters ({len(mood)} given)"
+            )
+        for name in names:
+            self.seats.seat(name).mood = mood or None
+        self._dm("mood", f"{'all NPCs' if everyone else names[0]}: {mood or 'cleared'}", heard)
+        return mood or None
+
     def take_direction(self, npc: str) -> str | None:
-        """The direction for the turn ``npc`` is about to answer; counts one of its turns."""
-        return self.orders.take_direction(npc)
+        """What the DM asks of the turn ``npc`` is about to answer (its mood, its direction);
+        counts one of the direction's turns."""
+        return self.seats.brief(npc, take=True)
+
+    def obey(self, command: DmVoiceCommand, *, heard: str, override_minutes: float) -> None:
+        """Apply a DM voice command (``npcs.dm_voice``) as the control it names; ``heard``: the
+        DM's words, for the transcript (a private direction's never); a tier override lasts
+        ``override_minutes``. GlyphoxaError: it names an NPC the table no longer has."""
+        npc = command.npc
+        if command.action == "direct" and npc is not None:
+            self.direct(npc, command.direction or "", None, heard="voice")
+        elif command.action == "tier":
+            duration = None if command.tier is None else override_minutes * 60.0
+            self.set_tier_override(command.tier, npc=npc, duration_s=duration, heard=heard)
+        elif command.action == "mute":
+            self.mute(npc, heard=heard)
+        elif command.action == "unmute":
+            self.unmute(npc, heard=heard)
+        elif command.action == "stop":
+            self.stop_speaking(npc, heard=heard)
+        elif command.action == "mood":
+            self.set_mood(npc, command.mood, heard=heard)
+        else:
+            raise GlyphoxaError(f"no control for the voice command {command.describe()!r}")
+
+    def apply_text(self, action: str, npc: str, text: str) -> str:
+        """A per-NPC control given as words (the console's forms post them): apply it and say
+        what was done, as the DM reads it. GlyphoxaError: an unknown control or bad words."""
+        if action == "say":
+            self.say(npc, text)
+            return f"{self.npc_name(npc)} will say it."
+        if action == "mood":
+            mood = self.set_mood(npc, text)
+            name = self.npc_name(npc)
+            return f"{name} is {mood} now." if mood else f"{name} is back to their usual self."
+        raise GlyphoxaError(f"unknown control {action!r}")
 
     async def reload_npcs(self) -> list[str]:
         """Apply NPC file edits now (the same path as hot reload); returns change summaries."""

@@ -19,15 +19,12 @@ if TYPE_CHECKING:
     from bot.metrics import Metrics
     from bot.session.alerts import TroubleDesk
     from bot.session.npc_queue import NpcQueues
+    from bot.session.parts import Cast, Record
     from bot.session.prefill import Prefiller
     from bot.session.reactions import Reactions
-    from bot.session.recorder import TranscriptRecorder
-    from bot.session.scene_log import SceneLog
     from bot.session.seams import EventSink
     from bot.session.trace import TurnTrace
     from bot.session.turns import NpcTurn
-    from npcs.campaign import Campaign
-    from npcs.tier_selector import TierSelector
 
 __all__ = ["AnswerFollowUp"]
 
@@ -36,14 +33,12 @@ class AnswerFollowUp:
     """Follows each NPC turn of one table as it is written and as it ends.
 
     Args:
-        campaign: the NPCs (whose prompt to prepare).
+        cast: the NPCs (whose prompt to prepare) and the tier a reply would get.
+        record: the scene the answer joins, the transcript in campaign memory, where each
+            turn's end is told.
         turns: the queues (a prefill never delays an answer that is due).
-        tiers: the tier a reply would get.
-        scene: the scene the answer joins.
         prefiller: prepares the reply's prompt.
-        recorder: the session's transcript in campaign memory.
         reactions: asked for a reaction to each written answer; told each turn's end.
-        events: where each turn's end is told.
         trouble: tells the DM of a failed turn.
         metrics: per-stage latency and turn outcomes.
         traces: the table's finished turns (appended here).
@@ -52,26 +47,23 @@ class AnswerFollowUp:
     def __init__(
         self,
         *,
-        campaign: Campaign,
+        cast: Cast,
+        record: Record,
         turns: NpcQueues,
-        tiers: TierSelector,
-        scene: SceneLog,
         prefiller: Prefiller,
-        recorder: TranscriptRecorder,
         reactions: Reactions,
-        events: EventSink,
         trouble: TroubleDesk,
         metrics: Metrics,
         traces: list[TurnTrace],
     ) -> None:
-        self._campaign = campaign
+        self._campaign = cast.campaign
+        self._tiers = cast.tiers
+        self._scene = record.scene
+        self._recorder = record.recorder
+        self._events: EventSink = record.events
         self._turns = turns
-        self._tiers = tiers
-        self._scene = scene
         self._prefiller = prefiller
-        self._recorder = recorder
         self._reactions = reactions
-        self._events = events
         self._trouble = trouble
         self._metrics = metrics
         self._traces = traces

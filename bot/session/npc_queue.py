@@ -10,16 +10,16 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
+from bot.session.parts import Cast
+from bot.session.seats import NpcSeat
 from bot.session.speculation import Speculation
 from bot.session.trace import TurnTrace
 from bot.session.turns import NpcTurn, run_turn
 from bot.speech import HandleState, Mixer, TtsProvider
 from bot.speech.scheduler import CpuScheduler
 from campaigns.basics import Tier
-from npcs.campaign import Campaign
 from npcs.context import SceneLine
 from npcs.engines import Engine
 from npcs.schema import NpcDefinition
@@ -28,21 +28,15 @@ from npcs.usage import serving_npc
 __all__ = ["NpcQueues"]
 
 
-@dataclass(slots=True)
-class _NpcState:
-    queue: asyncio.Queue[NpcTurn] = field(default_factory=asyncio.Queue)
-    worker: asyncio.Task[None] | None = None
-    current: NpcTurn | None = None
-
-
 class NpcQueues:
-    """Queues, workers and floor accounting for every NPC of one table."""
+    """Queues, workers and floor accounting for every NPC of one table (each NPC's queue, worker
+    and current turn live on its ``NpcSeat``)."""
 
     def __init__(
         self,
         *,
+        cast: Cast,
         mixer: Mixer,
-        campaign: Campaign,
         engines: Callable[[NpcDefinition], Engine | None],
         tts: TtsProvider,
         scene: Callable[[str], Sequence[SceneLine]],
@@ -51,11 +45,12 @@ class NpcQueues:
         on_written: Callable[[NpcTurn], None] | None = None,
         scheduler: CpuScheduler | None = None,
     ) -> None:
-        """``on_written`` hears of an answer whose words are all written and voiced, while it
-        still plays; ``scheduler`` hears of each answer on its way (optional work steps
+        """``cast``: the NPCs and their seats (each holds its NPC's queue, worker and current
+        turn); ``on_written`` hears of an answer whose words are all written and voiced, while
+        it still plays; ``scheduler`` hears of each answer on its way (optional work steps
         back)."""
         self._mixer = mixer
-        self._campaign = campaign
+        self._campaign = cast.campaign
         self._engines = engines
         self._tts = tts
         self._scene = scene
@@ -63,34 +58,38 @@ class NpcQueues:
         self._on_done = on_done
         self._on_written = on_written
         self._scheduler = scheduler or CpuScheduler()
-        self._states: dict[str, _NpcState] = {}
+        self._seats = cast.seats
         mixer.add_listener(self._mixer_changed)
 
     # --- queries -------------------------------------------------------------------------------
     def depth(self) -> int:
         """Players waiting for an NPC (turns queued, not yet started)."""
-        return sum(state.queue.qsize() for state in self._states.values())
+        return sum(seat.queue.qsize() for seat in self._seats)
 
     def busy(self) -> bool:
-        return any(s.current is not None or not s.queue.empty() for s in self._states.values())
+        return any(seat.busy for seat in self._seats)
 
     def npc_busy(self, name: str) -> bool:
-        state = self._states.get(name)
-        return state is not None and (state.current is not None or not state.queue.empty())
+        seat = self._seats.get(name)
+        return seat is not None and seat.busy
 
     def current(self, name: str) -> NpcTurn | None:
-        state = self._states.get(name)
-        return state.current if state is not None else None
+        seat = self._seats.get(name)
+        return seat.current if seat is not None else None
 
     def queued(self, name: str) -> int:
-        state = self._states.get(name)
-        return state.queue.qsize() if state is not None else 0
+        seat = self._seats.get(name)
+        return seat.queue.qsize() if seat is not None else 0
 
     def names(self) -> list[str]:
-        return list(self._states)
+        return self._seats.names()
+
+    def engine_for(self, npc: NpcDefinition) -> Engine | None:
+        """The engine that answers for ``npc`` at this table (None: it only speaks lines)."""
+        return self._engines(npc)
 
     def running(self) -> list[NpcTurn]:
-        return [s.current for s in self._states.values() if s.current is not None]
+        return [seat.current for seat in self._seats if seat.current is not None]
 
     # --- changes -------------------------------------------------------------------------------
     def enqueue(
@@ -122,23 +121,23 @@ class NpcQueues:
             reacting_to=reacting_to,
             max_sentences=max_sentences,
         )
-        state = self._states.setdefault(npc, _NpcState())
-        state.queue.put_nowait(turn)
-        if state.worker is None or state.worker.done():
-            state.worker = self._spawn(self._worker(npc, state), f"table:npc:{npc}")
+        seat = self._seats.seat(npc)
+        seat.queue.put_nowait(turn)
+        if seat.worker is None or seat.worker.done():
+            seat.worker = self._spawn(self._worker(seat), f"table:npc:{npc}")
         return turn
 
     def cancel(self, name: str) -> None:
         """Cut what ``name`` says now and drop its queued turns."""
-        state = self._states.get(name)
-        if state is None:
+        seat = self._seats.get(name)
+        if seat is None:
             return
-        while not state.queue.empty():
-            _drop(state.queue.get_nowait())
-        if state.current is not None:
-            state.current.handle.cancel()
-            if state.current.task is not None:
-                state.current.task.cancel()
+        while not seat.queue.empty():
+            _drop(seat.queue.get_nowait())
+        if seat.current is not None:
+            seat.current.handle.cancel()
+            if seat.current.task is not None:
+                seat.current.task.cancel()
 
     def drop(self, turn: NpcTurn) -> None:
         """Cut one turn (queued or running) and nothing else of its NPC."""
@@ -155,20 +154,20 @@ class NpcQueues:
             turn.task.cancel()
 
     # --- workers -------------------------------------------------------------------------------
-    async def _worker(self, name: str, state: _NpcState) -> None:
-        serving_npc.set(name)  # this task's calls (its voice too) count toward this NPC's cost
-        while not state.queue.empty():
-            turn = state.queue.get_nowait()
-            npc = self._campaign.npcs.get(name)
+    async def _worker(self, seat: NpcSeat) -> None:
+        serving_npc.set(seat.name)  # this task's calls (its voice too) count toward its cost
+        while not seat.queue.empty():
+            turn = seat.queue.get_nowait()
+            npc = self._campaign.npcs.get(seat.name)
             if npc is None or turn.handle.done():
                 _drop(turn)
                 continue
-            state.current = turn
+            seat.current = turn
             turn.trace.dequeued = time.monotonic()
             try:
                 await self._play(turn, npc)
             finally:
-                state.current = None
+                seat.current = None
 
     async def _play(self, turn: NpcTurn, npc: NpcDefinition) -> None:
         engine = None if turn.verbatim is not None else self._engines(npc)
@@ -199,8 +198,8 @@ class NpcQueues:
         holder = self._mixer.current
         if holder is None or holder.state is not HandleState.PLAYING:
             return
-        for state in list(self._states.values()):
-            turn = state.current
+        for seat in self._seats:
+            turn = seat.current
             if turn is not None and turn.handle is holder and turn.floor_at is None:
                 turn.floor_at = time.monotonic()
 

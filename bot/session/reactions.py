@@ -65,7 +65,7 @@ class Reactions:
         turns: the queues a reaction joins right behind the answer.
         lanes: the players' lanes (a reaction never starts while one speaks).
         engines: the engine that would voice the reaction (None: that NPC cannot react).
-        orders: the DM's mutes and directions (a muted NPC does not react).
+        seats: the NPCs at the table: the DM's mutes and directions (a muted NPC does not react).
         events: where a queued reaction is shown.
         new_trace: numbers the reaction's turn.
     """
@@ -78,7 +78,7 @@ class Reactions:
         turns: NpcQueues,
         lanes: SpeakerLanes,
         engines: Callable[[NpcDefinition], Engine | None],
-        orders: NpcGate,
+        seats: NpcGate,
         events: EventSink,
         new_trace: TraceMaker,
     ) -> None:
@@ -87,7 +87,7 @@ class Reactions:
         self._turns = turns
         self._lanes = lanes
         self._engines = engines
-        self._orders = orders
+        self._seats = seats
         self._events = events
         self._new_trace = new_trace
         self._pending: _Pending | None = None
@@ -136,7 +136,7 @@ class Reactions:
             reaction,
             reacting_to=answer.npc,
             max_sentences=REACTION_SENTENCES,
-            direction=self._orders.take_direction(npc.name),  # the DM's private direction holds too
+            direction=self._seats.brief(npc.name, take=True),  # the DM's direction holds too
         )
         self._pending = _Pending(turn, answer)
         self._events.show(TurnQueued(reaction, time.monotonic()))  # the DM's console
@@ -155,7 +155,7 @@ class Reactions:
         mentions.sort(key=lambda mention: not mention.vocative)  # stable: keeps the order heard
         for mention in mentions:
             npc = self._campaign.npcs.get(mention.npc)
-            if npc is None or self._orders.is_muted(npc.name) or self._turns.npc_busy(npc.name):
+            if npc is None or self._seats.is_muted(npc.name) or self._turns.npc_busy(npc.name):
                 continue
             if self._engines(npc) is not None:
                 return npc, mention
@@ -182,6 +182,6 @@ class Reactions:
             reaction.trace.dropped = why
             self._turns.drop(reaction)
             if reaction.direction is not None:  # unheard: the DM's direction keeps its turn
-                self._orders.give_back(reaction.npc)
+                self._seats.give_back(reaction.npc)
             log.info("%s's reaction to %s dropped: %s", reaction.npc, pending.answer.npc, why)
         self._pending = None

@@ -9,7 +9,6 @@ starts and ends, partials, judged pauses, finals) and each barge-in.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -22,7 +21,7 @@ from bot.session.events import (
     TurnEnded,
     TurnQueued,
 )
-from bot.session.speculation import Speculation, normalize
+from bot.session.speculation import normalize
 from bot.speech import (
     Backchannel,
     FinalTranscript,
@@ -37,25 +36,14 @@ from bot.speech.turn_end import name_alone
 from npcs.context import SceneLine
 
 if TYPE_CHECKING:
-    import asyncio
-    from typing import Any
-
+    from bot.session.early import EarlyAnswers
     from bot.session.entities import EntityLookup
     from bot.session.npc_queue import NpcQueues
-    from bot.session.prefill import Prefiller
-    from bot.session.recorder import TranscriptRecorder
-    from bot.session.scene_log import SceneLog
+    from bot.session.parts import Cast, Record
     from bot.session.seams import DmVoice, EventSink, NpcGate, ReactionDropper, TraceMaker
     from bot.session.speakers import Speaker, SpeakerLanes
-    from bot.session.timing import TimedTts
     from bot.speech.barge_in import BargeIn
-    from bot.speech.scheduler import CpuScheduler
-    from campaigns.basics import Tier
-    from npcs.addressing import AddressDetector
-    from npcs.campaign import Campaign
-    from npcs.engines import Engine
     from npcs.schema import NpcDefinition
-    from npcs.tier_selector import TierSelector
 
 __all__ = ["Router"]
 
@@ -73,78 +61,45 @@ class Router:
     """Player utterances -> NPC turns at one table.
 
     Args:
-        campaign: the NPCs.
-        addressing: whom a line speaks to.
-        tiers: how much time an answer may take.
-        entities: campaign entities looked up ahead (prefetched on partials).
-        turns: the per-NPC queues a final's turns join.
-        prefiller: evaluates the addressed NPC's prompt while the player talks.
-        recorder: players' lines into campaign memory.
-        scene: the scene a final joins.
-        scene_for: the scene as a speaker had heard it when their line began.
+        cast: the NPCs, whom a line speaks to, how much time an answer may take, the DM's
+            orders for each NPC (its seat).
+        record: the scene a final joins, players' lines into campaign memory, where routing is
+            told and shown, the numbering of each queued turn.
+        turns: the per-NPC queues a final's turns join (and the engine that answers for an
+            NPC).
         lanes: the players' lanes (who spoke, their speculation).
-        scheduler: orders the table's CPU work (a speculation's voice).
-        engines: the engine that answers for an NPC (None: it only speaks lines).
-        tts: voices a speculative answer ahead.
-        orders: the DM's mutes and directions.
+        entities: campaign entities looked up ahead (prefetched on partials).
         dm: who the DM is, their private words and voice commands.
-        events: where routing is told and shown.
-        new_trace: numbers each queued turn.
-        adopt: the session owns (and cancels) each speculation's task.
         reactions: a reaction not yet heard is dropped when a player starts speaking.
-        resume_ms: speech this soon after a judged pause goes on with the line (the
-            speculation on it is dropped).
-        speculate: start answers on a judged pause; ``may_speculate`` decides per NPC and tier.
+        early: prefills and speculative answers (a judged pause may start the answer).
     """
 
     def __init__(
         self,
         *,
-        campaign: Campaign,
-        addressing: AddressDetector,
-        tiers: TierSelector,
-        entities: EntityLookup,
+        cast: Cast,
+        record: Record,
         turns: NpcQueues,
-        prefiller: Prefiller,
-        recorder: TranscriptRecorder,
-        scene: SceneLog,
-        scene_for: Callable[[str], list[SceneLine]],
         lanes: SpeakerLanes,
-        scheduler: CpuScheduler,
-        engines: Callable[[NpcDefinition], Engine | None],
-        tts: TimedTts,
-        orders: NpcGate,
+        entities: EntityLookup,
         dm: DmVoice,
-        events: EventSink,
-        new_trace: TraceMaker,
-        adopt: Callable[[asyncio.Task[Any]], None],
         reactions: ReactionDropper,
-        resume_ms: float,
-        speculate: bool = True,
-        may_speculate: Callable[[NpcDefinition, Tier], bool] | None = None,
+        early: EarlyAnswers,
     ) -> None:
-        self._campaign = campaign
-        self._addressing = addressing
-        self._tiers = tiers
-        self._entities = entities
+        self._campaign = cast.campaign
+        self._addressing = cast.addressing
+        self._tiers = cast.tiers
+        self._seats: NpcGate = cast.seats
+        self._scene = record.scene
+        self._recorder = record.recorder
+        self._events: EventSink = record.events
+        self._new_trace: TraceMaker = record.new_trace
         self._turns = turns
-        self._prefiller = prefiller
-        self._recorder = recorder
-        self._scene = scene
-        self._scene_for = scene_for
         self._lanes = lanes
-        self._scheduler = scheduler
-        self._engines = engines
-        self._tts = tts
-        self._orders = orders
+        self._entities = entities
         self._dm = dm
-        self._events = events
-        self._new_trace = new_trace
-        self._adopt = adopt
         self._reactions = reactions
-        self._resume_ms = resume_ms
-        self.speculate = speculate
-        self._may_speculate = may_speculate
+        self._early = early
 
     def on_lane_event(self, speaker: Speaker, event: LaneEvent) -> None:
         """One event of a player's lane, after the lane's own bookkeeping."""
@@ -152,9 +107,7 @@ class Router:
             self._reactions.drop(f"{speaker.name} started speaking")
             self._events.show(SpeakingChanged(speaker.name, True, time.monotonic()))
         elif isinstance(event, SpeechProgress):
-            spec = speaker.speculation
-            if spec is not None and event.trailing_silence_ms < self._resume_ms:
-                speaker.drop_speculation(event.utterance_id)  # talking on after the pause
+            self._early.talked_on(speaker, event)
         elif isinstance(event, PartialTranscript):
             self._on_partial(speaker, event)
         elif isinstance(event, TurnCheck):
@@ -213,7 +166,8 @@ class Router:
         spec = speaker.speculation
         if spec is not None and spec.key != normalize(event.text):
             speaker.drop_speculation()
-        if self.speculate and speaker.speaking and not event.reason.startswith(_WORDS_UNFINISHED):
+        words_unfinished = event.reason.startswith(_WORDS_UNFINISHED)
+        if self._early.speculate and speaker.speaking and not words_unfinished:
             self._speculate(speaker)
 
     def _on_final(self, speaker: Speaker, event: FinalTranscript) -> None:
@@ -260,7 +214,7 @@ class Router:
         self._scene.add(SceneLine(speaker.name, text, None, now))
         decision = self._addressing.detect(speaker.name, text, now, is_dm=self._dm.is_dm(speaker))
         self._entities.prefetch(text)
-        known, muted = self._campaign.npcs, self._orders.is_muted
+        known, muted = self._campaign.npcs, self._seats.is_muted
         names = [n for n in decision.npcs if n in known and not muted(n)]
         unheard, speaker.unheard = speaker.unheard, None
         if self._named_again(speaker, text, names, speech_start):
@@ -280,15 +234,16 @@ class Router:
             npc = self._campaign.npcs[name]
             tier = self._tiers.select(text, npc=npc, queue_depth=self._turns.depth(), now=now)
             self._tiers.commit(tier, npc=name, now=now)
-            direction = self._orders.take_direction(name) if decision.puppet_text is None else None
+            puppet = decision.puppet_text is not None
+            direction = None if puppet else self._seats.brief(name, take=True)
             adopted = None
             if (
-                direction is None
-                and spec is not None
+                spec is not None
+                and spec.brief == direction
                 and spec.npc == name
                 and spec.tier == tier.tier
                 and spec.key == normalize(text)
-                and decision.puppet_text is None
+                and not puppet
             ):
                 adopted, spec = spec, None
                 adopted.adopt()
@@ -351,20 +306,18 @@ class Router:
         if self._dm.is_dm(speaker):
             return None
         decision = self._addressing.detect(speaker.name, text, now, record=False)
-        if len(decision.npcs) != 1 or self._orders.is_muted(decision.npcs[0]):
+        if len(decision.npcs) != 1 or self._seats.is_muted(decision.npcs[0]):
             return None
         return self._campaign.npcs.get(decision.npcs[0])
 
     def _prefill_for(self, speaker: Speaker, text: str, now: float) -> None:
         """A partial shows who the player talks to: evaluate that NPC's prompt meanwhile."""
-        if not self._prefiller.enabled or self._turns.busy():
+        if not self._early.prefilling or self._turns.busy():
             return  # a running answer must not wait behind a prefill
         npc = self._addressee(speaker, text, now)
         if npc is not None:
             tier = self._tiers.select(text, npc=npc, queue_depth=self._turns.depth(), now=now)
-            snapshot = partial(self._entities.snapshot, text, exclude=npc.name)
-            scene = self._scene_for(speaker.name)
-            self._prefiller.ahead(npc, speaker.name, tier.tier, scene, text, snapshot)
+            self._early.prefill(npc, speaker.name, tier.tier, text)
 
     def _speculate(self, speaker: Speaker) -> None:
         """The player paused: start the addressed NPC's answer on the latest partial."""
@@ -375,27 +328,15 @@ class Router:
         if npc is None:
             return
         name = npc.name
-        if self._turns.npc_busy(name) or self._orders.has_direction(name):
+        if self._turns.npc_busy(name) or self._seats.has_direction(name):
             return  # answers keep their order; a directed answer waits for its final
-        engine = self._engines(npc)
+        engine = self._turns.engine_for(npc)
         if engine is None:
             return
         now = time.monotonic()
         tier = self._tiers.select(text, npc=npc, queue_depth=self._turns.depth(), now=now)
-        if self._may_speculate is not None and not self._may_speculate(npc, tier.tier):
-            return
-        spec = Speculation(
-            speaker.name,
-            speaker.utterance_id,
-            name,
-            text,
-            tier.tier,
-            snapshot=partial(self._entities.snapshot, text, exclude=name),
-            scheduler=self._scheduler,
-        )
-        speaker.speculation = spec.start(engine, npc, self._scene_for(speaker.name), tts=self._tts)
-        if spec.task is not None:
-            self._adopt(spec.task)
+        brief = self._seats.brief(name, take=False)
+        self._early.guess(speaker, npc, engine, tier.tier, text, brief)
 
 
 def _joined(line: str, name: str) -> str:

@@ -38,7 +38,7 @@ class TraceMaker(Protocol):
 
 
 class NpcGate(Protocol):
-    """What the DM has ordered that every answer obeys: mutes and private directions."""
+    """What the DM has ordered that every answer obeys (the NPCs' seats, ``TableSeats``)."""
 
     def is_muted(self, npc: str) -> bool:
         """``npc`` (or every NPC) is muted: it answers nothing."""
@@ -48,8 +48,9 @@ class NpcGate(Protocol):
         """``npc`` has a private direction waiting for its next answer."""
         ...
 
-    def take_direction(self, npc: str) -> str | None:
-        """The direction for the turn ``npc`` is about to answer; counts one of its turns."""
+    def brief(self, npc: str, *, take: bool) -> str | None:
+        """What the DM asks of ``npc``'s next answer, for its prompt; ``take``: the answer
+        starts now (it counts one turn of a direction), else a look ahead."""
         ...
 
     def give_back(self, npc: str) -> None:
@@ -66,29 +67,8 @@ class ReactionDropper(Protocol):
 class Steering(Protocol):
     """The DM controls a voice command applies (``DmControls``)."""
 
-    def set_tier_override(
-        self,
-        tier: Tier | str | None,
-        npc: str | None = None,
-        duration_s: float | None = None,
-        *,
-        heard: str | None = None,
-    ) -> None:
-        """Force a tier for one NPC or all."""
-
-    def mute(self, npc: str | None = None, *, heard: str | None = None) -> None:
-        """Silence one NPC or all."""
-
-    def unmute(self, npc: str | None = None, *, heard: str | None = None) -> None:
-        """Let one NPC or all speak again."""
-
-    def stop_speaking(self, npc: str | None = None, *, heard: str | None = None) -> None:
-        """Cut what one NPC or all are saying."""
-
-    def direct(
-        self, npc: str, text: str, turns: int | None = 1, *, heard: str | None = None
-    ) -> object:
-        """Give ``npc`` a private direction."""
+    def obey(self, command: DmVoiceCommand, *, heard: str, override_minutes: float) -> None:
+        """Apply ``command`` as the control it names (GlyphoxaError: it cannot be)."""
 
 
 class DmVoice(Protocol):

@@ -8,59 +8,26 @@ Barge-in cancels the engine turn and records only the words played; ``follow_up`
 answer into the scene and memory, and an answer naming another NPC may get its short reaction
 (``reactions``). The DM steers through ``controls`` (and by ``voice``). One ``CpuScheduler``
 orders the table's CPU work: the end of a speaker's turn, then the answering NPC's voice, then
-partials. Each part is given what it uses; ``seams`` says what one may ask of another.
+partials. Each part is given what it uses; ``seams`` says what one may ask of another;
+``builder.build_session`` builds the parts and this class only puts them together.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
-from bot.config import GlyphoxaConfig
-from bot.metrics import METRICS, Metrics
-from bot.session.alerts import TroubleDesk
-from bot.session.bus import SessionEvents, TurnNumbers
-from bot.session.characters import Binding, CharacterControls, CharacterRoster
-from bot.session.controls import DmControls
-from bot.session.dm_orders import DmOrders
-from bot.session.entities import EntityLookup
-from bot.session.follow_up import AnswerFollowUp
-from bot.session.npc_queue import NpcQueues
-from bot.session.npc_reload import NpcReloader
-from bot.session.prefill import Prefiller
-from bot.session.reactions import Reactions
-from bot.session.recorder import TranscriptRecorder
-from bot.session.routing import Router
-from bot.session.scene_log import SceneLog
-from bot.session.speakers import Speaker, SpeakerLanes
-from bot.session.status import table_status
-from bot.session.timing import TimedTts
-from bot.session.trace import TurnTrace
-from bot.session.turns import NpcTurn
-from bot.session.voice_commands import VoiceCommands
-from bot.speech import (
-    BargeInController,
-    LaneEvent,
-    Mixer,
-    SttProvider,
-    TtsProvider,
-    Vocabulary,
-    VoiceRouter,
-)
-from bot.speech.endpointing import TurnModel
-from bot.speech.scheduler import CpuScheduler
-from campaigns.basics import GlyphoxaError, Tier
-from npcs.addressing import AddressDetector
-from npcs.campaign import Campaign
+from bot.session.characters import Binding
+from bot.session.status import TableStatus, table_status
+from bot.session.table_parts import TableParts
+from campaigns.basics import GlyphoxaError
 from npcs.context import SceneLine
 from npcs.engines import Engine
 from npcs.schema import NpcDefinition
-from npcs.tier_selector import TierSelector
 
 if TYPE_CHECKING:
     from bot.session.spend import SpendMeter
@@ -81,186 +48,39 @@ class TableSession:
     speakers' ``lanes``, the ``router`` (words -> turns), the NPC ``turns``, ``reactions``,
     the DM's ``controls`` and ``voice`` commands, and what follows each answer. Front ends
     steer it through ``controls`` and hear it through ``listeners`` and ``watchers``.
+    Built by ``bot.session.builder.build_session`` (``open_table`` from ``glyphoxa.yaml``).
     """
 
     def __init__(
-        self,
-        *,
-        config: GlyphoxaConfig,
-        campaign: Campaign,
-        stt: SttProvider,
-        tts: TtsProvider,
-        engines: EngineResolver,
-        memory: Any = None,
-        mixer: Mixer | None = None,
-        metrics: Metrics = METRICS,
-        dm_speakers: Iterable[str] = (),
-        vad_factory: Callable[[], Any] | None = None,
-        session_title: str | None = None,
-        speculate: bool | Callable[[NpcDefinition, Tier], bool] = True,
-        prefill: bool = False,
-        memory_session_id: str | None = None,
-        scheduler: CpuScheduler | None = None,
-        turn_model: TurnModel | None = None,
+        self, parts: TableParts, *, title: str | None = None, resume_memory: str | None = None
     ) -> None:
-        """``scheduler``: share one between tables in one process (default: the table's own);
-        ``turn_model``: judges pauses (``speech.turn``); None: turns end after the hangover."""
-        self.config = config
-        self.campaign = campaign
-        self.metrics = metrics
-        self.mixer = mixer or Mixer(config.speech)
-        self.memory = memory
+        """Put together from ``parts``; ``resume_memory``: a memory session to continue (a
+        table resumed after a restart) instead of a new one."""
+        self.parts = parts
+        self.config, self.metrics, self.memory = parts.config, parts.metrics, parts.memory
+        cast, record, voices, answers, desk = (
+            parts.cast, parts.record, parts.voices, parts.answers, parts.desk
+        )  # fmt: skip
+        self.campaign, self.addressing, self.tiers = cast.campaign, cast.addressing, cast.tiers
+        self.seats = cast.seats
+        self.scene_log, self.recorder, self.events = record.scene, record.recorder, record.events
+        self.listeners, self.watchers = self.events.listeners, self.events.watchers
+        self.lanes, self.mixer, self.barge_in = voices.lanes, voices.mixer, voices.barge_in
+        self.scheduler = voices.scheduler
+        self.router, self.turns, self.reactions = answers.router, answers.turns, answers.reactions
+        self.follow_up, self.prefiller, self.entities = (
+            answers.follow_up, answers.prefiller, answers.entities
+        )  # fmt: skip
+        self.trouble, self.traces = answers.trouble, answers.traces
+        self.controls, self.voice, self.npc_reload = desk.controls, desk.voice, desk.npc_reload
+        self.characters = desk.characters
         self.tools: ToolHost | None = None
         """The tool host serving this table (set by ``open_table``; for ``/tools``)."""
         self.spend: SpendMeter | None = None
         """The night's cost (set by ``open_table``)."""
         self.warm_up: asyncio.Task[None] | None = None
         """The LLM prompt-cache warm-up running in the background (set by ``open_table``)."""
-        self.scheduler = scheduler or CpuScheduler()
-        tts_timed = TimedTts(tts, metrics, self.scheduler)
-        self._engines = engines
-        self._title = session_title
-        self._resume_memory = memory_session_id
-        """A memory session to continue (a table resumed after a restart) instead of a new one."""
-        self.events = SessionEvents()
-        self.listeners = self.events.listeners
-        self.watchers = self.events.watchers
-        """Live displays (the DM's console): every event, plus the live ones (module
-        ``events``); called on the loop, they must return at once and never raise."""
-        new_trace = TurnNumbers()
-        self.characters = CharacterRoster(campaign, memory)
-        """Who plays whom: players are named by their character (``/iam``, campaign.yaml)."""
-        self.addressing = AddressDetector(
-            campaign.npcs,
-            continuation_window_s=config.tiers.continuation_window_s,
-            characters=self.characters.names(),
-        )
-        self.tiers = TierSelector(config.tiers)
-        self.entities = EntityLookup(campaign, memory)
-        self.recorder = TranscriptRecorder(memory, campaign.name)
-        self.scene_log = SceneLog()
-        self.traces: list[TurnTrace] = []
-        self.trouble = TroubleDesk(self.events.emit, metrics)
-        """Failures the DM is told about (a failed turn, a crashed model server)."""
-        voices = tts if isinstance(tts, VoiceRouter) else None
-        if voices is not None:  # a voice that breaks mid-table is told to the DM
-            voices.on_fallback = self.trouble.voice_failed
-        self.orders = DmOrders()
-        """The DM's mutes and private directions, which every answer obeys."""
-        self.lanes = SpeakerLanes(
-            stt=stt,
-            config=config.speech,
-            metrics=metrics,
-            vocabulary=Vocabulary.from_campaign(campaign, self.characters.names()),
-            vad_factory=vad_factory,
-            spawn=self._spawn,
-            on_event=self._on_lane_event,
-            scheduler=self.scheduler,
-            turn_model=turn_model,
-        )
-        self.turns = NpcQueues(
-            mixer=self.mixer,
-            campaign=campaign,
-            engines=engines,
-            tts=tts_timed,
-            scene=self.scene_for,
-            spawn=self._spawn,
-            on_done=self._turn_done,
-            on_written=self._turn_written,
-            scheduler=self.scheduler,
-        )
-        self.prefiller = Prefiller(engines, prefill)
-        """Evaluates NPC prompts ahead of their turns (a local LLM's prompt cache)."""
-        self.reactions = Reactions(
-            campaign=campaign,
-            addressing=self.addressing,
-            turns=self.turns,
-            lanes=self.lanes,
-            engines=engines,
-            orders=self.orders,
-            events=self.events,
-            new_trace=new_trace,
-        )
-        self.npc_reload = NpcReloader(
-            campaign=campaign,
-            addressing=self.addressing,
-            characters=self.characters,
-            lanes=self.lanes,
-            voices=voices,
-            events=self.events,
-        )
-        self.controls = DmControls(
-            campaign=campaign,
-            tiers=self.tiers,
-            turns=self.turns,
-            orders=self.orders,
-            reactions=self.reactions,
-            events=self.events,
-            new_trace=new_trace,
-            reload=self.npc_reload.apply_edits,
-        )
-        """What the DM steers: tiers, mute, ``say``, private directions, reload."""
-        self.voice = VoiceCommands(
-            config=config,
-            campaign=campaign,
-            mixer=self.mixer,
-            turns=self.turns,
-            controls=self.controls,
-            new_trace=new_trace,
-            mentions=self.addressing.mentions,
-            dm_speakers=dm_speakers,
-        )
-        """The DM's voice: who the DM is, their voice commands and private words."""
-        self.router = Router(
-            campaign=campaign,
-            addressing=self.addressing,
-            tiers=self.tiers,
-            entities=self.entities,
-            turns=self.turns,
-            prefiller=self.prefiller,
-            recorder=self.recorder,
-            scene=self.scene_log,
-            scene_for=self.scene_for,
-            lanes=self.lanes,
-            scheduler=self.scheduler,
-            engines=engines,
-            tts=tts_timed,
-            orders=self.orders,
-            dm=self.voice,
-            events=self.events,
-            new_trace=new_trace,
-            adopt=self._adopt,
-            reactions=self.reactions,
-            resume_ms=float(config.speech.turn.pause_ms),
-            speculate=bool(speculate),
-            may_speculate=speculate if callable(speculate) else None,
-        )
-        self.follow_up = AnswerFollowUp(
-            campaign=campaign,
-            turns=self.turns,
-            tiers=self.tiers,
-            scene=self.scene_log,
-            prefiller=self.prefiller,
-            recorder=self.recorder,
-            reactions=self.reactions,
-            events=self.events,
-            trouble=self.trouble,
-            metrics=metrics,
-            traces=self.traces,
-        )
-        self.barge_in = BargeInController(
-            self.mixer,
-            confirm_ms=config.speech.barge_in_confirm_ms,
-            backchannels=config.speech.backchannels,
-            on_barge_in=self.router.on_barge_in,
-        )
-        self._casting = CharacterControls(
-            roster=self.characters,
-            lanes=self.lanes,
-            addressing=self.addressing,
-            names_changed=self.npc_reload.names_changed,
-        )
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self._title, self._resume_memory = title, resume_memory
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: int | None = None
         self._started = False
@@ -278,7 +98,7 @@ class TableSession:
         self.npc_reload.names_changed()
         self.npc_reload.open()
         if self.config.campaign.hot_reload:
-            self._spawn(self.npc_reload.watch(), "table:hot-reload")
+            self.parts.tasks.spawn(self.npc_reload.watch(), "table:hot-reload")
         self._started = True
 
     async def stop(self) -> None:
@@ -297,11 +117,8 @@ class TableSession:
             speaker.drop_speculation()
         self.mixer.cancel_all()
         await self.prefiller.aclose()
-        tasks = list(self._tasks)
         await self.lanes.aclose()
-        for task in tasks:
-            task.cancel()
-        await _cancel_all(tasks)
+        await self.parts.tasks.cancel_all()
         self.metrics.active_speakers.set(0)
         self.entities.close()
         await self.recorder.stop()
@@ -341,7 +158,7 @@ class TableSession:
             await asyncio.sleep(poll_s)
         return True
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> TableStatus:
         """A snapshot for the DM: NPCs, speakers, overrides, recent latency."""
         return table_status(self)
 
@@ -367,11 +184,11 @@ class TableSession:
     ) -> Binding:
         """``/iam``: the player ``user_id`` plays ``character`` from now on (and at the
         campaign's next sessions); GlyphoxaError says why a name is refused."""
-        return await self._casting.bind_character(user_id, character, bound_by=bound_by)
+        return await self.parts.desk.casting.bind_character(user_id, character, bound_by=bound_by)
 
     async def unbind_character(self, user_id: str | int) -> Binding | None:
         """Forget the table's binding of ``user_id``; returns what binds them now."""
-        return await self._casting.unbind_character(user_id)
+        return await self.parts.desk.casting.unbind_character(user_id)
 
     def scene_for(self, speaker: str) -> list[SceneLine]:
         """The scene as ``speaker`` had heard it when their current line began."""
@@ -380,38 +197,9 @@ class TableSession:
 
     def engine_for(self, npc: NpcDefinition) -> Engine | None:
         """The engine that answers for ``npc`` at this table (None: it only speaks lines)."""
-        return self._engines(npc)
+        return self.parts.answers.engines(npc)
 
     def _push(self, speaker_id: str, user_name: str, frame: bytes) -> None:
         if not self._stopped:
             name = self.characters.name_for(speaker_id, user_name)
             self.lanes.push(speaker_id, name, frame, display_name=user_name)
-
-    def _on_lane_event(self, speaker: Speaker, event: LaneEvent) -> None:
-        """After ``SpeakerLanes`` did the speaker's bookkeeping for ``event``."""
-        self.barge_in.observe(event)
-        self.router.on_lane_event(speaker, event)
-
-    # --- tasks and turns ---------------------------------------------------------------------
-    def _turn_written(self, turn: NpcTurn) -> None:
-        self.follow_up.written(turn)
-
-    def _turn_done(self, turn: NpcTurn) -> None:
-        self.follow_up.done(turn)
-
-    def _spawn(self, coroutine: Any, name: str) -> asyncio.Task[Any]:
-        task = asyncio.create_task(coroutine, name=name)
-        self._adopt(task)
-        return task
-
-    def _adopt(self, task: asyncio.Task[Any]) -> None:
-        """The session owns ``task``: ``stop`` cancels it."""
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-
-async def _cancel_all(tasks: Sequence[asyncio.Task[Any]], timeout_s: float = 5.0) -> None:
-    if not tasks:
-        return
-    with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), timeout_s)

@@ -1,4 +1,5 @@
-"""What a table must keep across a restart: the scene, the DM's mutes and tier overrides.
+"""What a table must keep across a restart: the scene, the DM's orders for each NPC (its seat:
+mute, private direction) and the tier overrides.
 
 ``capture(session)`` takes a :class:`TableState` (JSON-ready, times as wall-clock seconds so
 another process, on another machine, can use them); ``restore(session, state)`` puts it into a
@@ -12,7 +13,6 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from bot.session.dm_orders import Direction
 from campaigns.basics import Tier
 from npcs.context import SceneLine
 
@@ -28,33 +28,41 @@ class TableState:
 
     scene: list[dict[str, Any]] = field(default_factory=list)
     """``{"speaker", "text", "npc", "at"}`` with ``at`` in ``time.time()`` seconds."""
-    muted: list[str] = field(default_factory=list)
+    seats: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Per NPC, what its seat keeps (``NpcSeat.as_json``: the DM's orders for it)."""
     all_muted: bool = False
     overrides: list[dict[str, Any]] = field(default_factory=list)
     """``{"npc": name or None (all NPCs), "tier": label, "until": wall seconds or None}``."""
-    directions: list[dict[str, Any]] = field(default_factory=list)
-    """The DM's private directions: ``{"npc", "text", "turns"}`` (turns still to come; None:
-    until cleared)."""
     memory_session_id: str | None = None
 
     def as_json(self) -> dict[str, Any]:
         return {
             "scene": self.scene,
-            "muted": self.muted,
+            "seats": self.seats,
             "all_muted": self.all_muted,
             "overrides": self.overrides,
-            "directions": self.directions,
         }
 
     @classmethod
     def from_json(cls, data: dict[str, Any], memory_session_id: str | None) -> TableState:
         """Tolerant of missing keys (an older row), strict about types it uses."""
+        raw = data.get("seats")
+        seats = {
+            str(name): dict(seat)
+            for name, seat in (raw.items() if isinstance(raw, dict) else ())
+            if isinstance(seat, dict)
+        }
+        for name in data.get("muted", []):  # a row from before seats: mutes and directions
+            seats.setdefault(str(name), {})["muted"] = True
+        for old in data.get("directions", []):
+            if isinstance(old, dict) and "npc" in old:
+                kept = {"text": old.get("text"), "turns": old.get("turns")}
+                seats.setdefault(str(old["npc"]), {})["direction"] = kept
         return cls(
             scene=[dict(line) for line in data.get("scene", []) if isinstance(line, dict)],
-            muted=[str(name) for name in data.get("muted", [])],
+            seats=seats,
             all_muted=bool(data.get("all_muted", False)),
             overrides=[dict(o) for o in data.get("overrides", []) if isinstance(o, dict)],
-            directions=[dict(d) for d in data.get("directions", []) if isinstance(d, dict)],
             memory_session_id=memory_session_id,
         )
 
@@ -72,13 +80,9 @@ def capture(session: TableSession) -> TableState:
     ]
     return TableState(
         scene=scene,
-        muted=sorted(session.orders.muted),
-        all_muted=session.orders.all_muted,
+        seats={seat.name: seat.as_json() for seat in session.seats},
+        all_muted=session.seats.all_muted,
         overrides=overrides,
-        directions=[
-            {"npc": npc, "text": direction.text, "turns": direction.turns_left}
-            for npc, direction in session.orders.directions.items()
-        ],
         memory_session_id=session.recorder.session_id,
     )
 
@@ -96,12 +100,12 @@ def restore(session: TableSession, state: TableState) -> list[str]:
             continue
         session.scene_log.add(SceneLine(str(speaker), str(said), npc, at))
     known = set(session.campaign.npcs)
-    session.orders.all_muted = state.all_muted
-    for name in state.muted:
+    session.seats.all_muted = state.all_muted
+    for name, kept in state.seats.items():
         if name in known:
-            session.orders.muted.add(name)
-        else:
-            problems.append(f"muted NPC {name} no longer exists")
+            problems += session.seats.seat(name).load(kept)
+        elif any(kept.values()):  # it had orders that are lost with it
+            problems.append(f"NPC {name} no longer exists (its mute or direction is dropped)")
     for override in state.overrides:
         npc = override.get("npc")
         until = override.get("until")
@@ -117,10 +121,4 @@ def restore(session: TableSession, state: TableState) -> list[str]:
             problems.append(f"tier override {override.get('tier')!r} is not a tier")
             continue
         session.tiers.set_override(tier, npc=npc, duration_s=left, now=mono)
-    for direction in state.directions:
-        npc, text, turns = direction.get("npc"), direction.get("text"), direction.get("turns")
-        if npc not in known:
-            problems.append(f"direction for {npc}: no such NPC any more")
-        elif isinstance(text, str) and (turns is None or (isinstance(turns, int) and turns > 0)):
-            session.orders.directions[str(npc)] = Direction(text, turns)
     return problems

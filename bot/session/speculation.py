@@ -49,6 +49,9 @@ class Speculation:
     scheduler: CpuScheduler | None = None
     """While it thinks, table talk and chatter step back (this is the answer the player will
     most likely hear, and its first token is the turn's latency)."""
+    brief: str | None = None
+    """What the DM asks of the answer (``NpcSeat.brief``): the final adopts the guess only if
+    its answer is asked the same."""
     started: float = field(default_factory=time.monotonic)
     task: asyncio.Task[None] | None = None
     voiced: dict[str, asyncio.Task[list[AudioChunk]]] = field(default_factory=dict)
@@ -90,6 +93,7 @@ class Speculation:
                 scene=scene,
                 entity_snapshot=await self.snapshot() if self.snapshot is not None else None,
                 confirmed=self._adopted.wait,  # tools with side effects wait for the final
+                direction=self.brief,
             )
             events = engine.respond(request)
             with on_its_way:

@@ -120,25 +120,13 @@ class VoiceCommands:
         if command is None:
             return None
         heard = f"{speaker.name}: {command.heard}"
-        npc = command.npc
         try:
-            if command.action == "direct" and npc is not None:
-                if command.direction is None:  # "Bartok, between us." then a pause
-                    until = time.monotonic() + PRIVATE_PAUSE_S
-                    self._private_next[speaker.name] = (npc, until)
-                else:
-                    self._controls.direct(npc, command.direction, None, heard="voice")
-            elif command.action == "tier":
-                minutes = self._config.dm_voice.override_minutes
-                duration = None if command.tier is None else minutes * 60.0
-                steer = self._controls
-                steer.set_tier_override(command.tier, npc=npc, duration_s=duration, heard=heard)
-            elif command.action == "mute":
-                self._controls.mute(npc, heard=heard)
-            elif command.action == "unmute":
-                self._controls.unmute(npc, heard=heard)
+            if command.action == "direct" and command.npc and command.direction is None:
+                until = time.monotonic() + PRIVATE_PAUSE_S  # "Bartok, between us." then a pause
+                self._private_next[speaker.name] = (command.npc, until)
             else:
-                self._controls.stop_speaking(npc, heard=heard)
+                minutes = self._config.dm_voice.override_minutes
+                self._controls.obey(command, heard=heard, override_minutes=minutes)
         except GlyphoxaError as error:  # e.g. the NPC was removed by a hot reload just now
             log.warning("DM voice command (%s) not applied: %s", command.describe(), error)
             return None

@@ -108,6 +108,18 @@ async def test_a_dm_runs_a_rehearsal_from_the_console(console_env: ConsoleEnv, b
         await greymantle.locator(".badge.muted-badge").wait_for(timeout=10_000)
         assert session.controls.is_muted("Greymantle")
 
+        # Give Captain Vessa a mood from her card: the answer beside it, a badge on her card,
+        # her seat (what her answers are told and a resumed table keeps).
+        vessa = page.locator('.npc[data-npc="Captain Vessa"]')
+        mood = vessa.locator("form[hx-post$='/control/mood']")
+        await mood.locator("input[name=text]").fill("  Weary,  suspicious of the elves. ")
+        await mood.locator("button").click()
+        await mood.locator("output", has_text="Captain Vessa is Weary").wait_for(timeout=10_000)
+        badge = vessa.locator(".badge.mood", has_text="mood: Weary, suspicious of the elves")
+        await badge.wait_for(timeout=10_000)
+        assert session.seats.seat("Captain Vessa").mood == "Weary, suspicious of the elves"
+        assert session.status().npcs["Captain Vessa"].mood == "Weary, suspicious of the elves"
+
         # The player's words arrive live, then the roll waits for the DM.
         await page.locator("#transcript .line.player").first.wait_for(timeout=90_000)
         approve = page.locator("#dock button[value=approve]")
@@ -128,7 +140,6 @@ async def test_a_dm_runs_a_rehearsal_from_the_console(console_env: ConsoleEnv, b
         await page.locator("#stats table.stats").wait_for()
 
         # Puppet Vessa with markup: it is shown as text, never run.
-        vessa = page.locator('.npc[data-npc="Captain Vessa"]')
         await vessa.locator("form[hx-post$='/control/say'] input[name=text]").fill(MARKUP)
         await vessa.locator("form[hx-post$='/control/say'] button").click()
         said = page.locator("#transcript .line.npc", has_text="onerror")

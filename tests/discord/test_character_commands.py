@@ -12,6 +12,7 @@ import pytest
 
 from bot.config import GlyphoxaConfig
 from bot.discord_bot import TableParts, TableRuntime
+from bot.session.builder import build_session
 from bot.session.session import TableSession
 from campaigns.memory import MemoryStore
 
@@ -50,7 +51,7 @@ async def table(harness: Harness, whisper_stt: Any, tmp_path: Path) -> AsyncIter
     from npcs.campaign import load_campaign
 
     memory = await MemoryStore.open(f"sqlite+aiosqlite:///{tmp_path / 'memory.db'}")
-    session = TableSession(
+    session = build_session(
         config=GlyphoxaConfig(), campaign=load_campaign(EXAMPLE), stt=whisper_stt,
         tts=EspeakTts(), engines=lambda npc: None, memory=memory,
     )  # fmt: skip

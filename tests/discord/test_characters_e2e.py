@@ -16,6 +16,7 @@ from bot.bench.doubles.local_discord import LocalDiscord
 from bot.config import GlyphoxaConfig
 from bot.discord_bot import GlyphoxaBot, TableParts
 from bot.metrics import Metrics
+from bot.session.builder import build_session
 from campaigns.memory import MemoryStore
 
 from .conftest import OpenWorld
@@ -66,7 +67,7 @@ async def test_campaign_yaml_and_iam_name_the_players_lane(
     sessions: list[TableSession] = []
 
     async def factory(campaign: str | None) -> TableParts:
-        session = TableSession(
+        session = build_session(
             config=config, campaign=load_campaign(folder), stt=whisper_stt, tts=EspeakTts(),
             engines=lambda npc: None, metrics=Metrics(), memory=memory,
         )  # fmt: skip
@@ -92,14 +93,14 @@ async def test_campaign_yaml_and_iam_name_the_players_lane(
             voice.send(PLAYER, quiet)
         session = sessions[0]
         # campaign.yaml names the lane from its first frame; Discord's name stays beside it
-        await _eventually(lambda: "Arin Duskwalker" in session.status()["speakers"])
-        assert session.status()["speakers"]["Arin Duskwalker"]["display_name"] == "Aria"
+        await _eventually(lambda: "Arin Duskwalker" in session.status().speakers)
+        assert session.status().speakers["Arin Duskwalker"].display_name == "Aria"
 
         iam = [{"name": "character", "type": 3, "value": "Arin"}]
         await local.dispatch("INTERACTION_CREATE", _interaction(PLAYER, "iam", iam, 2))
         reply = await api.wait_for_call(lambda c: "plays **Arin**" in str(c[2]))
         assert reply[2]["data"]["content"] == "Aria plays **Arin**."
-        assert list(session.status()["speakers"]) == ["Arin"]  # the open lane, renamed
+        assert list(session.status().speakers) == ["Arin"]  # the open lane, renamed
         stored = await memory.character_bindings(session.campaign.name)
         assert [(b.user_id, b.character) for b in stored] == [(str(PLAYER), "Arin")]
     finally:

@@ -20,6 +20,7 @@ import pytest
 
 from bot.config import GlyphoxaConfig
 from bot.discord_bot import GlyphoxaBot, TableParts, TableRuntime
+from bot.session.builder import build_session
 
 from .discord_api import APP_ID, BOT_ID, FakeDiscordApi, user
 
@@ -187,11 +188,10 @@ async def harness(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Harness]:
 @pytest.fixture(scope="session")
 def table_session(whisper_stt: Any) -> Any:
     """A real TableSession on the example campaign (no voice: frames are never pushed)."""
-    from bot.session.session import TableSession
     from bot.speech import EspeakTts
     from npcs.campaign import load_campaign
 
-    return TableSession(
+    return build_session(
         config=GlyphoxaConfig(),
         campaign=load_campaign(EXAMPLE),
         stt=whisper_stt,
@@ -484,11 +484,11 @@ async def test_direct_steers_an_npc_privately_for_the_dm_only(
         )  # fmt: skip
         assert reply["flags"] & 64
         assert reply["content"].startswith("Bartok follows your direction privately, 2 turns.")
-        assert table_session.orders.directions["Bartok"].text == secret
-        assert table_session.status()["npcs"]["Bartok"]["direction"] == "2 turns"
+        assert table_session.seats.seat("Bartok").direction.text == secret
+        assert table_session.status().npcs["Bartok"].direction == "2 turns"
         reply = await harness.run(interaction("session", sub("status"), **dm))
         (bartok,) = [line for line in reply["content"].splitlines() if "- Bartok:" in line]
-        assert bartok.endswith("directed (2 turns)")
+        assert bartok.endswith("directed, 2 turns left")
         assert "thief" not in reply["content"]
         assert [table_session.controls.take_direction("Bartok") for _ in range(3)] == [
             secret,
@@ -503,13 +503,13 @@ async def test_direct_steers_an_npc_privately_for_the_dm_only(
             interaction("direct", [opt("npc", "Greymantle"), opt("text", "Clear")], **dm)
         )
         assert reply["content"] == "Greymantle's direction cleared." and reply["flags"] & 64
-        assert "Greymantle" not in table_session.orders.directions
+        assert not table_session.seats.has_direction("Greymantle")
 
         reply = await harness.run(
             interaction("direct", [opt("npc", "Bartok"), opt("text", "Lie.")], member=PLAYER)
         )
         assert reply["content"] == REFUSAL and reply["flags"] & 64
-        assert "Bartok" not in table_session.orders.directions
+        assert not table_session.seats.has_direction("Bartok")
         reply = await harness.run(
             interaction("direct", [opt("npc", "Nobody"), opt("text", "x")], **dm)
         )
@@ -526,6 +526,54 @@ async def test_direct_steers_an_npc_privately_for_the_dm_only(
         table_session.listeners.remove(runtime._on_event)
         if runtime._poster is not None:
             runtime._poster.cancel()
+
+
+async def test_npc_mood_sets_what_every_answer_of_the_npc_is_told(
+    harness: Harness, table_session: Any
+) -> None:
+    """``/npc mood NAME MOOD``: the DM's private answer, the mood on the NPC's seat and in
+    ``/session status``, in the prompt of its next answers; ``clear`` drops it; ``all`` sets
+    every NPC's; a player is refused and nothing changes."""
+    harness.cog.tables[GUILD] = TableRuntime(TableParts(table_session), None)
+    dm = {"roles": (DM_ROLE,)}
+    try:
+        mood = [opt("name", "bart"), opt("mood", "  grumpy,  short   with strangers. ")]
+        reply = await harness.run(interaction("npc", sub("mood", *mood), **dm))
+        assert reply["flags"] & 64
+        assert reply["content"] == (
+            "Bartok: grumpy, short with strangers, until `/npc mood bart clear`."
+        )
+        assert table_session.seats.seat("Bartok").mood == "grumpy, short with strangers"
+        assert "Your mood right now: grumpy, short with strangers" in (
+            table_session.seats.brief("Bartok", take=False)
+        )
+        reply = await harness.run(interaction("session", sub("status"), **dm))
+        (bartok,) = [line for line in reply["content"].splitlines() if "- Bartok:" in line]
+        assert "mood: grumpy, short with strangers" in bartok
+
+        reply = await harness.run(
+            interaction("npc", sub("mood", opt("name", "Bartok"), opt("mood", "sly")),
+                        member=PLAYER)
+        )  # fmt: skip
+        assert reply["content"] == REFUSAL and reply["flags"] & 64
+        assert table_session.seats.seat("Bartok").mood == "grumpy, short with strangers"
+
+        everyone = [opt("name", "all"), opt("mood", "festive")]
+        reply = await harness.run(interaction("npc", sub("mood", *everyone), **dm))
+        assert reply["content"].startswith("Every NPC: festive")
+        assert {seat.mood for seat in table_session.seats} == {"festive"}
+        clear = [opt("name", "Bartok"), opt("mood", "clear")]
+        reply = await harness.run(interaction("npc", sub("mood", *clear), **dm))
+        assert reply["content"] == "Bartok: back to their usual self."
+        assert table_session.seats.seat("Bartok").mood is None
+        assert table_session.seats.brief("Bartok", take=False) is None
+        reply = await harness.run(
+            interaction("npc", sub("mood", opt("name", "Nobody"), opt("mood", "x")), **dm)
+        )
+        assert "no NPC named 'Nobody'" in reply["content"]
+    finally:
+        table_session.controls.set_mood(None, "")
+        harness.cog.tables.clear()
 
 
 async def test_session_cost_and_the_spend_notices(

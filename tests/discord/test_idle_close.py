@@ -24,6 +24,7 @@ from bot.bench.doubles.local_discord import LocalDiscord
 from bot.config import GlyphoxaConfig
 from bot.discord_bot import GlyphoxaBot, TableParts
 from bot.metrics import Metrics
+from bot.session.builder import build_session
 from campaigns.memory import MemoryStore
 from campaigns.memory.table_registry import TableRegistry
 
@@ -81,7 +82,6 @@ class Night:
 async def _night(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, whisper_stt: Any, idle_close_s: float
 ) -> AsyncIterator[Night]:
-    from bot.session.session import TableSession
     from bot.speech import EspeakTts
     from npcs.campaign import load_campaign
 
@@ -107,7 +107,7 @@ async def _night(
     sessions: list[Any] = []
 
     async def factory(campaign: str | None) -> TableParts:
-        session = TableSession(
+        session = build_session(
             config=config, campaign=load_campaign(EXAMPLE), stt=whisper_stt, tts=EspeakTts(),
             engines=lambda npc: None, memory=memory, metrics=Metrics(),
         )  # fmt: skip

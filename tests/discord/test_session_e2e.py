@@ -21,6 +21,7 @@ from bot.bench.doubles.local_discord import LocalDiscord
 from bot.config import GlyphoxaConfig
 from bot.discord_bot import GlyphoxaBot, TableParts
 from bot.metrics import Metrics
+from bot.session.builder import build_session
 from bot.voice.dave import DaveReceiver
 from bot.voice.receiver import VoiceReceiver
 from campaigns.memory.table_registry import TableRegistry
@@ -77,7 +78,7 @@ async def test_session_start_hears_players_and_plays_the_mixer(
     metrics = Metrics()  # the table's own registry, as METRICS is for `glyphoxa run`
 
     async def factory(campaign: str | None) -> TableParts:
-        session = TableSession(
+        session = build_session(
             config=config,
             campaign=load_campaign(EXAMPLE),
             stt=whisper_stt,
@@ -124,7 +125,7 @@ async def test_session_start_hears_players_and_plays_the_mixer(
             voice.send(PLAYER, b"\xf8\xff\xfe")  # silence: no STT work needed
             voice.send(PLAYER, quiet)
         session = sessions[0]
-        await _eventually(lambda: "Aria" in session.status()["speakers"])
+        await _eventually(lambda: "Aria" in session.status().speakers)
         # The first frames opened the lane on the loop; from now on the socket thread hears them.
         for _ in range(5):
             voice.send(PLAYER, quiet)
@@ -197,7 +198,7 @@ async def test_a_kicked_table_tells_the_dm_and_the_cog_forgets_it(
     sessions: list[TableSession] = []
 
     async def factory(campaign: str | None) -> TableParts:
-        session = TableSession(
+        session = build_session(
             config=config, campaign=load_campaign(EXAMPLE), stt=whisper_stt, tts=EspeakTts(),
             engines=lambda npc: None, metrics=Metrics(),
         )  # fmt: skip

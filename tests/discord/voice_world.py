@@ -26,6 +26,7 @@ from bot.bench.doubles.voice_loopback import LoopbackSpeaker
 from bot.config import GlyphoxaConfig
 from bot.discord_bot import TableParts, TableRuntime
 from bot.metrics import Metrics
+from bot.session.builder import build_session
 from bot.voice.transport_crypto import make_cipher
 
 from .conftest import tone
@@ -117,11 +118,10 @@ async def world(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[World]:
 
 @pytest.fixture
 async def session(world: World, whisper_stt: Any) -> Any:
-    from bot.session.session import TableSession
     from bot.speech import EspeakTts
     from npcs.campaign import load_campaign
 
-    return TableSession(
+    return build_session(
         config=GlyphoxaConfig(),
         campaign=load_campaign(EXAMPLE),
         stt=whisper_stt,
@@ -162,11 +162,10 @@ async def open_world(
 
 def table_session(world: World, stt: Any) -> Any:
     """A TableSession of the example campaign with espeak voices and no LLM."""
-    from bot.session.session import TableSession
     from bot.speech import EspeakTts
     from npcs.campaign import load_campaign
 
-    return TableSession(
+    return build_session(
         config=GlyphoxaConfig(),
         campaign=load_campaign(EXAMPLE),
         stt=stt,

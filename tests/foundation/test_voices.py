@@ -16,7 +16,7 @@ from bot.assembly.table import open_table
 from bot.cli import main
 from bot.config import GlyphoxaConfig
 from bot.metrics import Metrics
-from bot.session.session import TableSession
+from bot.session.builder import build_session
 from bot.speech import OpenAiStt, PiperTts, VoiceRouter
 from campaigns.memory import MemoryStore
 from campaigns.yamlio import ContentError
@@ -193,7 +193,7 @@ async def test_hot_reload_keeps_the_npc_when_its_new_voice_is_missing(
 ) -> None:
     campaign = load_campaign(campaign_copy)
     memory = await MemoryStore.open(f"sqlite+aiosqlite:///{tmp_path / 'm.db'}")
-    session = TableSession(
+    session = build_session(
         config=GlyphoxaConfig.model_validate({"campaign": {"hot_reload": False}}),
         campaign=campaign,
         stt=OpenAiStt(base_url="http://127.0.0.1:9/v1", api_key="unused"),
@@ -221,7 +221,7 @@ async def test_a_voice_that_breaks_at_the_table_is_spoken_by_espeak_loudly(
     campaign_copy: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     router = VoiceRouter.from_config(None)
-    session = TableSession(
+    session = build_session(
         config=GlyphoxaConfig(),
         campaign=load_campaign(campaign_copy),
         stt=OpenAiStt(base_url="http://127.0.0.1:9/v1", api_key="unused"),

@@ -105,3 +105,40 @@ def test_between_us_is_a_private_direction(text: str, npc: str, direction: str |
 def test_between_us_elsewhere_is_no_direction(text: str) -> None:
     command = PARSER.parse(text)
     assert command is None or not command.private
+
+
+@pytest.mark.parametrize(
+    ("text", "npc", "mood"),
+    [
+        ("Bartok, your mood is grumpy.", "Bartok", "grumpy"),
+        ("Bartock your mood's grumpy", "Bartok", "grumpy"),
+        ("Okay, Grey Mantel, mood: suspicious of the elves.", "Greymantle",
+         "suspicious of the elves"),
+        ("Captain Vesa, you're feeling tired and cranky", "Captain Vessa", "tired and cranky"),
+        ("Greymantle, you're in a foul mood.", "Greymantle", "foul"),
+        ("Everyone, you are in a festive mood!", None, "festive"),
+        ("Bartok, drop the mood.", "Bartok", ""),
+        ("Bartok, back to your usual self.", "Bartok", ""),
+    ],
+)  # fmt: skip
+def test_a_mood_for_an_npc(text: str, npc: str | None, mood: str) -> None:
+    command = PARSER.parse(text)
+    assert command is not None and not command.private
+    assert (command.action, command.npc, command.mood, command.heard) == ("mood", npc, mood, text)
+    assert command.describe() == f"mood {mood or 'cleared'} for {npc or 'all NPCs'}"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Bartok, you're in a hurry.",  # not a mood
+        "Bartok, what's your mood today?",  # a question to the NPC
+        "Bartok, the mood in here is grim.",
+        "Bartok, you are feeling like a king who lost his crown and wants it back.",  # a speech
+        "My friend, your mood is grumpy.",  # not an NPC
+        "Your mood is grumpy.",  # no one named
+    ],
+)
+def test_mood_words_elsewhere_are_no_mood(text: str) -> None:
+    command = PARSER.parse(text)
+    assert command is None or command.action != "mood"

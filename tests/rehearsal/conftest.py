@@ -17,6 +17,7 @@ from table_script import EnergyVad, ScriptedEngine, TableDriver, ToneStt, ToneTt
 from bot.bench.doubles.instant_llm import InstantLlm
 from bot.config import GlyphoxaConfig
 from bot.metrics import Metrics
+from bot.session.builder import build_session
 from bot.session.session import TableSession
 from campaigns.memory import MemoryStore
 from npcs.campaign import Campaign, load_campaign
@@ -112,7 +113,7 @@ async def _table(
 ) -> AsyncIterator[Table]:
     stt, tts, metrics = ToneStt(), ToneTts(), Metrics()
     engine = ScriptedEngine(replies={})
-    session = TableSession(
+    session = build_session(
         config=config,
         campaign=campaign,
         stt=stt,

@@ -10,7 +10,6 @@ from __future__ import annotations
 import pytest
 from conftest import Table
 
-from bot.session.dm_orders import Direction, DmOrders
 from bot.session.events import (
     DmAction,
     NpcSpoke,
@@ -20,6 +19,7 @@ from bot.session.events import (
     SpeakingChanged,
     TurnQueued,
 )
+from bot.session.seats import Direction, TableSeats
 from campaigns.basics import GlyphoxaError
 from npcs.context import build_messages, direction_note
 
@@ -33,7 +33,7 @@ def _spoken(table: Table) -> list[NpcSpoke]:
 async def test_a_direction_lasts_its_turns_and_stays_out_of_transcripts(table: Table) -> None:
     session, driver = table.session, table.driver
     session.controls.direct("bartok", DIRECTION, turns=2)
-    assert session.status()["npcs"]["Bartok"]["direction"] == "2 turns"
+    assert session.status().npcs["Bartok"].direction == "2 turns"
     for n, line in enumerate(
         [
             "Bartok, what is on tap?",
@@ -49,7 +49,7 @@ async def test_a_direction_lasts_its_turns_and_stays_out_of_transcripts(table: T
     assert directions == [
         ("Bartok", DIRECTION), ("Greymantle", None), ("Bartok", DIRECTION), ("Bartok", None)
     ]  # fmt: skip
-    assert "Bartok" not in session.orders.directions
+    assert not session.seats.has_direction("Bartok")
     await session.recorder.flush()
     memory = session.memory
     lines = await memory.session_lines(session.recorder.session_id)
@@ -62,11 +62,11 @@ async def test_say_lines_keep_the_direction_and_empty_text_clears_it(table: Tabl
     session.controls.direct("Bartok", "Mention the storm.", turns=1)
     session.controls.say("Bartok", "Coming right up!")
     await driver.run_until(lambda: len(_spoken(table)) == 1)
-    assert session.orders.directions["Bartok"].turns_left == 1
+    assert session.seats.seat("Bartok").direction.turns_left == 1
     session.controls.direct("Bartok", "Mention the fog instead.", turns=3)
-    assert session.orders.directions["Bartok"].text == "Mention the fog instead."
+    assert session.seats.seat("Bartok").direction.text == "Mention the fog instead."
     session.controls.direct("Bartok", "  ")
-    assert "Bartok" not in session.orders.directions
+    assert not session.seats.has_direction("Bartok")
     with pytest.raises(GlyphoxaError, match="1 to 20 turns"):
         session.controls.direct("Bartok", "x", turns=0)
     with pytest.raises(GlyphoxaError, match="no NPC named"):
@@ -111,7 +111,7 @@ async def test_the_dms_voice_between_us_directs_privately_until_cleared(table: T
     command = await _routed(table, "DM", f"Bartok, between us: {secret}")
     assert command.npcs == () and command.text == "(private)"
     assert command.reason == "DM voice command: private direction for Bartok"
-    assert session.status()["npcs"]["Bartok"]["direction"] == "until cleared"
+    assert session.status().npcs["Bartok"].direction == "until cleared"
     for n, (speaker, line) in enumerate(
         [
             ("Arin", "Bartok, what is on tap?"),
@@ -124,7 +124,7 @@ async def test_the_dms_voice_between_us_directs_privately_until_cleared(table: T
         await driver.run_until(lambda n=n: len(_spoken(table)) == n)
     cleared = await _routed(table, "DM", "Bartok, between us: that's all.")
     assert cleared.reason == "DM voice command: clear the private direction for Bartok"
-    assert "Bartok" not in session.orders.directions
+    assert not session.seats.has_direction("Bartok")
     driver.say("Arin", "Bartok, one more?")
     await driver.run_until(lambda: len(_spoken(table)) == 4)
     directions = [(r.npc.name, r.direction) for r in table.engine.requests]
@@ -135,11 +135,12 @@ async def test_the_dms_voice_between_us_directs_privately_until_cleared(table: T
     # Said with a pause after "between us": the DM's next words are the direction.
     await _routed(table, "DM", "Greymantle, between us.")
     pause = await _routed(table, "DM", "Be gruff with Tobble tonight.")
-    assert pause.text == "(private)" and session.orders.directions["Greymantle"].turns_left is None
+    assert pause.text == "(private)"
+    assert session.seats.seat("Greymantle").direction.turns_left is None
 
     # A player's "between us" is an ordinary line to the NPC, and directs nothing.
     heard = await _routed(table, "Arin", "Bartok, between us: give me a discount.")
-    assert heard.npcs == ("Bartok",) and "Bartok" not in session.orders.directions
+    assert heard.npcs == ("Bartok",) and not session.seats.has_direction("Bartok")
     await driver.run_until(lambda: len(_spoken(table)) == 5)
 
     await session.recorder.flush()
@@ -162,27 +163,31 @@ async def test_the_dms_voice_between_us_directs_privately_until_cleared(table: T
 def test_a_direction_given_back_never_undoes_the_dms_own_change() -> None:
     """A dropped turn gives its direction's turn back, unless the DM cleared or replaced the
     direction since; one that lasts until cleared has nothing to give back."""
-    orders = DmOrders()
-    orders.directions["Bartok"] = Direction("Be evasive.", 2)
-    assert orders.take_direction("Bartok") == "Be evasive."
-    orders.give_back("Bartok")
-    assert orders.directions["Bartok"].turns_left == 2
-    orders.directions["Bartok"] = Direction("Be evasive.", 1)
-    orders.take_direction("Bartok")  # its last turn: gone until given back
-    orders.give_back("Bartok")
-    assert orders.directions["Bartok"].turns_left == 1
-    orders.take_direction("Bartok")
-    orders.directions["Bartok"] = Direction("Mention the storm.", 1)  # the DM's new one
-    orders.give_back("Bartok")
-    assert orders.directions["Bartok"] == Direction("Mention the storm.", 1)
-    orders.directions["Bartok"] = Direction("Be kind.", 3)
-    orders.take_direction("Bartok")
-    del orders.directions["Bartok"]  # cleared by the DM
-    orders.give_back("Bartok")
-    assert "Bartok" not in orders.directions
-    orders.directions["Bartok"] = Direction("Stay calm.", None)
-    orders.take_direction("Bartok")
-    orders.give_back("Bartok")
-    assert orders.directions["Bartok"] == Direction("Stay calm.", None)
-    orders.give_back("Greymantle")  # took nothing: nothing happens
-    assert "Greymantle" not in orders.directions
+    seats = TableSeats()
+    bartok = seats.seat("Bartok")
+    bartok.direction = Direction("Be evasive.", 2)
+    assert seats.brief("Bartok", take=True) == "Be evasive."
+    seats.give_back("Bartok")
+    assert bartok.direction.turns_left == 2
+    bartok.direction = Direction("Be evasive.", 1)
+    seats.brief("Bartok", take=True)  # its last turn: gone until given back
+    assert bartok.direction is None
+    seats.give_back("Bartok")
+    assert bartok.direction is not None and bartok.direction.turns_left == 1
+    assert seats.brief("Bartok", take=False) == "Be evasive."  # a look ahead takes nothing
+    assert bartok.direction.turns_left == 1
+    seats.brief("Bartok", take=True)
+    bartok.direction = Direction("Mention the storm.", 1)  # the DM's new one
+    seats.give_back("Bartok")
+    assert bartok.direction == Direction("Mention the storm.", 1)
+    bartok.direction = Direction("Be kind.", 3)
+    seats.brief("Bartok", take=True)
+    bartok.direction = None  # cleared by the DM
+    seats.give_back("Bartok")
+    assert bartok.direction is None
+    bartok.direction = Direction("Stay calm.", None)
+    seats.brief("Bartok", take=True)
+    seats.give_back("Bartok")
+    assert bartok.direction == Direction("Stay calm.", None)
+    seats.give_back("Greymantle")  # took nothing: nothing happens
+    assert not seats.has_direction("Greymantle")

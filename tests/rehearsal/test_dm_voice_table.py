@@ -15,6 +15,7 @@ from bot.session.events import DmAction, NpcSpoke, Routed
 from campaigns.basics import Tier
 from campaigns.memory import MemoryStore
 from npcs.campaign import Campaign
+from npcs.context import build_messages
 
 
 def spoken(table: Table) -> list[NpcSpoke]:
@@ -61,10 +62,7 @@ async def test_a_dm_tier_command_takes_effect_for_the_next_turn_and_a_players_do
     assert turn.trace.tier_reason == "DEEP phrase 'take your time'"
     assert driver.of_type(DmAction) == []
     turn = await answered(table, "Tobble", "Greymantle, and the rain?")
-    assert (
-        turn.trace.tier == "fast"
-        and table.session.status()["npcs"]["Greymantle"]["override"] is None
-    )
+    assert turn.trace.tier == "fast" and table.session.status().npcs["Greymantle"].override is None
     # The DM's words: a command, acknowledged with a chime, answered by nobody.
     tick = len(driver.peaks)
     turns_before = len(table.engine.requests)
@@ -81,8 +79,8 @@ async def test_a_dm_tier_command_takes_effect_for_the_next_turn_and_a_players_do
     turn = await answered(table, "Tobble", "Greymantle, and the rain?")
     assert table.engine.requests[-1].tier is Tier.DEEP
     assert turn.trace.tier_reason.startswith("DM override deep for Greymantle")
-    status = table.session.status()["npcs"]["Greymantle"]
-    assert status["last_tier"] == "deep" and status["override"].startswith("DM override deep")
+    status = table.session.status().npcs["Greymantle"]
+    assert status.last_tier == "deep" and (status.override or "").startswith("DM override deep")
     turn = await answered(table, "Arin", "Bartok, another ale.")
     assert turn.trace.tier in {"fast", "standard"} and not turn.trace.tier_reason.startswith("DM")
     # The transcript in campaign memory keeps the DM's words.
@@ -194,3 +192,58 @@ async def test_voice_commands_can_be_turned_off(voice_off_table: Table) -> None:
     table = voice_off_table
     turn = await answered(table, "DM", "Bartok, be quiet.")
     assert turn.trace.npc == "Bartok" and not table.session.controls.is_muted("Bartok")
+
+
+MOOD = "Your mood right now: grumpy; let it color what you say."
+
+
+async def test_a_mood_set_by_voice_joins_every_answer_of_that_npc_until_cleared(
+    table: Table, campaign: Campaign
+) -> None:
+    """ "Bartok, your mood is grumpy" from the DM's lane: Bartok's seat, its status and each of
+    its prompts carry it (with a private direction, before it); Greymantle's do not; a player's
+    identical words are a line to Bartok; "drop the mood" clears it."""
+    session = table.session
+    command = await line(table.driver, "DM", "Bartok, your mood is grumpy.")
+    assert command.npcs == () and command.reason == "DM voice command: mood grumpy for Bartok"
+    assert session.seats.seat("Bartok").mood == "grumpy"
+    status = session.status().npcs
+    assert status["Bartok"].mood == "grumpy" and status["Greymantle"].mood is None
+    assert "mood: grumpy" in [badge.text for badge in status["Bartok"].badges]
+    session.controls.direct("Bartok", "Mention the storm.", turns=1)
+    for n, text in enumerate(
+        ["Bartok, an ale please.", "Bartok, and another.", "Greymantle, hello."], start=1
+    ):
+        table.driver.say("Arin", text)
+        await table.driver.run_until(lambda n=n: len(table.engine.requests) == n)
+    briefs = [(r.npc.name, r.direction) for r in table.engine.requests]
+    assert briefs == [
+        ("Bartok", f"{MOOD} Mention the storm."), ("Bartok", MOOD), ("Greymantle", None)
+    ]  # fmt: skip
+    told = build_messages(campaign.npcs["Bartok"], "Arin", "Hi.", direction=MOOD)
+    assert MOOD in told[1]["content"] and "grumpy" not in told[0]["content"]  # the turn's part
+
+    player = await line(table.driver, "Arin", "Bartok, your mood is cheerful.")
+    assert player.npcs == ("Bartok",)  # a player's words steer nothing
+    assert session.seats.seat("Bartok").mood == "grumpy"
+    cleared = await line(table.driver, "DM", "Bartok, drop the mood.")
+    assert cleared.reason == "DM voice command: mood cleared for Bartok"
+    assert (
+        session.seats.seat("Bartok").mood is None and session.status().npcs["Bartok"].badges == ()
+    )
+    moods = [
+        (e.detail, bool(e.heard)) for e in table.driver.of_type(DmAction) if e.action == "mood"
+    ]
+    assert moods == [("Bartok: grumpy", True), ("Bartok: cleared", True)]
+
+
+async def test_a_speculative_answer_is_told_the_mood_and_adopted(speculating_table: Table) -> None:
+    """The mood holds for every answer, so an answer started on a judged pause is told it too,
+    and the final adopts that answer (a one-turn direction would make it wait for the final)."""
+    table = speculating_table
+    table.session.controls.set_mood("Bartok", "grumpy")
+    table.engine.replies["Bartok"] = ["What now?"]
+    table.driver.say("Arin", "Bartok, what is on tap?", stable=True)
+    await table.driver.run_until(lambda: len(spoken(table)) == 1)
+    assert spoken(table)[0].trace.speculative
+    assert [r.direction for r in table.engine.requests] == [MOOD]  # one run, told the mood

@@ -17,8 +17,8 @@ from table_script import EnergyVad, TableDriver, ToneStt, ToneTts
 
 from bot.config import GlyphoxaConfig
 from bot.metrics import Metrics
+from bot.session.builder import build_session
 from bot.session.events import NpcSpoke, TableAlert
-from bot.session.session import TableSession
 from campaigns.basics import Tier
 from campaigns.memory import MemoryStore
 from npcs.campaign import Campaign
@@ -116,7 +116,7 @@ async def test_at_the_table_the_npc_says_a_filler_line_and_the_dm_is_told_once(
     llm, _ = server
     engine = engine_for(llm)
     stt, tts, metrics = ToneStt(), ToneTts(), Metrics()
-    session = TableSession(
+    session = build_session(
         config=GlyphoxaConfig.model_validate({"campaign": {"hot_reload": False}}),
         campaign=campaign, stt=stt, tts=tts, engines=lambda npc: engine, memory=memory,
         metrics=metrics, vad_factory=EnergyVad, speculate=False,

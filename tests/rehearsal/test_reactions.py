@@ -76,7 +76,7 @@ async def test_a_reaction_keeps_the_dms_private_direction(table: Table) -> None:
     await table.driver.run_until(lambda: len(spoken(table)) == 2)
     (request,) = requests_of(table, VESSA)
     assert request.direction == "Hide that you saw the thief tonight."  # type: ignore[attr-defined]
-    assert VESSA not in table.session.orders.directions  # the reaction was its one turn
+    assert not table.session.seats.has_direction(VESSA)  # the reaction was its one turn
 
 
 async def test_one_reaction_per_player_turn_even_when_two_answers_name_npcs(
@@ -141,17 +141,17 @@ async def test_a_dropped_reaction_gives_the_directions_turn_back(table: Table) -
     driver = table.driver
     driver.say("Arin", "Bartok, who was here?")
     await driver.run_until(lambda: len(requests_of(table, VESSA)) == 1)
-    assert VESSA not in table.session.orders.directions  # taken by the reaction
+    assert not table.session.seats.has_direction(VESSA)  # taken by the reaction
     driver.say("Tobble", "Wait, the door!", seconds=1.0)
     await driver.run_until(lambda: len(spoken(table)) == 2)
     reaction = next(e.trace for e in spoken(table) if e.trace.npc == VESSA)
     assert reaction.dropped == "Tobble started speaking"
-    assert table.session.orders.directions[VESSA].turns_left == 1
+    assert table.session.seats.seat(VESSA).direction.turns_left == 1
     table.engine.replies[VESSA] = ["I saw nothing."]
     driver.say("Arin", "Captain Vessa, did you see the thief?")
     await driver.run_until(lambda: len(requests_of(table, VESSA)) == 2)
     assert requests_of(table, VESSA)[1].direction == "Hide that you saw the thief tonight."  # type: ignore[attr-defined]
-    assert VESSA not in table.session.orders.directions
+    assert not table.session.seats.has_direction(VESSA)
 
 
 async def test_a_reaction_waits_for_the_floor_and_is_dropped_if_a_player_starts(

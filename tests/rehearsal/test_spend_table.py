@@ -109,8 +109,8 @@ async def test_on_hard_fast_holds_every_npc_to_fast_turns(tmp_path: Path) -> Non
         async with open_table(config, stt=ToneStt(), tts=ToneTts(), serve_metrics=False,
                               memory_url="sqlite+aiosqlite://") as session:  # fmt: skip
             assert await _answer(session, "what's on tap?")
-            status = session.status()["npcs"]
-            assert {npc["override"] for npc in status.values()} == {"DM override fast for all NPCs"}
+            status = session.status().npcs
+            assert {npc.override for npc in status.values()} == {"DM override fast for all NPCs"}
             told = [a.message for a in session.trouble.alerts]
             assert [m for m in told if "every NPC now answers at the FAST tier" in m]
             assert session.spend.summary()["hard_reached"]

@@ -14,6 +14,7 @@ from table_script import EnergyVad, ScriptedEngine, TableDriver, ToneStt, ToneTt
 
 from bot.config import GlyphoxaConfig
 from bot.metrics import Metrics
+from bot.session.builder import build_session
 from bot.session.events import NpcSpoke, PlayerSpoke, Routed
 from bot.session.session import TableSession
 from campaigns.basics import GlyphoxaError
@@ -34,7 +35,7 @@ async def _night(
     config: GlyphoxaConfig, campaign: Campaign, memory: MemoryStore
 ) -> AsyncIterator[Night]:
     stt, engine = ToneStt(), ScriptedEngine(replies={})
-    session = TableSession(
+    session = build_session(
         config=config, campaign=campaign, stt=stt, tts=ToneTts(), engines=lambda npc: engine,
         memory=memory, metrics=Metrics(), vad_factory=EnergyVad, speculate=False,
     )  # fmt: skip
@@ -74,7 +75,7 @@ async def test_a_bound_player_is_their_character_in_prompt_transcript_and_memory
     shown = build_messages(request.npc, request.speaker, request.text, scene=request.scene)
     assert 'Arin Duskwalker said: "Bartok, what is on tap tonight?"' in shown[1]["content"]
     assert [e.speaker for e in driver.of_type(PlayerSpoke)] == ["Arin Duskwalker", "Tobble"]
-    assert session.status()["speakers"]["Arin Duskwalker"]["display_name"] == "dusk_rider"
+    assert session.status().speakers["Arin Duskwalker"].display_name == "dusk_rider"
     await session.recorder.flush()
     rows = await session.memory.search_sessions("tap", session_id=session.recorder.session_id)
     assert [(r["speaker"], r["npc"]) for r in rows] == [("Arin Duskwalker", None)]
@@ -111,7 +112,7 @@ async def test_binding_is_kept_for_the_next_session_and_can_be_undone(
         await second.driver.run_until(lambda: len(second.driver.of_type(NpcSpoke)) == 1)
         assert second.engine.requests[-1].speaker == "Arin"
         assert await second.session.unbind_character(DUSK) is None
-        assert "dusk_rider" in second.session.status()["speakers"]  # the open lane, renamed
+        assert "dusk_rider" in second.session.status().speakers  # the open lane, renamed
         second.driver.say("dusk_rider", "Greymantle, goodbye.")
         await second.driver.run_until(lambda: len(second.driver.of_type(NpcSpoke)) == 2)
         assert second.engine.requests[-1].speaker == "dusk_rider"

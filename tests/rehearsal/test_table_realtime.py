@@ -13,8 +13,8 @@ from table_script import EnergyVad, ScriptedEngine, TableDriver, ToneStt, ToneTt
 
 from bot.config import GlyphoxaConfig
 from bot.metrics import Metrics
+from bot.session.builder import build_session
 from bot.session.events import BargedIn, NpcSpoke
-from bot.session.session import TableSession
 from campaigns.memory import MemoryStore
 from npcs.campaign import Campaign
 from npcs.engines.realtime import RealtimeEngine
@@ -32,7 +32,7 @@ async def realtime_table(
         client = AsyncOpenAI(base_url=server.base_url, api_key="test-key", max_retries=0)
         engine = RealtimeEngine(client, model="gpt-realtime")
         stt, tts, metrics = ToneStt(), ToneTts(), Metrics()
-        session = TableSession(
+        session = build_session(
             config=config, campaign=campaign, stt=stt, tts=tts, engines=lambda npc: engine,
             memory=memory, metrics=metrics, vad_factory=EnergyVad, speculate=False,
         )  # fmt: skip

@@ -19,8 +19,8 @@ from table_script import EnergyVad, TableDriver, ToneStt, ToneTts
 
 from bot.config import GlyphoxaConfig
 from bot.metrics import Metrics
+from bot.session.builder import build_session
 from bot.session.events import NpcSpoke, Routed
-from bot.session.session import TableSession
 from campaigns.memory import MemoryStore
 from npcs.campaign import Campaign
 from npcs.engines.realtime import RealtimeEngine, RenewalPolicy
@@ -48,7 +48,7 @@ async def table(
     client = AsyncOpenAI(base_url=server.base_url, api_key="test-key", max_retries=0)
     engine = RealtimeEngine(client, model="gpt-realtime", renewal=policy)
     stt, tts = ToneStt(), ToneTts()
-    session = TableSession(
+    session = build_session(
         config=config, campaign=campaign, stt=stt, tts=tts, engines=lambda npc: engine,
         memory=memory, metrics=Metrics(), vad_factory=EnergyVad, speculate=False,
     )  # fmt: skip

@@ -13,6 +13,7 @@ from table_script import EnergyVad, ScriptedEngine, TableDriver, ToneStt, ToneTt
 
 from bot.config import GlyphoxaConfig
 from bot.metrics import Metrics
+from bot.session.builder import build_session
 from bot.session.events import BargedIn, NpcSpoke, PlayerSpoke, Routed
 from bot.session.session import TableSession
 from bot.speech import SILENCE_FRAME
@@ -203,7 +204,7 @@ async def test_a_name_said_over_the_start_of_the_answer_gets_the_line_answered_w
 async def test_dm_mute_unmute_say_and_status(table: Table) -> None:
     session, driver = table.session, table.driver
     session.controls.mute("bart")  # aliases work
-    assert session.status()["npcs"]["Bartok"]["muted"]
+    assert session.status().npcs["Bartok"].muted
     driver.say("Arin", "Bartok, a drink please.")
     await driver.run_until(lambda: len(driver.of_type(Routed)) == 1)
     assert driver.of_type(Routed)[0].npcs == () and driver.of_type(Routed)[0].reason == "muted"
@@ -215,8 +216,9 @@ async def test_dm_mute_unmute_say_and_status(table: Table) -> None:
     with pytest.raises(GlyphoxaError, match="no NPC named"):
         session.controls.mute("Nobody")
     status = session.status()
-    assert status["turns"] == 1 and set(status["npcs"]) >= {"Bartok", "Greymantle"}
-    assert status["session_id"]
+    assert status.turns == 1 and set(status.npcs) >= {"Bartok", "Greymantle"}
+    assert status.session_id
+    assert status.as_json()["npcs"]["Bartok"]["muted"] is False  # unmuted; plain data too
 
 
 async def test_mute_cuts_a_speaking_npc(table: Table) -> None:
@@ -233,7 +235,7 @@ def _editable_table(tmp_path: Path, config: GlyphoxaConfig) -> tuple[Path, ToneS
     folder = tmp_path / "campaign"
     shutil.copytree(EXAMPLE, folder)
     stt, engine = ToneStt(), ScriptedEngine(replies={})
-    session = TableSession(
+    session = build_session(
         config=config,
         campaign=load_campaign(folder),
         stt=stt,
@@ -279,7 +281,7 @@ async def test_reload_npcs_refreshes_the_vocabulary_of_open_lanes(
 
 
 async def test_push_before_start_is_a_clear_error(config: GlyphoxaConfig, campaign) -> None:  # type: ignore[no-untyped-def]
-    session = TableSession(
+    session = build_session(
         config=config, campaign=campaign, stt=ToneStt(), tts=ToneTts(),
         engines=lambda npc: None, metrics=Metrics(),
     )  # fmt: skip

@@ -23,7 +23,7 @@ from discord.gateway import DiscordWebSocket
 from bot.config import GlyphoxaConfig
 from bot.discord_bot import GlyphoxaBot, TableParts
 from bot.metrics import Metrics
-from bot.session.session import TableSession
+from bot.session.builder import build_session
 from bot.speech import EspeakTts
 from campaigns.memory import MemoryStore
 from campaigns.memory.table_registry import TableRegistry
@@ -79,7 +79,7 @@ async def test_a_restarted_bot_resumes_its_table_from_sqlite(
 
     async def factory(campaign: str | None, *, memory_session_id: str | None = None) -> TableParts:
         memory_sessions.append(memory_session_id)
-        session = TableSession(
+        session = build_session(
             config=config, campaign=load_campaign(EXAMPLE), stt=NoStt(), tts=EspeakTts(),  # type: ignore[arg-type]
             engines=lambda npc: None, memory=memory, metrics=Metrics(),
             memory_session_id=memory_session_id,
@@ -109,7 +109,14 @@ async def test_a_restarted_bot_resumes_its_table_from_sqlite(
         bot, runner = await run_bot()
         assert "Session started" in await command("session", sub("start"))
         assert "Muted" in await command("npc", sub("mute", name="Captain Vessa"))
-        await _until_saved(registry, lambda state: state.get("muted") == ["Captain Vessa"])
+        assert "grumpy" in await command("npc", sub("mood", name="Bartok", mood="grumpy"))
+        await _until_saved(
+            registry,
+            lambda state: (
+                state.get("seats", {}).get("Captain Vessa", {}).get("muted")
+                and state["seats"].get("Bartok", {}).get("mood") == "grumpy"
+            ),
+        )
         await bot.close()  # as on SIGTERM: the table stops, its row stays
         await asyncio.wait_for(runner, timeout=10)
         assert voice_states[-1]["channel_id"] is None  # it left voice
@@ -130,6 +137,8 @@ async def test_a_restarted_bot_resumes_its_table_from_sqlite(
         assert memory_sessions == [None, kept.memory_session_id]
         status = await command("session", sub("status"))
         assert "Captain Vessa: budget standard, muted" in status
+        (bartok,) = [line for line in status.splitlines() if "- Bartok:" in line]
+        assert "mood: grumpy" in bartok  # the DM's mood for Bartok came back with the table
 
         assert "Session stopped" in await command("session", sub("stop"))
         assert await registry.get(GUILD) is None  # closed by the DM: nobody resumes it

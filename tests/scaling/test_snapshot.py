@@ -17,6 +17,7 @@ import pytest
 from bot.config import GlyphoxaConfig
 from bot.metrics import Metrics
 from bot.session import snapshot
+from bot.session.builder import build_session
 from bot.session.session import TableSession
 from bot.speech import EspeakTts
 from campaigns.basics import Tier
@@ -40,7 +41,7 @@ async def memory(tmp_path: Path) -> AsyncIterator[MemoryStore]:
 
 
 def _session(memory: MemoryStore, memory_session_id: str | None = None) -> TableSession:
-    return TableSession(
+    return build_session(
         config=GlyphoxaConfig.model_validate({"campaign": {"hot_reload": False}}),
         campaign=load_campaign(EXAMPLE),
         stt=NoStt(),  # type: ignore[arg-type]
@@ -63,6 +64,7 @@ async def test_state_survives_a_restart_through_json(memory: MemoryStore) -> Non
     first.controls.mute("Captain Vessa")
     first.controls.direct("Greymantle", "Hint at the mill.", turns=2)
     first.controls.direct("Bartok", "You saw the thief; deny it.", None)  # until cleared
+    first.controls.set_mood("Greymantle", "weary, suspicious of the elves")
     state = snapshot.capture(first)
     stored = json.loads(json.dumps(state.as_json()))  # what the registry keeps
     memory_session = first.recorder.session_id
@@ -79,15 +81,19 @@ async def test_state_survives_a_restart_through_json(memory: MemoryStore) -> Non
         ]
         assert second.scene[0].at < second.scene[1].at <= time.monotonic()
         assert second.controls.is_muted("Captain Vessa") and not second.controls.is_muted("Bartok")
-        status = second.status()["npcs"]
-        assert status["Bartok"]["override"].startswith("DM override deep for Bartok")
-        assert status["Greymantle"]["override"].startswith("DM override standard for all")
-        assert "s left" in status["Greymantle"]["override"]  # the duration carried over
-        assert status["Whisper"]["override"].startswith("DM override standard")  # own expired
+        status = second.status().npcs
+        assert (status["Bartok"].override or "").startswith("DM override deep for Bartok")
+        assert (status["Greymantle"].override or "").startswith("DM override standard for all")
+        assert "s left" in (status["Greymantle"].override or "")  # the duration carried over
+        assert (status["Whisper"].override or "").startswith("DM override standard")  # own expired
         assert second.recorder.session_id == memory_session  # the transcript continues there
-        assert status["Greymantle"]["direction_turns"] == 2
-        assert second.orders.directions["Greymantle"].text == "Hint at the mill."
-        assert status["Bartok"]["direction"] == "until cleared"
+        assert status["Greymantle"].direction_turns == 2
+        assert second.seats.seat("Greymantle").direction.text == "Hint at the mill."
+        assert status["Bartok"].direction == "until cleared"
+        assert status["Greymantle"].mood == "weary, suspicious of the elves"
+        assert status["Bartok"].mood is None
+        told = second.seats.brief("Greymantle", take=False) or ""
+        assert told.startswith("Your mood right now: weary, suspicious of the elves;")
     finally:
         await second.stop()
     assert await memory.count("sessions") == 1
@@ -111,12 +117,12 @@ async def test_what_no_longer_exists_is_reported_not_fatal(memory: MemoryStore) 
     await session.start()
     try:
         assert problems == [
-            "muted NPC Nobody no longer exists",
+            "NPC Nobody no longer exists (its mute or direction is dropped)",
             "tier override for Ghost: no such NPC any more",
             "tier override 'ludicrous' is not a tier",
         ]
         assert [line.text for line in session.scene] == ["Hello"]
-        assert session.status()["npcs"]["Bartok"]["override"] is None
+        assert session.status().npcs["Bartok"].override is None
         assert session.recorder.session_id not in (None, "no-such-memory-session")
     finally:
         await session.stop()
