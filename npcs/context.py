@@ -20,6 +20,7 @@ __all__ = [
     "build_messages",
     "build_system_prompt",
     "direction_note",
+    "mood_note",
     "nothing_recalled_note",
     "prompt_wording",
     "reaction_instruction",
@@ -265,6 +266,11 @@ def _instruction(npc_name: str, speaker: str, text: str, reacting_to: str | None
     return f"Answer as {npc_name}. {speaker} says to you: {text.strip()}".rstrip()
 
 
+def mood_note(mood: str) -> str:
+    """What an NPC is told of the mood the DM set for it (``bot.session.seats``)."""
+    return f"Your mood right now: {mood}; let it color what you say."
+
+
 def recall_note(facts: Sequence[str]) -> str:
     """What an NPC is told it recalls: the campaign memory the table searched before it spoke
     (``npcs.engines.table_actions``)."""
@@ -317,6 +323,7 @@ def prompt_wording() -> tuple[str, ...]:
     texts += [
         reaction_instruction(_MARK, _MARK, _MARK),
         recall_note([_MARK]),
+        mood_note(_MARK),
         nothing_recalled_note(),
         roll_note(_MARK, _MARK, _MARK, 0),
         roll_note(_MARK, _MARK, _MARK, 0, said=False),

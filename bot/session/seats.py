@@ -18,6 +18,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from npcs.context import mood_note
+
 if TYPE_CHECKING:
     from bot.session.trace import TurnTrace
     from bot.session.turns import NpcTurn
@@ -120,9 +122,7 @@ class NpcSeat:
                 direction.turns_left -= 1
                 if direction.turns_left <= 0:
                     self.direction = None
-        parts = [f"Your mood right now: {self.mood}; let it color what you say."]
-        if not self.mood:
-            parts = []
+        parts = [mood_note(self.mood)] if self.mood else []
         if direction is not None:
             parts.append(direction.text)
         return " ".join(parts) or None

@@ -35,6 +35,7 @@ REPAIRED = [
     ("Sure! Here's my response: the ale is fine.", "the ale is fine.", "label"),
     ("I'll make it concise and avoid mentioning Bartok.", "", "scaffolding"),
     ("Answer as Bartok. Arin says to you: hello", "", "scaffolding"),
+    ("Your mood right now is grumpy, so I let it color what I say.", "", "scaffolding"),
     ("I'm not an AI designed to pour ale.", "", "broken character"),
     ("As a language model, I cannot taste ale.", "", "broken character"),
     ("Ale is two copper! 🍺😀", "Ale is two copper!", "emoji"),
