@@ -83,6 +83,9 @@ class SpeechContext:
         earlier: what NPCs said earlier in the scene. A line is not said twice, and a small
             model's favourite failure, another NPC's last line copied word for word, is not
             said either.
+        grounding: what the turn was given to tell (recalled facts, tool results, the
+            entities it knows): a sentence saying mostly that, in its words, is not a copy of an
+            earlier line that said the same fact.
         emotes: the NPC's YAML allows stage directions (``*laughs*`` is then kept).
         roll_total: this turn's roll, already spoken: a piece naming another number is dropped.
     """
@@ -91,6 +94,7 @@ class SpeechContext:
     speakers: Sequence[str] = ()
     own: Sequence[str] = ()
     earlier: Sequence[str] = ()
+    grounding: Sequence[str] = ()
     emotes: bool = False
     roll_total: int | None = None
 
@@ -104,6 +108,8 @@ class LineCleaner:
     _said: set[str] = field(default_factory=set)
     _said_runs: set[tuple[str, ...]] = field(default_factory=set)
     """Every :data:`REPEAT_RUN` consecutive words of the lines in ``_said``."""
+    _grounded_runs: set[tuple[str, ...]] = field(default_factory=set)
+    """Every :data:`REPEAT_RUN` consecutive words of the turn's grounding."""
     _names: re.Pattern[str] | None = field(default=None)
     _own: frozenset[str] = field(default_factory=frozenset)
     _open: str | None = None
@@ -115,6 +121,8 @@ class LineCleaner:
     def __post_init__(self) -> None:
         for line in self.context.earlier:
             self._remember(line)
+        for text in self.context.grounding:
+            self.ground(text)
         self._own = frozenset(n.strip().lower() for n in self.context.own if n.strip())
         names = sorted(
             {n.strip() for n in [*self.context.speakers, *self.context.own] if n.strip()},
@@ -170,13 +178,16 @@ class LineCleaner:
         """A line said this turn without cleaning (the table's own): never said again."""
         self._remember(line)
 
+    def ground(self, text: str) -> None:
+        """``text`` was given to this turn to tell (a tool's result as it arrives)."""
+        self._grounded_runs.update(_runs(words_of(text)))
+
     def _remember(self, line: str) -> None:
-        words = words_of(line)
-        if words:
-            self._said.add(" ".join(words))
-            self._said_runs.update(
-                tuple(words[i : i + REPEAT_RUN]) for i in range(len(words) - REPEAT_RUN + 1)
-            )
+        for sentence in [line, *_SENTENCE_BREAK.split(line)]:
+            words = words_of(sentence)
+            if words:
+                self._said.add(" ".join(words))
+                self._said_runs.update(_runs(words))
 
     def count(self, kind: str, times: int = 1) -> None:
         """Count a repair made outside the cleaner (a regenerated answer, the fallback line)."""
@@ -352,14 +363,30 @@ class LineCleaner:
         words = words_of(text)
         if len(words) < 3:
             return text
+        if _share(words, self._grounded_runs) >= REPEAT_SHARE:
+            return text  # a fact the turn was given, told again: not a copy
         copied = " ".join(words) in self._said
         if not copied and len(words) >= REPEAT_RUN:
-            covered = [False] * len(words)
-            for i in range(len(words) - REPEAT_RUN + 1):
-                if tuple(words[i : i + REPEAT_RUN]) in self._said_runs:
-                    covered[i : i + REPEAT_RUN] = [True] * REPEAT_RUN
-            copied = sum(covered) >= REPEAT_SHARE * len(words)
+            copied = _share(words, self._said_runs) >= REPEAT_SHARE
         if copied:
             self.repairs["repeat"] += 1
             return ""
         return text
+
+
+_SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+")
+
+
+def _runs(words: list[str]) -> set[tuple[str, ...]]:
+    return {tuple(words[i : i + REPEAT_RUN]) for i in range(len(words) - REPEAT_RUN + 1)}
+
+
+def _share(words: list[str], runs: set[tuple[str, ...]]) -> float:
+    """How much of ``words`` lies in runs of :data:`REPEAT_RUN` words found in ``runs``."""
+    if len(words) < REPEAT_RUN or not runs:
+        return 0.0
+    covered = [False] * len(words)
+    for i in range(len(words) - REPEAT_RUN + 1):
+        if tuple(words[i : i + REPEAT_RUN]) in runs:
+            covered[i : i + REPEAT_RUN] = [True] * REPEAT_RUN
+    return sum(covered) / len(words)

@@ -366,6 +366,7 @@ class CascadedEngine:
                 )[1]
             messages.append(assistant_tool_message("".join(reader.content), calls))
             messages.extend(tool_message(result) for result in report.results)
+            speech.ground(report.results)
             depth += 1
         cleaner = speech.cleaner
         assert cleaner is not None

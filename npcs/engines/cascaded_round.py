@@ -13,7 +13,7 @@ one round said.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator, Iterable, Iterator
+from collections.abc import AsyncGenerator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,7 +24,7 @@ from npcs.engines.guard import ContentGuard
 from npcs.engines.table_actions import TableActions
 from npcs.sentences import SentenceSplitter, split_sentences
 from npcs.spoken_budget import SpokenBudget, budget_words
-from tools.host.types import ToolCall
+from tools.host.types import ToolCall, ToolResult
 
 __all__ = ["RoundReader", "TurnSpeech", "turn_speech"]
 
@@ -119,6 +119,14 @@ class TurnSpeech:
         """The whole turn as spoken, the prefix included."""
         return " ".join(([self.prefix] if self.prefix else []) + self.spoken).strip()
 
+    def ground(self, results: Sequence[ToolResult]) -> None:
+        """The model's own tool results are what the answer may tell (clean speech lets a fact
+        from them be said again in their words)."""
+        if self.cleaner is not None:
+            for result in results:
+                if not result.is_error:
+                    self.cleaner.ground(result.content)
+
 
 def turn_speech(
     request: TurnRequest, names: list[str], actions: TableActions, prefix: str | None
@@ -135,6 +143,7 @@ def turn_speech(
             *(line.text for line in request.scene if line.npc is not None),
             *([prefix] if prefix else []),
         ],
+        grounding=[*actions.facts, request.entity_snapshot or ""],
         emotes=npc.emotes,
         roll_total=actions.roll_total,
     )

@@ -91,6 +91,7 @@ class SentenceCascadeEngine:
                 speakers=[n for n in speaker_names(request) if n not in npc.names()],
                 own=npc.names(),
                 earlier=[line.text for line in request.scene if line.npc is not None],
+                grounding=[*actions.facts, request.entity_snapshot or ""],
                 emotes=npc.emotes,
             )
         )

@@ -131,3 +131,23 @@ def test_a_first_sentence_past_the_budget_is_cut_at_a_clause_and_closed() -> Non
     )
     assert said == "Well, the mill, which grinds at night."
     assert budget.hit
+
+
+def test_a_fact_the_turn_was_given_may_be_told_again_in_its_words() -> None:
+    """Another NPC told the Reef Bell's story earlier; this turn recalled the same fact, so
+    saying it again is an answer, not a copy. Chatter copied beside it is still dropped."""
+    fact = "The Reef Bell is a bronze bell salvaged from the sunken chapel."
+    context = SpeechContext(
+        heard="Keeper, do you remember the Reef Bell?",
+        earlier=[f"From what I recall, {fact[:1].lower()}{fact[1:]} Lovely weather for it."],
+    )
+    told = "From what I recall, the reef bell is a bronze bell salvaged from the sunken chapel."
+    cleaner = LineCleaner(context)
+    assert cleaner.clean(told) == ""  # not given this turn: a copy
+    grounded = LineCleaner(SpeechContext(heard=context.heard, earlier=context.earlier,
+                                         grounding=[f"Reef Bell — {fact}"]))  # fmt: skip
+    assert grounded.clean(told) == told
+    assert grounded.clean("Lovely weather for it.") == ""  # an earlier sentence, said again
+    from_a_tool = LineCleaner(context)  # the model searched memory itself: its result arrives
+    from_a_tool.ground(f'{{"results": [{{"text": "Reef Bell: {fact}"}}]}}')
+    assert from_a_tool.clean(told) == told
