@@ -135,7 +135,7 @@ async def _say(args: argparse.Namespace) -> int:
 
     from bot.speech import Mixer, VoiceRouter, WavSink, speak_text, split_sentences
     from campaigns.basics import GlyphoxaError
-    from npcs.schema import VoiceSettings
+    from campaigns.providers.voices import VoiceSettings
 
     config = load_config(args)
     flags = {
