@@ -78,10 +78,10 @@ def run_check(
     problem of the report, like any other.
     """
     from bot.config_loader import check_config
+    from campaigns.providers.voices import VoiceInventory
     from campaigns.yamlio import Issue
     from npcs.campaign import scan_campaign
     from npcs.campaign.checks import tool_issues, voice_issues
-    from npcs.voices import VoiceInventory
     from tools.catalog import ToolCatalog
     from tools.host.known_tools import known_tools_beside
 

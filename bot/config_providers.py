@@ -19,7 +19,6 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, m
 
 from campaigns.basics import Tier, TierName
 from campaigns.suggest import closest
-from npcs.context import MAX_SCENE_CHARS
 
 __all__ = [
     "OPENAI_COMPATIBLE_SERVERS",
@@ -167,7 +166,9 @@ class LlmOptions(RemoteOptions):
     """Stream the rounds that may call tools, so a spoken answer starts at once."""
     stop_at_speakers: bool | None = None
     """Stop an answer where the model starts another speaker's line; empty: on for ``local``."""
-    scene_chars: int = Field(default=MAX_SCENE_CHARS, ge=0)
+    # npcs.context.MAX_SCENE_CHARS, written out (a test keeps them equal): the speech stack
+    # reads this config and imports nothing from npcs, not even through it.
+    scene_chars: int = Field(default=1500, ge=0)
     """Characters of recent scene in each prompt (a sliding window breaks prefix reuse)."""
     follow_up_scene: bool = True
     """Give the scene again in a turn's follow-up rounds after tool calls."""

@@ -6,12 +6,12 @@ Field docstrings become JSON Schema descriptions, which editors show as completi
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from campaigns.basics import TierName
 from campaigns.content import ApprovalMode, ToolApproval
+from campaigns.providers.voices import VoiceSettings
 
 __all__ = [
     "PROSE_LIST_FIELDS",
@@ -20,7 +20,6 @@ __all__ = [
     "LlmOverrides",
     "NpcDefinition",
     "SpokenBudgetWords",
-    "VoiceSettings",
 ]
 
 #: Lists whose items are sentences: a flow list there that a comma split is warned about.
@@ -44,17 +43,6 @@ class EngineKind(StrEnum):
     """Speech-to-speech (OpenAI Realtime). Slow-tool turns fall back to cascaded."""
     SENTENCE_CASCADE = "sentence_cascade"
     """A fast model speaks an opener at once; a strong model continues it with tools."""
-
-
-class VoiceSettings(_Strict):
-    provider: Literal["piper", "openai", "espeak"] = "piper"
-    """TTS provider for this NPC's voice."""
-    voice: str | None = None
-    """Voice id (``alloy``, ``en-us+m3``) or a Piper model path; empty: provider default."""
-    speed: float = Field(default=1.0, ge=0.5, le=2.0)
-    """Speaking rate; 1.0 is normal."""
-    pitch_shift: float = Field(default=0.0, ge=-12.0, le=12.0)
-    """Pitch shift in semitones, to tell NPCs that share a voice model apart."""
 
 
 class LlmOverrides(_Strict):

@@ -7,5 +7,5 @@ speech, voices, memory, tool host and engines, closed together), :mod:`~bot.asse
 defaults) and :mod:`~bot.assembly.memory` (``open_memory``). ``glyphoxa run`` and the Discord
 front end, ``glyphoxa rehearse``, the benches, the doctor, the CLI's chat and the tests all build
 through it, so what they run is what a table runs. Every OpenAI-compatible client comes from
-``npcs.inference.openai_client``.
+``campaigns.providers.openai_client``.
 """

@@ -86,8 +86,8 @@ async def open_memory(
     """
     from campaigns.content import EntitiesFile
     from campaigns.memory import LlmSummarizer, MemoryStore, OpenAIEmbeddings
+    from campaigns.providers.openai_client import openai_client
     from campaigns.yamlio import load_model
-    from npcs.inference.openai_client import openai_client
 
     embeddings = None
     provider = config.providers.embeddings

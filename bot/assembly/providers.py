@@ -12,7 +12,7 @@ from bot.config_providers import SttProvider as SttSection
 from bot.config_providers import TtsProvider as TtsSection
 from bot.speech import FasterWhisperStt, OpenAiStt, SttProvider, VoiceRouter
 from campaigns.basics import GlyphoxaError
-from npcs.inference.openai_client import openai_client
+from campaigns.providers.openai_client import openai_client
 from npcs.inference.pools import InferencePool
 
 if TYPE_CHECKING:

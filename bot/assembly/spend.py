@@ -22,8 +22,8 @@ from bot.speech import OpenAiStt, SttProvider, TtsProvider, VoiceRouter
 from bot.speech.tts_openai import OpenAiTts
 from campaigns.basics import Tier
 from campaigns.memory import LlmSummarizer, MemoryStore, OpenAIEmbeddings
+from campaigns.providers.usage import Service, Usage
 from npcs.engines import CascadedEngine, RealtimeEngine
-from npcs.usage import Service, Usage
 
 __all__ = ["attach_memory_meter", "attach_meter", "runs_here", "spend_meter"]
 

@@ -38,7 +38,7 @@ from bot.speech.tts_espeak import EspeakTts
 from bot.speech.tts_piper import PiperTts
 from bot.speech.vad import create_vad
 from campaigns.basics import AudioChunk, percentile
-from npcs.schema import VoiceSettings
+from campaigns.providers.voices import VoiceSettings
 
 __all__ = ["run_bench"]
 

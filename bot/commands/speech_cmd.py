@@ -133,9 +133,10 @@ async def _transcribe(args: argparse.Namespace) -> int:
 async def _say(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
-    from bot.speech import Mixer, VoiceRouter, WavSink, speak_text, split_sentences
+    from bot.speech import Mixer, VoiceRouter, WavSink, speak_text
     from campaigns.basics import GlyphoxaError
-    from npcs.schema import VoiceSettings
+    from campaigns.providers.voices import VoiceSettings
+    from npcs.sentences import split_sentences
 
     config = load_config(args)
     flags = {

@@ -51,7 +51,7 @@ def register(sub: Subcommands) -> None:
 def _run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from npcs.voices import VoiceInventory
+    from campaigns.providers.voices import VoiceInventory
 
     config = load_config(args)
     inventory = VoiceInventory.from_tts(config.providers.tts)

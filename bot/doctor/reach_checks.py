@@ -31,7 +31,7 @@ async def reach_server(provider: ProviderConfig, key: str, what: str) -> str:
     import httpx
     import openai
 
-    from npcs.inference.openai_client import openai_client
+    from campaigns.providers.openai_client import openai_client
 
     url = (provider.base_url or _OPENAI).rstrip("/")
     timeout = httpx.Timeout(REACH_TIMEOUT_S, connect=3.0)

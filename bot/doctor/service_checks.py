@@ -79,8 +79,8 @@ async def check_llm(context: DoctorContext) -> str:
     in a child process first, so a build this CPU cannot run is named, not suffered)."""
     from bot.assembly.providers import local_llm_server
     from campaigns.basics import GlyphoxaError
+    from campaigns.providers.openai_client import openai_client
     from npcs.engines.chat_wire import create_chat
-    from npcs.inference.openai_client import openai_client
 
     llm = context.config.providers.llm
     async with contextlib.AsyncExitStack() as stack:

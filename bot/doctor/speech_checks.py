@@ -15,7 +15,7 @@ import soxr
 from bot.doctor.runner import DoctorContext, Problem
 from bot.speech import STT_SAMPLE_RATE, EspeakTts, VoiceRouter
 from bot.speech.vad import SileroVad, create_vad
-from npcs.schema import VoiceSettings
+from campaigns.providers.voices import VoiceSettings
 
 __all__ = ["check_espeak", "check_opus", "check_stt", "check_vad", "check_voices"]
 

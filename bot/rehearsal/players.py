@@ -22,7 +22,7 @@ from bot.speech import (
 )
 from bot.speech.protocols import TtsProvider
 from campaigns.basics import GlyphoxaError
-from npcs.schema import VoiceSettings
+from campaigns.providers.voices import VoiceSettings
 
 __all__ = ["LineAudio", "SpeakerTimeline", "steady_voices", "synthesize_lines"]
 

@@ -37,7 +37,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from bot.rehearsal.approvals import ScriptedApproval
 from campaigns.basics import GlyphoxaError, Tier
-from npcs.schema import VoiceSettings
+from campaigns.providers.voices import VoiceSettings
 
 __all__ = ["DmCommand", "PlayerLine", "Scene", "load_scene", "player_voice"]
 

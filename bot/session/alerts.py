@@ -11,7 +11,7 @@ from collections.abc import Callable
 from bot.metrics import Metrics
 from bot.session.events import SessionEvent, TableAlert
 from bot.session.trace import TurnTrace
-from npcs.schema import VoiceSettings
+from campaigns.providers.voices import VoiceSettings
 
 __all__ = ["TroubleDesk"]
 

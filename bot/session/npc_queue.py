@@ -20,10 +20,10 @@ from bot.session.turns import NpcTurn, run_turn
 from bot.speech import HandleState, Mixer, TtsProvider
 from bot.speech.scheduler import CpuScheduler
 from campaigns.basics import Tier
+from campaigns.providers.usage import serving_npc
 from npcs.context import SceneLine
 from npcs.engines import Engine
 from npcs.schema import NpcDefinition
-from npcs.usage import serving_npc
 
 __all__ = ["NpcQueues"]
 

@@ -20,9 +20,10 @@ from dataclasses import dataclass, field
 from bot.speech import TtsProvider
 from bot.speech.scheduler import CpuScheduler
 from campaigns.basics import AudioChunk, Tier
+from campaigns.providers.voices import VoiceSettings
 from npcs.context import SceneLine
 from npcs.engines import Engine, EngineEvent, Filler, Sentence, TurnRequest
-from npcs.schema import NpcDefinition, VoiceSettings
+from npcs.schema import NpcDefinition
 
 __all__ = ["Speculation", "normalize"]
 

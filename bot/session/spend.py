@@ -2,7 +2,7 @@
 checked against ``session.spend``'s limits and kept with the session in campaign memory.
 
 Engines, the remote speech providers and the campaign memory's own model calls (the session's
-summary, search embeddings) report :class:`~npcs.usage.Usage` to a sink from
+summary, search embeddings) report :class:`~campaigns.providers.usage.Usage` to a sink from
 :meth:`SpendMeter.sink` (one per configured provider: a local model's sink is free). The meter
 prices each call from ``pricing`` (the defaults with the DM's prices over them), says once when
 the soft limit is reached and runs the hard limit's action once (``on_soft`` / ``on_hard``,
@@ -21,7 +21,7 @@ from pathlib import PurePath
 from typing import Any
 
 from bot.config_spend import PricingConfig, SpendConfig
-from npcs.usage import Usage
+from campaigns.providers.usage import Usage
 
 __all__ = ["SERVICE_NAMES", "SpendMeter", "UsageRow", "cost_lines"]
 

@@ -26,7 +26,7 @@ from campaigns.basics import AudioChunk
 
 if TYPE_CHECKING:
     from bot.speech.vocabulary import Vocabulary
-    from npcs.schema import VoiceSettings
+    from campaigns.providers.voices import VoiceSettings
 
 __all__ = ["StreamClock", "TimedStt", "TimedTts"]
 

@@ -1,6 +1,8 @@
 """The speech stack: per-speaker lanes (VAD + streaming STT), NPC voices, mixer and barge-in.
 
 Transport-agnostic (no ``discord`` import): Discord, rehearsal and tests feed the same frames.
+It imports nothing from ``npcs`` either (a contract in pyproject.toml): what it shares with
+the engines (voices, provider clients, usage) lives below both, in ``campaigns.providers``.
 
 Input:  ``SpeakerLane(speaker, stt=..., turn_model=..., scheduler=...)``; ``lane.push(frame)``
         with 20 ms frames of 48 kHz stereo s16le (``FRAME_BYTES`` = 3840) or 16 kHz mono
@@ -10,9 +12,10 @@ Input:  ``SpeakerLane(speaker, stt=..., turn_model=..., scheduler=...)``; ``lane
         ``lane.end_input()`` / ``await lane.aclose()``. ``CpuScheduler`` orders the CPU work.
 STT:    ``FasterWhisperStt`` (local, default tiny.en), ``OpenAiStt``; ``Vocabulary`` for names.
 TTS:    ``PiperTts``, ``OpenAiTts``, ``EspeakTts`` or ``VoiceRouter`` (by ``voice.provider``):
-        ``synthesize(text, voice) -> AsyncIterator[AudioChunk]`` (``campaigns.basics``);
-        ``SentenceSplitter``; ``speak_text(handle, tts, voice, sentences)`` speaks finished
-        sentences into a handle (the table pipelines an engine's sentences itself).
+        ``synthesize(text, voice) -> AsyncIterator[AudioChunk]`` (``campaigns.basics``; the
+        voice is a ``campaigns.providers.voices.VoiceSettings``); ``speak_text(handle, tts,
+        voice, sentences)`` speaks finished sentences (``npcs.sentences`` splits an answer)
+        into a handle (the table pipelines an engine's sentences itself).
 Output: ``Mixer.next_frame()`` (never blocks); ``mixer.speak(npc) -> SpeechHandle`` with
         ``feed(chunk, text=...)``, ``finish()``, ``cancel()``, ``played_text``, ``await wait()``;
         ``mixer.ambience.play(path, mood)`` / ``.stop()``; ``BargeInController``; ``WavSink``.
@@ -61,7 +64,6 @@ from bot.speech.tts_openai import OpenAiTts
 from bot.speech.tts_piper import PiperTts
 from bot.speech.vad import SileroVad, WebRtcVad, create_vad
 from bot.speech.vocabulary import Vocabulary
-from npcs.sentences import SentenceSplitter, split_sentences
 
 __all__ = [
     "CHANNELS",
@@ -87,7 +89,6 @@ __all__ = [
     "OpenAiTts",
     "PartialTranscript",
     "PiperTts",
-    "SentenceSplitter",
     "SileroVad",
     "SpeakerLane",
     "SpeechEnded",
@@ -106,5 +107,4 @@ __all__ = [
     "decode_audio_file",
     "resolve_whisper_model",
     "speak_text",
-    "split_sentences",
 ]

@@ -18,8 +18,8 @@ from pydantic import SecretStr
 from bot.speech.audio import STT_SAMPLE_RATE, float_to_pcm16
 from bot.speech.vocabulary import Vocabulary
 from campaigns.basics import GlyphoxaError
-from npcs.inference.openai_client import openai_client
-from npcs.usage import Usage, UsageSink
+from campaigns.providers.openai_client import openai_client
+from campaigns.providers.usage import Usage, UsageSink
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI

@@ -23,8 +23,7 @@ from bot.speech.tts_espeak import EspeakTts
 from bot.speech.tts_openai import OpenAiTts
 from bot.speech.tts_piper import PiperTts
 from campaigns.basics import AudioChunk, GlyphoxaError
-from npcs.schema import VoiceSettings
-from npcs.voices import VoiceInventory
+from campaigns.providers.voices import VoiceInventory, VoiceSettings
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI

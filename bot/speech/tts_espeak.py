@@ -14,7 +14,7 @@ import struct
 from collections.abc import AsyncIterator
 
 from campaigns.basics import AudioChunk, GlyphoxaError
-from npcs.schema import VoiceSettings
+from campaigns.providers.voices import VoiceSettings
 
 __all__ = ["EspeakTts"]
 

@@ -14,9 +14,9 @@ from pydantic import SecretStr
 
 from bot.speech.tts_piper import pitch_factor
 from campaigns.basics import AudioChunk, GlyphoxaError
-from npcs.inference.openai_client import openai_client
-from npcs.schema import VoiceSettings
-from npcs.usage import Usage, UsageSink, serving_npc
+from campaigns.providers.openai_client import openai_client
+from campaigns.providers.usage import Usage, UsageSink, serving_npc
+from campaigns.providers.voices import VoiceSettings
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI

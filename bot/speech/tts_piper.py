@@ -15,8 +15,7 @@ from pathlib import Path
 from bot.speech.threaded import iterate_in_thread
 from campaigns.basics import AudioChunk, GlyphoxaError
 from campaigns.cores import usable_cores
-from npcs.schema import VoiceSettings
-from npcs.voices import resolve_piper_model
+from campaigns.providers.voices import VoiceSettings, resolve_piper_model
 
 __all__ = ["PiperTts", "default_piper_model"]
 
@@ -96,7 +95,8 @@ class PiperTts:
 
     def voice_for(self, settings: VoiceSettings):  # type: ignore[no-untyped-def]
         """Load (once) the Piper voice an NPC uses: a model path or an installed voice's name
-        (``npcs.voices.resolve_piper_model``, the rule ``glyphoxa check`` applies)."""
+        (``campaigns.providers.voices.resolve_piper_model``, the rule ``glyphoxa check``
+        applies)."""
         wanted = str(settings.voice or self._default_model or default_piper_model())
         path = resolve_piper_model(wanted, self.voice_dirs) or Path(wanted).expanduser()
         with self._lock:

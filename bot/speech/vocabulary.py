@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from difflib import SequenceMatcher
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from npcs.campaign import Campaign
+    from campaigns.content import EntitiesFile
 
-__all__ = ["Vocabulary", "phonetic_key"]
+__all__ = ["CampaignNames", "NamedNpc", "Vocabulary", "phonetic_key"]
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +66,25 @@ def _opening_slot(text: str) -> tuple[int, int] | None:
     return None
 
 
+class NamedNpc(Protocol):
+    """An NPC as the vocabulary sees it: only its names."""
+
+    def names(self) -> list[str]:
+        """Its name first, then its aliases."""
+        ...
+
+
+class CampaignNames(Protocol):
+    """What a vocabulary reads of a campaign (``npcs.campaign.Campaign``): the speech stack
+    knows no NPC, so it asks for names only."""
+
+    @property
+    def npcs(self) -> Mapping[str, NamedNpc]: ...
+
+    @property
+    def entities(self) -> EntitiesFile: ...
+
+
 def phonetic_key(word: str) -> str:
     """A rough sound-alike key: letters only, common spellings of a sound unified, no doubles."""
     key = _LETTERS.sub("", word.lower())
@@ -109,7 +128,7 @@ class Vocabulary:
         )
 
     @classmethod
-    def from_campaign(cls, campaign: Campaign, characters: Iterable[str] = ()) -> Vocabulary:
+    def from_campaign(cls, campaign: CampaignNames, characters: Iterable[str] = ()) -> Vocabulary:
         """NPC names and aliases, then the players' characters, then entity names and aliases
         (places, factions, items)."""
         terms: list[str] = []

@@ -38,7 +38,7 @@ class OpenAIEmbeddings:
         model: str = "text-embedding-3-small",
         owns_client: bool = False,
     ) -> None:
-        """``client`` comes from ``npcs.inference.openai_client`` (built by whoever opens the
+        """``client`` comes from ``campaigns.providers.openai_client`` (built by whoever opens the
         store); ``owns_client``: ``aclose`` closes it."""
         self.model = model
         self._owns_client = owns_client

@@ -9,7 +9,7 @@
   two players one character,
 - entries of an NPC's ``tools:`` list that grant no tool (:func:`tool_issues`; the forms are
   read by ``tools.selection`` against a ``tools.catalog.ToolCatalog``, as the table reads them),
-- NPC voices that are not installed (:func:`voice_issues`, against ``npcs.voices``).
+- NPC voices that are not installed (:func:`voice_issues`, against ``campaigns.providers.voices``).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+from campaigns.providers.voices import VoiceInventory
 from campaigns.yamldoc import Loc
 from campaigns.yamlio import ContentError, Issue, YamlDocument, did_you_mean, read_yaml
 from campaigns.yamlmessages import dotted
@@ -24,7 +25,6 @@ from npcs.campaign.model import Campaign, looks_like_copy
 from npcs.characters import character_name_problem, discord_id_problem
 from npcs.name_index import NameOwners, name_key
 from npcs.schema import NpcDefinition
-from npcs.voices import VoiceInventory
 from tools.catalog import ToolCatalog
 
 __all__ = ["content_issues", "npc_voice_issue", "tool_issues", "voice_issues"]
@@ -207,8 +207,9 @@ def voice_issues(
 def npc_voice_issue(
     npc: NpcDefinition, path: Path | None, doc: YamlDocument | None, inventory: VoiceInventory
 ) -> Issue | None:
-    """The NPC's voice checked against the installed voices (``npcs.voices``): an unknown
-    voice is an error at its line, never a silent change to another voice at the table."""
+    """The NPC's voice checked against the installed voices (``campaigns.providers.voices``):
+    an unknown voice is an error at its line, never a silent change to another voice at the
+    table."""
     voice = npc.voice
     problem = inventory.problem(voice.provider, voice.voice)
     if problem is None:

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import openai
 
 from campaigns.basics import GlyphoxaError, Tier
+from campaigns.providers.usage import UsageSink, record_round
 from npcs.context import CONTINUE_INSTRUCTION, MAX_SCENE_CHARS, build_messages
 from npcs.engines.cascaded_round import RoundReader, turn_speech
 from npcs.engines.chat_wire import (
@@ -52,7 +53,6 @@ from npcs.engines.guard import ContentGuard, calls_written_as_text, speaker_stop
 from npcs.engines.table_actions import TableActions, plan_table_actions, run_table_actions
 from npcs.inference.health import LlmHealth, LlmUnavailable
 from npcs.spoken_budget import token_cap
-from npcs.usage import UsageSink, record_round
 from tools.host.types import ToolCall
 
 if TYPE_CHECKING:

@@ -33,6 +33,8 @@ import openai
 from websockets.exceptions import ConnectionClosed
 
 from campaigns.basics import AudioChunk, GlyphoxaError, Tier
+from campaigns.providers.openai_client import openai_client
+from campaigns.providers.usage import UsageSink, realtime_usage
 from npcs.context import build_system_prompt
 from npcs.engines import realtime_wire as wire
 from npcs.engines.cascaded import DEFAULT_FILLERS, offered_tools
@@ -53,9 +55,7 @@ from npcs.engines.realtime_keeper import SessionKeeper
 from npcs.engines.realtime_session import RealtimeSession
 from npcs.engines.realtime_wire import BYTES_PER_MS, REALTIME_SAMPLE_RATE
 from npcs.engines.table_actions import run_table_actions
-from npcs.inference.openai_client import openai_client
 from npcs.sentences import SentenceSplitter
-from npcs.usage import UsageSink, realtime_usage
 from tools.host.types import ToolCall
 
 if TYPE_CHECKING:

@@ -22,7 +22,7 @@ from npcs.engines.realtime_session import RealtimeSession, ask_summary, open_ses
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
-    from npcs.usage import UsageSink
+    from campaigns.providers.usage import UsageSink
 
 __all__ = ["SessionKeeper"]
 

@@ -21,16 +21,16 @@ import openai
 from websockets.exceptions import ConnectionClosed
 
 from campaigns.basics import GlyphoxaError, Tier
+from campaigns.providers.usage import realtime_usage
 from npcs.context import direction_note, reaction_instruction, render_scene
 from npcs.engines import realtime_wire as wire
-from npcs.usage import realtime_usage
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
+    from campaigns.providers.usage import UsageSink
     from npcs.engines.events import TurnRequest
     from npcs.engines.realtime_carry import Conversation
-    from npcs.usage import UsageSink
 
 __all__ = ["RealtimeSession", "ask_summary", "open_session"]
 

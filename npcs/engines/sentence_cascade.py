@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import openai
 
+from campaigns.providers.usage import record_round
 from npcs.clean_speech import LineCleaner, SpeechContext
 from npcs.engines.cascaded import CascadedEngine, request_messages, speaker_names, stream_error
 from npcs.engines.events import (
@@ -30,7 +31,6 @@ from npcs.engines.events import (
 from npcs.engines.guard import ContentGuard
 from npcs.engines.table_actions import run_table_actions
 from npcs.sentences import SentenceSplitter
-from npcs.usage import record_round
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI

@@ -2,8 +2,6 @@
 
 What it holds:
 
-- :mod:`~npcs.inference.openai_client`: the one builder of OpenAI-compatible clients (chat,
-  speech, transcription) with the project's timeouts and retries;
 - :mod:`~npcs.inference.pools`: one connection pool per endpoint per process, a per-table
   request limit and retries, shared by the LLM, STT and TTS of every table;
 - the bundled local LLM: :mod:`~npcs.inference.server` (starts, supervises and restarts the
@@ -14,6 +12,8 @@ What it holds:
   :mod:`~npcs.inference.requant` (finding, checking and preparing the bundled GGUF) and
   :mod:`~npcs.inference.health`.
 
-It knows nothing of NPCs: the engines (:mod:`npcs.engines`) and the speech providers
-(``bot.speech``) use it to reach a model.
+It knows nothing of NPCs: the engines (:mod:`npcs.engines`) use it to reach a model, and the
+table's assembly gives the speech providers (``bot.speech``) pooled clients from it. The
+clients themselves are built by :mod:`campaigns.providers.openai_client`, below every layer
+that calls a provider.
 """

@@ -33,7 +33,7 @@ import httpx2
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from pydantic import SecretStr
 
-from npcs.inference.openai_client import openai_client
+from campaigns.providers.openai_client import openai_client
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI

@@ -30,7 +30,7 @@ from bot.rehearsal.runner import rehearse
 from bot.rehearsal.scene import PlayerLine, Scene, load_scene
 from bot.speech import STT_FRAME_BYTES, VoiceRouter
 from campaigns.basics import percentile
-from npcs.schema import VoiceSettings
+from campaigns.providers.voices import VoiceSettings
 
 from .conftest import ConsoleEnv, logged_in_page, screenshot
 

@@ -9,7 +9,7 @@ from bot.assembly.spend import runs_here
 from bot.config_providers import LlmProvider
 from bot.config_spend import PricingConfig, SpendConfig, TokenPrice
 from bot.session.spend import SpendMeter, cost_lines
-from npcs.usage import Usage
+from campaigns.providers.usage import Usage
 
 
 def test_limits_act_once_and_a_local_model_is_free() -> None:

@@ -19,10 +19,9 @@ from bot.metrics import Metrics
 from bot.session.builder import build_session
 from bot.speech import OpenAiStt, PiperTts, VoiceRouter
 from campaigns.memory import MemoryStore
+from campaigns.providers.voices import VoiceSettings, bundled_piper_models
 from campaigns.yamlio import ContentError
 from npcs.campaign import load_campaign
-from npcs.schema import VoiceSettings
-from npcs.voices import bundled_piper_models
 
 from .foundation_support import CONFIG
 

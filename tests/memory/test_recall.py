@@ -11,7 +11,7 @@ import pytest
 from openai import AsyncOpenAI
 
 from campaigns.memory import LlmSummarizer, MemoryStore, OpenAIEmbeddings
-from npcs.inference.openai_client import openai_client
+from campaigns.providers.openai_client import openai_client
 
 if TYPE_CHECKING:
     from tests.memory.conftest import OpenAIStub

@@ -6,6 +6,7 @@ import itertools
 
 import pytest
 
+from bot.config_providers import LlmOptions
 from npcs.context import (
     MAX_SCENE_CHARS,
     SceneLine,
@@ -82,6 +83,13 @@ def test_scene_keeps_only_recent_lines() -> None:
     scene = [SceneLine("Alice", f"line {i}", at=i) for i in range(40)]
     prompt = build_system_prompt(BARTOK, scene=scene)
     assert "line 39" in prompt and "line 27" not in prompt
+
+
+def test_the_configs_scene_budget_is_the_engines_default() -> None:
+    """``providers.llm.options.scene_chars`` writes the number out (the config, which the
+    speech stack reads, imports nothing from ``npcs``): a prompt built without the option
+    and one built from the default config carry the same scene."""
+    assert LlmOptions().scene_chars == MAX_SCENE_CHARS
 
 
 @pytest.mark.parametrize(

@@ -18,8 +18,8 @@ from bot.session.events import SessionEvent
 from bot.session.session import TableSession
 from bot.speech import FRAME_SAMPLES, SAMPLE_RATE, SILENCE_FRAME, STT_SAMPLE_RATE
 from campaigns.basics import AudioChunk
+from campaigns.providers.voices import VoiceSettings
 from npcs.engines import FirstToken, Sentence, ToolsUsed, TurnDone, TurnRequest
-from npcs.schema import VoiceSettings
 from tests.speech.speech_helpers import EnergyVad
 from tools.host import ToolResult, TurnToolReport
 

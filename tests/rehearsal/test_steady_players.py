@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from bot.rehearsal.players import steady_voices
 from bot.speech import PiperTts, VoiceRouter
-from npcs.schema import VoiceSettings
+from campaigns.providers.voices import VoiceSettings
 
 LINE = "Bartok, who knows the docks?"
 ARIN = VoiceSettings(provider="piper", speed=1.1, pitch_shift=3)

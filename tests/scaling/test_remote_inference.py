@@ -21,9 +21,10 @@ from bot.bench.doubles.instant_audio import InstantAudio
 from bot.config_providers import LlmOptions, LlmProvider, SttOptions, TtsOptions
 from bot.speech import OpenAiStt, OpenAiTts
 from campaigns.basics import GlyphoxaError, Tier
+from campaigns.providers.voices import VoiceSettings
 from npcs.engines import CascadedEngine, Sentence, TurnDone, TurnRequest
 from npcs.inference.pools import InferencePool, RemoteOptions, remote_options
-from npcs.schema import NpcDefinition, VoiceSettings
+from npcs.schema import NpcDefinition
 
 from ..npcs.npcs_fake_openai import FakeOpenAI, Step
 

@@ -40,7 +40,7 @@ from bot.speech import EspeakTts
 from bot.voice.dave import DaveReceiver
 from bot.voice.receiver import VoiceReceiver
 from campaigns.memory.table_registry import TableRegistry
-from npcs.schema import VoiceSettings
+from campaigns.providers.voices import VoiceSettings
 
 from ..discord.discord_api import APP_ID, BOT_ID, FakeDiscordApi, user
 from ..discord.guild_payloads import guild, ids, interaction, sub

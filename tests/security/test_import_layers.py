@@ -4,8 +4,9 @@ loader (yamldoc <- yamlsafe <- yamlparse <- yamlvalidate <- yamlio) and the camp
 hid which layer guarded what; so did llm_probe and llm_server (llm_model now holds what both
 need); so did the Discord bot and its table cog (the cog now sees the bot as ``TableHost``).
 Every import counts, including ``TYPE_CHECKING`` ones. The package-level contracts (layers,
-Discord only in ``bot``, the product never reaching the harness room ``bot.bench``, the rooms
-inside ``bot`` and ``npcs``) are written in pyproject.toml for ``lint-imports``, run here too."""
+Discord only in ``bot``, the product never reaching the harness room ``bot.bench``, commands as
+leaves, audio (``bot.speech``, ``bot.voice``) reaching nothing in ``npcs``, the rooms inside
+``bot`` and ``npcs``) are written in pyproject.toml for ``lint-imports``, run here too."""
 
 from __future__ import annotations
 
@@ -137,8 +138,9 @@ def test_the_harness_check_sees_a_product_import() -> None:
 
 def test_the_import_contracts_hold() -> None:
     """The contracts in pyproject.toml (``[tool.importlinter]``): the layers, Discord only in
-    ``bot``, the harness reached only through ``glyphoxa bench``, and the rooms inside ``bot``
-    and ``npcs``. ``lint-imports`` prints which import breaks which contract."""
+    ``bot``, the harness reached only through ``glyphoxa bench``, commands as leaves, speech and
+    voice reaching nothing in ``npcs`` (not even through the config), and the rooms inside
+    ``bot`` and ``npcs``. ``lint-imports`` prints which import breaks which contract."""
     lint = Path(sys.executable).with_name("lint-imports")
     run = subprocess.run(
         [str(lint), "--no-cache"], cwd=REPO, capture_output=True, text=True, check=False

@@ -23,7 +23,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from bot.speech import FasterWhisperStt, PiperTts
-from npcs.schema import VoiceSettings
+from campaigns.providers.voices import VoiceSettings
 
 
 class LocalOpenAiAudio:

@@ -14,7 +14,7 @@ import soxr
 
 from bot.speech import FRAME_BYTES, FasterWhisperStt, LaneEvent, PiperTts, SpeakerLane, Vocabulary
 from bot.speech.protocols import FirstLook
-from npcs.schema import VoiceSettings
+from campaigns.providers.voices import VoiceSettings
 
 from ..model_variants import lead_in_samples, perturb, variant
 

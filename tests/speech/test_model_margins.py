@@ -15,7 +15,7 @@ import soxr
 
 from bot.speech import PiperTts
 from bot.speech.turn_model import SmartTurnModel
-from npcs.schema import VoiceSettings
+from campaigns.providers.voices import VoiceSettings
 
 pytestmark = pytest.mark.model_verdict
 

@@ -19,7 +19,7 @@ from bot.speech import (
     VoiceRouter,
 )
 from campaigns.basics import GlyphoxaError
-from npcs.schema import VoiceSettings
+from campaigns.providers.voices import VoiceSettings
 
 from .local_openai_audio import LocalOpenAiAudio
 from .speech_helpers import heard_as, piper_pcm
@@ -91,7 +91,7 @@ async def test_remote_speech_is_priced_per_character_and_per_second(
     a voice speaking inside an NPC's turn is counted to that NPC; a failed request is free."""
     from bot.config_spend import PricingConfig, SpendConfig
     from bot.session.spend import SpendMeter
-    from npcs.usage import serving_npc
+    from campaigns.providers.usage import serving_npc
 
     text = "The gates close when the sun goes down."
     audio = player_16k(piper, text)

@@ -5,8 +5,9 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bot.speech import BackchannelDetector, SentenceSplitter, Vocabulary, split_sentences
+from bot.speech import BackchannelDetector, Vocabulary
 from bot.speech.vocabulary import phonetic_key
+from npcs.sentences import SentenceSplitter, split_sentences
 
 
 def stream(text: str, step: int) -> list[str]:

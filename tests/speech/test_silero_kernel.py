@@ -15,7 +15,7 @@ from bot.speech.silero_kernel import SileroWeights
 from bot.speech.turn_model import smart_turn_dir
 from bot.speech.vad import SileroVad, create_vad, silero_model_path
 from campaigns.basics import GlyphoxaError
-from npcs.schema import VoiceSettings
+from campaigns.providers.voices import VoiceSettings
 
 from .speech_helpers import piper_pcm
 

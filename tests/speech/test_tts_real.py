@@ -13,7 +13,7 @@ from bot.speech import (
     VoiceRouter,
 )
 from campaigns.basics import AudioChunk, GlyphoxaError
-from npcs.schema import VoiceSettings
+from campaigns.providers.voices import VoiceSettings
 
 from .speech_helpers import heard_as, requires_espeak
 

@@ -10,7 +10,7 @@ from bot.config import VadConfig
 from bot.speech import PiperTts
 from bot.speech.segmenter import Segmenter, SegmentStart
 from bot.speech.vad import SileroVad
-from npcs.schema import VoiceSettings
+from campaigns.providers.voices import VoiceSettings
 
 from .speech_helpers import piper_pcm
 

@@ -18,6 +18,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from campaigns.providers.openai_client import openai_client
 from tools.builtin._common import deep, define_tool, object_schema
 from tools.spec import BuiltinServer, ToolContext, ToolError
 
@@ -62,18 +63,13 @@ def create_server(ctx: ToolContext) -> BuiltinServer:
 
     def client() -> Any:
         if "client" not in state:
-            import openai
-
             key = settings.api_key.get_secret_value() if settings.api_key is not None else ""
             if not key:
                 raise ToolError(
                     "image generation is not configured (tools.image_api_key or OPENAI_API_KEY)"
                 )
-            state["client"] = openai.AsyncOpenAI(
-                api_key=key,
-                base_url=settings.base_url,
-                timeout=_REQUEST_TIMEOUT_S,
-                max_retries=0,
+            state["client"] = openai_client(
+                key, settings.base_url, timeout_s=_REQUEST_TIMEOUT_S, max_retries=0
             )
         return state["client"]
 

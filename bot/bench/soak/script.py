@@ -15,7 +15,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from npcs.schema import VoiceSettings
+from campaigns.providers.voices import VoiceSettings
 
 __all__ = ["PLAYERS", "Action", "Line", "SoakEvent", "night"]
 

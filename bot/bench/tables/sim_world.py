@@ -104,7 +104,7 @@ async def player_line() -> tuple[list[bytes], int]:
 
     from bot.speech import EspeakTts, PiperTts
     from bot.voice.opus_decode import ensure_opus_loaded
-    from npcs.schema import VoiceSettings
+    from campaigns.providers.voices import VoiceSettings
 
     ensure_opus_loaded()
     pieces: list[np.ndarray] = []

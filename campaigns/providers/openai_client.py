@@ -1,7 +1,8 @@
 """``AsyncOpenAI`` clients for OpenAI and OpenAI-compatible servers, built one way everywhere.
 
-Engines, speech-to-text and text-to-speech all talk to "an OpenAI-compatible ``base_url``";
-local servers ignore the key, so a missing one becomes a placeholder rather than the SDK's
+Engines, speech-to-text, text-to-speech, memory's embeddings and the image tool all talk to "an
+OpenAI-compatible ``base_url``"; it lives in the lowest layer so each of them can build one.
+Local servers ignore the key, so a missing one becomes a placeholder rather than the SDK's
 "no api_key" error.
 """
 
