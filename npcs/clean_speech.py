@@ -109,7 +109,7 @@ class LineCleaner:
     _said_runs: set[tuple[str, ...]] = field(default_factory=set)
     """Every :data:`REPEAT_RUN` consecutive words of the lines in ``_said``."""
     _grounded_runs: set[tuple[str, ...]] = field(default_factory=set)
-    """Every :data:`REPEAT_RUN` consecutive words of the turn's grounding."""
+    """Every three consecutive words of the turn's grounding (short facts count too)."""
     _names: re.Pattern[str] | None = field(default=None)
     _own: frozenset[str] = field(default_factory=frozenset)
     _open: str | None = None
@@ -180,7 +180,7 @@ class LineCleaner:
 
     def ground(self, text: str) -> None:
         """``text`` was given to this turn to tell (a tool's result as it arrives)."""
-        self._grounded_runs.update(_runs(words_of(text)))
+        self._grounded_runs.update(_runs(words_of(text), _GROUND_RUN))
 
     def _remember(self, line: str) -> None:
         for sentence in [line, *_SENTENCE_BREAK.split(line)]:
@@ -321,11 +321,13 @@ class LineCleaner:
 
     def unfinished(self, piece: str) -> bool:
         """``piece`` ends mid-sentence on words that may begin an echo of the player or of the
-        prompt ("The catch today was a bucket" before "of mackerel"): hold it until the next
-        piece shows whether they do."""
+        prompt ("The catch today was a bucket" before "of mackerel"), or repeats words already
+        said at the table: hold it until the next piece shows whether the sentence does."""
         if SENTENCE_END.search(piece.strip()):
             return False
         words = words_of(piece)
+        if any(_covered(words, self._said_runs, REPEAT_RUN)):
+            return True  # "I have read that a", as an earlier line opened: the sentence decides
         heard = words_of(self.context.heard)
         heads = {tuple(heard[i : i + n]) for n in (2, 3) for i in range(len(heard) - n + 1)}
         heads |= TEMPLATE_HEADS
@@ -363,11 +365,13 @@ class LineCleaner:
         words = words_of(text)
         if len(words) < 3:
             return text
-        if _share(words, self._grounded_runs) >= REPEAT_SHARE:
-            return text  # a fact the turn was given, told again: not a copy
-        copied = " ".join(words) in self._said
-        if not copied and len(words) >= REPEAT_RUN:
-            copied = _share(words, self._said_runs) >= REPEAT_SHARE
+        if len(words) < REPEAT_RUN:
+            copied = " ".join(words) in self._said
+        else:  # a fact the turn was given, told again, is not a copy: its words do not count
+            said = _covered(words, self._said_runs, REPEAT_RUN)
+            given = _covered(words, self._grounded_runs, _GROUND_RUN)
+            own = sum(s and not g for s, g in zip(said, given, strict=True))
+            copied = own >= REPEAT_SHARE * len(words)
         if copied:
             self.repairs["repeat"] += 1
             return ""
@@ -375,18 +379,18 @@ class LineCleaner:
 
 
 _SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+")
+#: Consecutive words of what a turn was given to tell that mark a word as that fact's.
+_GROUND_RUN = 3
 
 
-def _runs(words: list[str]) -> set[tuple[str, ...]]:
-    return {tuple(words[i : i + REPEAT_RUN]) for i in range(len(words) - REPEAT_RUN + 1)}
+def _runs(words: list[str], run: int = REPEAT_RUN) -> set[tuple[str, ...]]:
+    return {tuple(words[i : i + run]) for i in range(len(words) - run + 1)}
 
 
-def _share(words: list[str], runs: set[tuple[str, ...]]) -> float:
-    """How much of ``words`` lies in runs of :data:`REPEAT_RUN` words found in ``runs``."""
-    if len(words) < REPEAT_RUN or not runs:
-        return 0.0
+def _covered(words: list[str], runs: set[tuple[str, ...]], run: int) -> list[bool]:
+    """Which of ``words`` lie in a run of ``run`` consecutive words found in ``runs``."""
     covered = [False] * len(words)
-    for i in range(len(words) - REPEAT_RUN + 1):
-        if tuple(words[i : i + REPEAT_RUN]) in runs:
-            covered[i : i + REPEAT_RUN] = [True] * REPEAT_RUN
-    return sum(covered) / len(words)
+    for i in range(len(words) - run + 1):
+        if tuple(words[i : i + run]) in runs:
+            covered[i : i + run] = [True] * run
+    return covered

@@ -151,3 +151,18 @@ def test_a_fact_the_turn_was_given_may_be_told_again_in_its_words() -> None:
     from_a_tool = LineCleaner(context)  # the model searched memory itself: its result arrives
     from_a_tool.ground(f'{{"results": [{{"text": "Reef Bell: {fact}"}}]}}')
     assert from_a_tool.clean(told) == told
+
+
+def test_an_opening_an_earlier_line_shared_waits_for_its_sentence() -> None:
+    """The first piece of an answer may end at a comma; one that opens as an earlier line did
+    is held, so the whole sentence decides (here: a short fact given this turn, kept)."""
+    context = SpeechContext(
+        earlier=["I have read that a drowned chapel lies under the reef."],
+        grounding=["Harlan Voss: customs inspector of Saltmarsh"],
+    )
+    cleaner = LineCleaner(context)
+    assert cleaner.unfinished("I have read that a")
+    assert not cleaner.unfinished("Aye, I have heard of him,")
+    told = "I have read that a customs inspector of Saltmarsh."
+    assert cleaner.clean(told) == told
+    assert cleaner.clean("I have read that a drowned chapel lies under the reef.") == ""
