@@ -171,6 +171,9 @@ class LineCleaner:
         text = tidy(text)
         if not re.search(r"[A-Za-z0-9]", text):
             return ""
+        if text.endswith(":") and len(words_of(text)) <= _DANGLING_INTRO_WORDS:
+            self.repairs["label"] += 1  # "you said:", what it introduced was cut or never came
+            return ""
         self._remember(text)
         return text
 
@@ -378,6 +381,8 @@ class LineCleaner:
         return text
 
 
+#: A piece this short that ends on a colon only introduced what follows ("you said:").
+_DANGLING_INTRO_WORDS = 3
 _SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+")
 #: Consecutive words of what a turn was given to tell that mark a word as that fact's.
 _GROUND_RUN = 3

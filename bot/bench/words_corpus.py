@@ -234,6 +234,8 @@ def _shares_template(words: list[str], template: set[tuple[str, ...]]) -> bool:
 
 
 def _labelled(spoken: str, speakers: Sequence[str]) -> bool:
+    if spoken.rstrip().endswith(":"):
+        return True  # "you said:": a label whose line was cut
     if any(f"{name.lower()}:" in spoken.lower() for name in speakers):
         return True
     return _LABEL.search(spoken) is not None

@@ -51,6 +51,7 @@ def _answer(kind: str, spoken: str, **extra: object) -> Answer:
         ("What happened at the lighthouse, you ask?", "echo"),
         ("Mara: the lamp went dark.", "leak"),
         ("Speaking out loud to the players: the lamp went dark.", "leak"),
+        ("you said:", "leak"),
         ("As an AI, I cannot know.", "broken character"),
         ("The lamp went dark. *sighs*", "markup"),
         ("The lamp went dark 🌊", "markup"),

@@ -30,6 +30,7 @@ REPAIRED = [
     ("The player: Vinnie wants a drink.", "", "label"),
     ("Arin (Greymantle: the candle is lit.", "", "label"),
     ("Greymantle: I know nothing of it.", "", "label"),
+    ("you said:", "", "label"),
     ("Bartok: Aye, the dark ale.", "Aye, the dark ale.", "label"),
     ('Bartok (you) said: "Ale for you."', "Ale for you.", "label"),
     ("Sure! Here's my response: the ale is fine.", "the ale is fine.", "label"),
