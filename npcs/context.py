@@ -26,6 +26,7 @@ __all__ = [
     "reaction_instruction",
     "recall_note",
     "render_scene",
+    "roll_failed_note",
     "roll_note",
 ]
 
@@ -299,6 +300,15 @@ def roll_note(expression: str, purpose: str, speaker: str, total: int, *, said: 
     )
 
 
+def roll_failed_note(expression: str, speaker: str, why: str) -> str:
+    """What an NPC is told when the roll the table tried for a player did not happen (the DM
+    refused it, or the dice failed): it must not invent a number."""
+    return (
+        f"{speaker} asked you to roll {expression}, but the roll did not happen ({why}). Say so "
+        "in one short line in character; do not name a number."
+    )
+
+
 _MARK = "qqmark"
 
 
@@ -327,6 +337,7 @@ def prompt_wording() -> tuple[str, ...]:
         nothing_recalled_note(),
         roll_note(_MARK, _MARK, _MARK, 0),
         roll_note(_MARK, _MARK, _MARK, 0, said=False),
+        roll_failed_note(_MARK, _MARK, _MARK),
         CONTINUE_INSTRUCTION,
         CascadeSettings().opener_instruction,
     ]

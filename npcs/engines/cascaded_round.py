@@ -23,6 +23,7 @@ from npcs.engines.events import EngineEvent, FirstToken, Sentence, TurnRequest
 from npcs.engines.guard import ContentGuard
 from npcs.engines.table_actions import TableActions
 from npcs.sentences import SentenceSplitter, split_sentences
+from npcs.speech_patterns import words_of
 from npcs.spoken_budget import SpokenBudget, budget_words
 from tools.host.types import ToolCall, ToolResult
 
@@ -128,6 +129,20 @@ class TurnSpeech:
                     self.cleaner.ground(result.content)
 
 
+def said_before(request: TurnRequest) -> list[str]:
+    """The scene's NPC lines a new answer must not copy. The answers to the same words asked
+    before are left out: asked again, an NPC may answer again."""
+    asked = " ".join(words_of(request.text))
+    lines: list[str] = []
+    answering_the_same = False
+    for line in request.scene:
+        if line.npc is None:
+            answering_the_same = bool(asked) and " ".join(words_of(line.text)) == asked
+        elif not answering_the_same:
+            lines.append(line.text)
+    return lines
+
+
 def turn_speech(
     request: TurnRequest, names: list[str], actions: TableActions, prefix: str | None
 ) -> TurnSpeech:
@@ -139,10 +154,7 @@ def turn_speech(
         heard=request.text if not request.reacting_to else "",
         speakers=[name for name in names if name not in own],
         own=own,
-        earlier=[
-            *(line.text for line in request.scene if line.npc is not None),
-            *([prefix] if prefix else []),
-        ],
+        earlier=[*said_before(request), *([prefix] if prefix else [])],
         grounding=[*actions.facts, request.entity_snapshot or ""],
         emotes=npc.emotes,
         roll_total=actions.roll_total,

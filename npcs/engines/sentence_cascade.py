@@ -20,6 +20,7 @@ import openai
 from campaigns.providers.usage import record_round
 from npcs.clean_speech import LineCleaner, SpeechContext
 from npcs.engines.cascaded import CascadedEngine, request_messages, speaker_names, stream_error
+from npcs.engines.cascaded_round import said_before
 from npcs.engines.events import (
     EngineEvent,
     FirstToken,
@@ -90,7 +91,7 @@ class SentenceCascadeEngine:
                 heard=request.text,
                 speakers=[n for n in speaker_names(request) if n not in npc.names()],
                 own=npc.names(),
-                earlier=[line.text for line in request.scene if line.npc is not None],
+                earlier=said_before(request),
                 grounding=[*actions.facts, request.entity_snapshot or ""],
                 emotes=npc.emotes,
             )

@@ -18,10 +18,11 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass
+from textwrap import shorten
 from typing import TYPE_CHECKING, Any
 
 from campaigns.basics import Tier
-from npcs.context import nothing_recalled_note, recall_note, roll_note
+from npcs.context import nothing_recalled_note, recall_note, roll_failed_note, roll_note
 from npcs.engines.chat_wire import run_tool_calls
 from npcs.engines.events import TurnRequest
 from npcs.table_intents import (
@@ -141,9 +142,12 @@ def roll_line(roll: DiceRequest, total: int) -> str:
 def _rolled(
     request: TurnRequest, roll: DiceRequest, tool: str, report: TurnToolReport
 ) -> TableActions:
-    total = _roll_total(report.results[0])
-    if total is None:  # refused by the DM, or failed: the model reads why from the report
-        return TableActions(report=report, withheld=(tool,))
+    result = report.results[0]
+    total = _roll_total(result)
+    if total is None:  # refused by the DM, or failed: the model is told why, and names no number
+        why = shorten(result.model_text(), 160, placeholder="...")
+        note = roll_failed_note(roll.expression, request.speaker, why)
+        return TableActions(report=report, note=note, unsaid_note=note, withheld=(tool,))
     return TableActions(
         report=report,
         opening=roll_line(roll, total),

@@ -15,14 +15,17 @@ import pytest
 from openai import AsyncOpenAI
 
 from campaigns.basics import Tier
-from campaigns.content import EntitiesFile
+from campaigns.content import EntitiesFile, ToolApproval
 from campaigns.memory import MemoryStore
 from campaigns.yamlio import load_model
+from npcs.context import SceneLine
 from npcs.engines import CascadedEngine, FirstToken, Sentence, ToolsUsed, TurnDone, TurnRequest
+from npcs.engines.cascaded_round import said_before
 from npcs.engines.sentence_cascade import SentenceCascadeEngine
 from npcs.schema import NpcDefinition, SpokenBudgetWords
 from tools.builtin import dice, memory
 from tools.host import ToolHost
+from tools.host.approval import ApprovalDecision, ApprovalRequest
 from tools.spec import ToolContext
 
 from .npcs_fake_openai import FakeOpenAI, Step
@@ -118,6 +121,32 @@ async def test_a_roll_asked_for_runs_the_dice_and_the_number_opens_the_answer(
     assert f"said the result, {total}" in request_body["messages"][-1]["content"]
     done = events[-1]
     assert isinstance(done, TurnDone) and dict(done.repairs) == {"contradicts the roll": 1}
+
+
+async def test_a_roll_the_dm_refuses_is_told_to_the_model_and_no_number_is_said(
+    table_host: ToolHost,
+) -> None:
+    """The table's roll waits for the DM, who refuses: nothing rolls, the model is not offered
+    the dice, and it is told why, so it neither invents a number nor rolls on its own."""
+
+    async def dm(request: ApprovalRequest) -> ApprovalDecision:
+        return ApprovalDecision("denied", by="Dana")
+
+    npc = barkeep(approval=ToolApproval(tools={"roll": "always_ask"}))
+    table_host.approvals.configure(rules_for=lambda _name: npc.approval, approver=dm)
+    script = [Step(content="No dice tonight, lad. The DM says so.")]
+    async with FakeOpenAI(script) as server:
+        request = TurnRequest(npc, "Arin", "Bartok, roll a d20 for me.", Tier.FAST)
+        events = await asyncio.wait_for(collect(engine_for(server, table_host), request), 20)
+    [used] = [e for e in events if isinstance(e, ToolsUsed)]
+    assert (used.report.results[0].status, used.report.results[0].approval) == (
+        "refused", "denied by Dana",
+    )  # fmt: skip
+    [body] = server.requests
+    assert "roll" not in [t["function"]["name"] for t in body.get("tools", [])]
+    told = body["messages"][-1]["content"]
+    assert "roll did not happen" in told and "the DM refused it" in told
+    assert spoken(events) == ["No dice tonight, lad.", "The DM says so."]
 
 
 @pytest.mark.parametrize(
@@ -294,3 +323,18 @@ async def test_a_realtime_npc_gets_the_roll_made_and_is_told_its_number(
     items = [m["item"] for m in server.received if m["type"] == "conversation.item.create"]
     told = " ".join(str(part.get("text")) for item in items for part in item.get("content", []))
     assert f"the result is {total}. Say the number" in told
+
+
+def test_asked_again_an_npc_may_answer_again() -> None:
+    """Clean speech drops a copy of an earlier line, except the answer to the same words asked
+    again (after a restart, or a player who did not hear it)."""
+    scene = [
+        SceneLine("Aria", "Bartok, what's on tap tonight?"),
+        SceneLine("Bartok", "The dark ale is on tap tonight.", npc="Bartok"),
+        SceneLine("Aria", "And a room?"),
+        SceneLine("Bartok", "Two silver a night.", npc="Bartok"),
+    ]
+    again = TurnRequest(barkeep(), "Aria", "Bartok, what's on tap tonight?", Tier.FAST, scene)
+    assert said_before(again) == ["Two silver a night."]
+    other = TurnRequest(barkeep(), "Aria", "Anything else?", Tier.FAST, scene)
+    assert said_before(other) == ["The dark ale is on tap tonight.", "Two silver a night."]

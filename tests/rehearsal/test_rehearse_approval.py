@@ -61,7 +61,7 @@ def test_scene_scripts_the_dms_answers(tmp_path: Path, llm: InstantLlm) -> None:
         ("Bartok", "roll", "refused", "denied by Dana"),
         ("Bartok", "roll", "ok", "approved by DM"),
     ]
-    tool_messages = [
-        m["content"] for r in llm.requests for m in r["messages"] if m["role"] == "tool"
-    ]
-    assert any("the DM refused it" in content for content in tool_messages)
+    # Bartok is told of the refusal: as his own call's result, or as the note of the roll the
+    # table tried for Arin (which of the two asked depends on the words Whisper heard)
+    told = [str(m["content"]) for r in llm.requests for m in r["messages"]]
+    assert any("the DM refused it" in content for content in told)

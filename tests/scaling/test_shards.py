@@ -185,7 +185,9 @@ async def test_tables_across_shard_processes_resume_and_never_run_twice(world: W
         await _command(world, G0, "tier", deep)
         await _command(world, G0, "npc", sub("mute", name="Vessa"))
         await _until_stored(
-            world, G0, lambda s: s.get("muted") == ["Captain Vessa"] and s["overrides"]
+            world,
+            G0,
+            lambda s: s.get("seats", {}).get("Captain Vessa", {}).get("muted") and s["overrides"],
         )
 
         # 2. SIGKILL the shard-0 process; a new one on shard 0 resumes the table.
@@ -197,7 +199,7 @@ async def test_tables_across_shard_processes_resume_and_never_run_twice(world: W
         await _until(world, lambda: local.voices[G0].ready_count > readied, replacement)
         await _resume_notice(world, G0, 1)
         status = await _command(world, G0, "session", sub("status"))
-        assert "Bartok: budget fast, override DM override deep for Bartok" in status
+        assert "Bartok: budget fast, tier DM override deep for Bartok" in status
         assert "Vessa: budget" in status and "muted" in status.split("Vessa:")[1].splitlines()[0]
         before = len(world.llm.requests)
         await _speak_and_hear_the_npc(world, G0, replacement)
