@@ -106,6 +106,8 @@ class LineCleaner:
     context: SpeechContext
     repairs: Counter[str] = field(default_factory=Counter)
     _said: set[str] = field(default_factory=set)
+    _this_turn: set[str] = field(default_factory=set)
+    """The sentences of this answer so far, however short."""
     _said_runs: set[tuple[str, ...]] = field(default_factory=set)
     """Every :data:`REPEAT_RUN` consecutive words of the lines in ``_said``."""
     _grounded_runs: set[tuple[str, ...]] = field(default_factory=set)
@@ -175,6 +177,7 @@ class LineCleaner:
             self.repairs["label"] += 1  # "you said:", what it introduced was cut or never came
             return ""
         self._remember(text)
+        self._this_turn.add(" ".join(words_of(text)))
         return text
 
     def remember(self, line: str) -> None:
@@ -366,6 +369,9 @@ class LineCleaner:
         ("Mara, I'm glad you're enjoying the catch today." after another NPC's "I'm glad
         you're enjoying the catch today, Jeb."), is not said again."""
         words = words_of(text)
+        if " ".join(words) in self._this_turn:  # "Aimless. Aimless.": never twice in an answer
+            self.repairs["repeat"] += 1
+            return ""
         if len(words) < 3:
             return text
         if len(words) < REPEAT_RUN:

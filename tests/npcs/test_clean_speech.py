@@ -167,3 +167,10 @@ def test_an_opening_an_earlier_line_shared_waits_for_its_sentence() -> None:
     told = "I have read that a customs inspector of Saltmarsh."
     assert cleaner.clean(told) == told
     assert cleaner.clean("I have read that a drowned chapel lies under the reef.") == ""
+
+
+def test_a_short_sentence_is_not_said_twice_in_one_answer() -> None:
+    cleaner = LineCleaner(SpeechContext(earlier=["Aimless."]))
+    assert cleaner.clean("Aimless.") == "Aimless."  # short lines may come back in a new answer
+    assert cleaner.clean("Aimless.") == ""
+    assert dict(cleaner.summary()) == {"repeat": 1}
