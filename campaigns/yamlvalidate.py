@@ -153,9 +153,10 @@ def _value_text(doc: YamlDocument, loc: Loc) -> str | None:
     if not complete or not doc.text:
         return None
     value = doc.issue(loc, "")  # the value's position
-    if value.line is None or value.column is None:
-        return None
-    line = doc.text.splitlines()[value.line - 1]
+    lines = doc.text.splitlines()
+    if value.line is None or value.column is None or not 0 < value.line <= len(lines):
+        return None  # an empty value at the very end ("? ---"): nothing was written
+    line = lines[value.line - 1]
     text = line[value.column - 1 :].split(" #")[0].strip()
     return text if text and len(text) <= 40 and not text.endswith(":") else None
 
