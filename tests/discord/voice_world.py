@@ -92,45 +92,6 @@ class World:
         return [m["content"] for m in self.local.messages]
 
 
-@pytest.fixture
-async def world(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[World]:
-    local = LocalDiscord(players={DM: "dm", ARIA: "Aria", BORIN: "Borin"})
-    await local.start()
-    await local.player_joins(DM)
-    await local.player_joins(ARIA)
-    monkeypatch.setattr(discord.http.Route, "BASE", local.rest_base)
-    monkeypatch.setattr(DiscordWebSocket, "DEFAULT_GATEWAY", yarl.URL(local.gateway_url))
-    client = discord.Client(
-        intents=discord.Intents.default(), connector=aiohttp.TCPConnector(ssl=False)
-    )
-    runner = asyncio.create_task(client.start("test-token"))
-    await asyncio.wait_for(client.wait_until_ready(), timeout=20)
-    world = World(local, client, Metrics())
-    try:
-        yield world
-    finally:
-        if world.table is not None:
-            await world.table.stop()
-        await client.close()
-        await asyncio.wait_for(runner, timeout=10)
-        await local.close()
-
-
-@pytest.fixture
-async def session(world: World, whisper_stt: Any) -> Any:
-    from bot.speech import EspeakTts
-    from npcs.campaign import load_campaign
-
-    return build_session(
-        config=GlyphoxaConfig(),
-        campaign=load_campaign(EXAMPLE),
-        stt=whisper_stt,
-        tts=EspeakTts(),
-        engines=lambda npc: None,
-        metrics=world.metrics,
-    )
-
-
 @contextlib.asynccontextmanager
 async def open_world(
     monkeypatch: pytest.MonkeyPatch, *, forget_after_s: float | None = None
