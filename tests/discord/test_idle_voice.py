@@ -55,12 +55,18 @@ async def _quiet(world: World) -> None:
                 return
 
 
+async def _quiet_table(world: World, stt: Any) -> Any:
+    """A running table that hears Aria, once its playback has gone quiet."""
+    table = await world.start_table(table_session(world, stt))
+    await world.hears(ARIA)
+    await _quiet(world)
+    return table
+
+
 async def test_an_idle_table_sends_one_keepalive_every_5_s_and_nothing_else(
     world: World, whisper_stt: Any
 ) -> None:
-    table = await world.start_table(table_session(world, whisper_stt))
-    await world.hears(ARIA)
-    await _quiet(world)
+    table = await _quiet_table(world, whisper_stt)
     server = world.local.voice
     started, audio_before = time.monotonic(), server.stats.from_bot
     await asyncio.sleep(2 * _KEEPALIVE_S + 1)  # the idle stretch under test
@@ -80,9 +86,7 @@ async def test_an_idle_table_sends_one_keepalive_every_5_s_and_nothing_else(
 async def test_an_npc_line_is_flagged_and_ends_with_five_silence_frames(
     world: World, whisper_stt: Any
 ) -> None:
-    table = await world.start_table(table_session(world, whisper_stt))
-    await world.hears(ARIA)
-    await _quiet(world)
+    table = await _quiet_table(world, whisper_stt)
     server = world.local.voice
     server.stats.recent_from_bot.clear()
     flags_before = len(server.bot_speaking)
