@@ -71,6 +71,13 @@ def make_builtins() -> list[BuiltinServer]:
                 sleepy,
                 LatencyMeta(50, 200),
             ),
+            ToolDef(
+                "nap",
+                "Sleep, with room to spare on a busy machine.",
+                _object(ms={"type": "integer", "minimum": 0}),
+                sleepy,
+                LatencyMeta(50, 5000),
+            ),
             ToolDef("boom", "Crash.", _object(), boom, LatencyMeta(1, 100)),
             ToolDef("oops", "Expected failure.", _object(), oops, LatencyMeta(1, 100)),
             ToolDef(

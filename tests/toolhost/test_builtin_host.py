@@ -163,14 +163,16 @@ async def test_idempotent_results_are_cached(builtin_host: ToolHost):
 
 
 async def test_call_many_runs_in_parallel_and_costs_the_max(builtin_host: ToolHost):
-    calls = [ToolCall(str(i), "sleepy", {"ms": 120}) for i in range(3)]
-    calls.append(ToolCall("r", "roll", '{"dice": "1d20"}'))
+    # Timeouts of 5 s: a shared CI machine may stall the loop for a while, and what this test
+    # is about is order, overlap and cost, not the limits (the timeout test covers those).
+    calls = [ToolCall(str(i), "nap", {"ms": 300}) for i in range(3)]
+    calls.append(ToolCall("quick", "nap", '{"ms": 0}'))
     started = time.perf_counter()
     report = await builtin_host.call_many(calls, whitelist=ALL, tier=Tier.FAST, npc="n")
     elapsed_ms = (time.perf_counter() - started) * 1000
-    assert [r.call_id for r in report.results] == ["0", "1", "2", "r"]
-    assert all(r.status == "ok" for r in report.results)
-    assert elapsed_ms < 300  # three 120 ms calls in parallel, not 360 ms in a row
+    assert [r.call_id for r in report.results] == ["0", "1", "2", "quick"]
+    assert [r.status for r in report.results] == ["ok"] * 4
+    assert elapsed_ms < 900  # three 300 ms calls in parallel, not 900 ms in a row
     assert report.cost_ms == max(r.duration_ms for r in report.results)
 
 
