@@ -1,7 +1,9 @@
 """The ``glyphoxa`` command line.
 
-Each subcommand lives in its own module under ``bot/commands/`` and exposes
+Each subcommand lives in its own module under ``bot/frontends/commands/`` and exposes
 ``register(subparsers)``; modules are discovered, so adding a command never edits this file.
+``glyphoxa bench`` is the one command kept elsewhere: it is the harness room's door
+(``bot/bench/command.py``), so that no front end imports the harness.
 Building the parser imports only argparse-level code (``glyphoxa --help`` stays fast); a
 command's handler imports what it needs when it runs. A handler returns an exit code (or a
 coroutine returning one). Expected failures raise ``GlyphoxaError`` and are printed as one
@@ -21,8 +23,8 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from bot.commands import CommandEntry, grouped, register_modules
-from bot.commands._options import add_global_options, share_global_options
+from bot.frontends.commands import CommandEntry, grouped, register_module, register_modules
+from bot.frontends.commands._options import add_global_options, share_global_options
 from campaigns.basics import GlyphoxaError
 
 __all__ = ["build_parser", "main"]
@@ -68,9 +70,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(
         dest="command", metavar="COMMAND", prog="glyphoxa", help=argparse.SUPPRESS
     )
-    from bot import commands
+    from bot.bench import command as bench_door
+    from bot.frontends import commands
 
     entries = register_modules(commands.__path__, commands.__name__, sub)
+    entries += register_module(bench_door, sub)
     parser.epilog = _command_list(entries) + "\n\n" + _FOOTER
     share_global_options(parser)
     return parser
@@ -89,8 +93,8 @@ def _command_list(entries: Sequence[CommandEntry]) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    from bot.config import LoggingConfig
-    from bot.logging_setup import configure_logging, reset_logging
+    from bot.settings.config import LoggingConfig
+    from bot.telemetry.logging_setup import configure_logging, reset_logging
 
     root = logging.getLogger()
     level_before = root.level

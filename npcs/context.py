@@ -268,7 +268,7 @@ def _instruction(npc_name: str, speaker: str, text: str, reacting_to: str | None
 
 
 def mood_note(mood: str) -> str:
-    """What an NPC is told of the mood the DM set for it (``bot.session.seats``)."""
+    """What an NPC is told of the mood the DM set for it (``bot.table.session.seats``)."""
     return f"Your mood right now: {mood}; let it color what you say."
 
 

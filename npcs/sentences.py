@@ -1,7 +1,7 @@
 """Incremental sentence splitting of streamed LLM text, so TTS can start on the first sentence.
 
 The one splitter of the project: engines use it to emit ``Sentence`` events, and the table
-(``bot.session.turns``) and ``glyphoxa speech say`` split whole answers with it before the
+(``bot.table.session.turns``) and ``glyphoxa speech say`` split whole answers with it before the
 voices speak them sentence by sentence (the speech stack itself is given sentences and knows no
 NPC text). It never cuts after abbreviations ("Mr.", "e.g."), initials or a leading list number,
 and a boundary is only certain once the whitespace after the terminator has arrived, so "3.5"

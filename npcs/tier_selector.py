@@ -93,7 +93,7 @@ class TierSelector:
     """Chooses a turn's tier; holds DM overrides and the per-table DEEP history.
 
     Args:
-        config: ``bot.config.TiersConfig`` (duck-typed: npcs never imports bot); None means
+        config: ``bot.settings.config.TiersConfig`` (duck-typed: npcs never imports bot); None means
             the defaults.
     """
 

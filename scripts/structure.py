@@ -1,10 +1,12 @@
-"""Print the shape of the code: each package's rooms (sizes) and who imports whom.
+"""Print the shape of the code: each package's rooms (sizes), their floors and who imports whom.
 
 Run from the repository root: ``python scripts/structure.py`` (add ``--rooms`` for the
 room-to-room imports inside and across packages). A room is a first-level subpackage
-(``bot/speech/``) or a top-level module (``bot/config.py``). Imports are read from the source
-with ``ast``, ``TYPE_CHECKING`` ones included; nothing is imported or run, so the script works
-on any checkout without installing it.
+(``bot/audio/``) or a top-level module (``bot/cli.py``). A room's floor is one above the highest
+room of its package that it imports (floor 1 imports none); rooms that import one another in a
+circle have no floor, and are listed. Imports are read from the source with ``ast``, imports
+inside functions and ``TYPE_CHECKING`` ones included; nothing is imported or run, so the script
+works on any checkout without installing it.
 """
 
 from __future__ import annotations
@@ -44,6 +46,25 @@ def _imports(path: Path) -> set[str]:
     return {n for n in names if n.split(".")[0] in PACKAGES}
 
 
+def _floors(rooms: set[str], edges: set[tuple[str, str]]) -> tuple[dict[str, int], set[str]]:
+    """Each room's floor, and the rooms left in (or above) a circle, which have none."""
+    floors: dict[str, int] = {}
+    pending = set(rooms)
+    while pending:
+        ready = {
+            room
+            for room in pending
+            if all(t in floors for s, t in edges if s == room and t != room)
+        }
+        if not ready:
+            return floors, pending
+        for room in ready:
+            below = [floors[t] for s, t in edges if s == room and t in floors]
+            floors[room] = 1 + max(below, default=0)
+        pending -= ready
+    return floors, set()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rooms", action="store_true", help="also print room-to-room imports")
@@ -75,7 +96,20 @@ def main() -> None:
                 packages[(source_pkg, target_pkg)] += 1
             if _room(name) != _room(target):
                 room_edges[(_room(name), _room(target))] += 1
-    print("\ncross-package imports (module-level import statements)")
+    print("\nfloors inside each package (rooms, top floor first)")
+    for package in PACKAGES:
+        mine = {r for r in rooms if r.split(".")[0] == package}
+        inner = {(a, b) for a, b in room_edges if a in mine and b in mine}
+        floors, stuck = _floors(mine, inner)
+        top = max(floors.values(), default=0)
+        by_floor = [
+            f"{f}: " + " ".join(sorted(r for r in floors if floors[r] == f))
+            for f in range(top, 0, -1)
+        ]
+        print(f"  {package}: {top} floors" + (f"; in a circle: {sorted(stuck)}" if stuck else ""))
+        if args.rooms:
+            print("\n".join(f"    {line}" for line in by_floor))
+    print("\ncross-package imports (import statements)")
     for (source, target), count in sorted(packages.items()):
         print(f"  {source} -> {target}: {count}")
     if args.rooms:

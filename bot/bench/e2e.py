@@ -24,7 +24,7 @@ from pydantic import SecretStr
 
 from bot.bench.e2e_scenes import EXAMPLE_SCENE, cause_summary, fast_scene
 from bot.bench.result import BenchResult
-from bot.config_providers import LlmProvider
+from bot.settings.providers import LlmProvider
 from campaigns.basics import percentile
 
 __all__ = ["EXAMPLE_SCENE", "run_bench"]
@@ -74,9 +74,9 @@ class _Tally:
 async def run_bench(quick: bool, peer: str | None = None) -> list[BenchResult]:
     """Every figure above; ``peer`` (``--peer pipecat``) adds the same FAST lines through that
     framework, alternated line by line with ours in this run (:mod:`bot.bench.peer`)."""
-    from bot.config_loader import load_config
-    from bot.rehearsal.runner import rehearse
-    from bot.rehearsal.scene import load_scene
+    from bot.frontends.rehearsal.runner import rehearse
+    from bot.frontends.rehearsal.scene import load_scene
+    from bot.settings.loader import load_config
 
     comparison = None
     if peer is not None:  # its virtualenv first: an install problem is said at once
@@ -181,8 +181,8 @@ def _tally_results(tally: _Tally) -> list[BenchResult]:
         out.append(BenchResult(
             "lines cut off early", share, "%",
             f"{tally.cut} of {tally.lines} scripted lines had a turn declared over while the "
-            "player still had words to say (bot.rehearsal.turn_taking)", "<= 5 %", share <= 5.0,
-            {"which": tally.which},
+            "player still had words to say (bot.frontends.rehearsal.turn_taking)", "<= 5 %", share
+            <= 5.0, {"which": tally.which},
         ))  # fmt: skip
     causes = cause_summary(tally.turns)
     if causes:
@@ -217,7 +217,7 @@ async def _fast_set(
     """Voice-to-voice of the FAST lines said to Bartok of the example campaign (his own tools
     and budget), at 1x, alone or at a full table; ``instant LLM`` measures the floor."""
     from bot.bench.doubles.instant_llm import InstantLlm
-    from bot.rehearsal.runner import rehearse
+    from bot.frontends.rehearsal.runner import rehearse
 
     where = "at a full table" if full_table else "alone"
     _progress(f"short FAST lines, {label}, {where}")

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from bot.rehearsal.scene import Scene
+from bot.frontends.rehearsal.scene import Scene
 from campaigns.basics import percentile
 
 __all__ = [

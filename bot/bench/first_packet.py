@@ -1,6 +1,6 @@
 """How soon an NPC's answer leaves after a quiet spell: its first TTS chunk to its first packet.
 
-The production :class:`~bot.voice.playback.Playback` sleeps while the mixer is silent and is
+The production :class:`~bot.audio.voice.playback.Playback` sleeps while the mixer is silent and is
 woken by the mixer when audio arrives; this times, over many answers each after an idle
 pause of random length (so no phase of a clock is favoured), from ``handle.feed`` of the first
 chunk to that audio's Opus packet being sent (encoded by libopus as discord.py does). A
@@ -18,9 +18,9 @@ import time
 import discord.opus
 import numpy as np
 
-from bot.speech.mixer import Mixer
-from bot.voice.opus_decode import ensure_opus_loaded
-from bot.voice.playback import Playback
+from bot.audio.speech.mixer import Mixer
+from bot.audio.voice.opus_decode import ensure_opus_loaded
+from bot.audio.voice.playback import Playback
 from campaigns.basics import AudioChunk, percentile
 
 __all__ = ["first_packet_ms"]

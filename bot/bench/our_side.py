@@ -25,8 +25,8 @@ import wave
 from pathlib import Path
 from typing import Any
 
+from bot.audio.speech import FRAME_MS, STT_FRAME_BYTES, STT_SAMPLE_RATE
 from bot.bench.line_protocol import LineTiming, decode, encode
-from bot.speech import FRAME_MS, STT_FRAME_BYTES, STT_SAMPLE_RATE
 from campaigns.basics import GlyphoxaError
 
 __all__ = ["main", "play_line"]
@@ -126,7 +126,7 @@ def _timing(traces: list[Any], end: float, index: int, error: str | None) -> Lin
 
 def _persona(session: Any, npc_name: str) -> dict[str, Any]:
     """What the NPC's LLM sees on a FAST line: system prompt, tools, sampling."""
-    from bot.speech.vocabulary import Vocabulary
+    from bot.audio.speech.vocabulary import Vocabulary
     from campaigns.basics import Tier
     from npcs.context import build_system_prompt
 
@@ -165,7 +165,7 @@ def _config(args: argparse.Namespace) -> Any:
     continuation to the NPC kept open across the peer's turns: between two of our lines the
     peer answers one, time that a table would not have seen pass (two FAST lines name nobody
     and reach Bartok only as a continuation, within ``tiers.continuation_window_s``)."""
-    from bot.config_loader import load_config
+    from bot.settings.loader import load_config
 
     config = load_config(args.config)
     llm = config.providers.llm
@@ -183,8 +183,8 @@ def _config(args: argparse.Namespace) -> Any:
 
 
 async def serve(args: argparse.Namespace) -> None:
-    from bot.assembly.table import open_table
-    from bot.metrics import Metrics
+    from bot.table.assembly.table import open_table
+    from bot.telemetry.metrics import Metrics
 
     def say(message: str) -> None:
         print(f"glyphoxa side: {message}", file=sys.stderr, flush=True)

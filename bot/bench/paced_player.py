@@ -39,20 +39,20 @@ def _cpu_s() -> float:
 
 
 async def _main(path: str, seconds: float, line: list[bytes], voiced: int) -> dict[str, Any]:
-    from bot.speech import SpeakerLane, SpeechEnded
-    from bot.speech.vad import SileroVad
-    from bot.voice.dave import OPUS_SILENCE, DaveReceiver
+    from bot.audio.speech import SpeakerLane, SpeechEnded
+    from bot.audio.speech.vad import SileroVad
+    from bot.audio.voice.dave import OPUS_SILENCE, DaveReceiver
 
     try:
         from bot.bench.doubles.voice_loopback import LocalDaveGroup, LoopbackSpeaker
     except ModuleNotFoundError:  # the baseline tree keeps the loopback beside the receiver
-        from bot.voice.loopback import (  # type: ignore[no-redef]
+        from bot.audio.voice.loopback import (  # type: ignore[no-redef]
             LocalDaveGroup,
             LoopbackSpeaker,
         )
-    from bot.voice.opus_decode import ensure_opus_loaded
-    from bot.voice.receiver import VoiceReceiver
-    from bot.voice.transport_crypto import make_cipher
+    from bot.audio.voice.opus_decode import ensure_opus_loaded
+    from bot.audio.voice.receiver import VoiceReceiver
+    from bot.audio.voice.transport_crypto import make_cipher
 
     ensure_opus_loaded()
     said = [*line[:voiced], *[OPUS_SILENCE] * 5]  # a client sends five silence frames, then none
@@ -73,11 +73,11 @@ async def _main(path: str, seconds: float, line: list[bytes], voiced: int) -> di
     lane = SpeakerLane("player", stt=_NoWords(), vad=SileroVad())
     dave = DaveReceiver(lambda: (bot, 1))
     if path == "before":
-        from bot.voice.speakers import SpeakerQueues
+        from bot.audio.voice.speakers import SpeakerQueues
 
         receiver = VoiceReceiver(loop, SpeakerQueues(lambda f: lane.push(f.pcm)), dave=dave)
     else:
-        from bot.voice.stt_decode import SttSpeakerDecoder
+        from bot.audio.voice.stt_decode import SttSpeakerDecoder
 
         def push(frames: Any) -> None:
             for frame in frames:

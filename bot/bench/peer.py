@@ -51,7 +51,8 @@ _OURS = "glyphoxa"
 _QUICK_LINES = 4
 _WHISPER_DECODE = {"beam_size": 1, "temperature": 0.0, "without_timestamps": True,
                    "condition_on_previous_text": False, "vad_filter": False}  # fmt: skip
-"""How our recognizer decodes (bot.speech.stt_whisper); the peer's Whisper decodes the same."""
+"""How our recognizer decodes (bot.audio.speech.stt_whisper); the peer's Whisper decodes the
+same."""
 
 
 def check_peer(name: str) -> None:
@@ -106,7 +107,7 @@ async def compare_with_peer(name: str, *, quick: bool, say: Say) -> list[BenchRe
 
 def _table_parts() -> tuple[Any, Any]:
     """Our config and the NPC the FAST lines are said to (the example campaign's Bartok)."""
-    from bot.config_loader import load_config
+    from bot.settings.loader import load_config
     from npcs.campaign import load_campaign
 
     npc = load_campaign(_example_campaign()).find_npc("Bartok")
@@ -123,7 +124,7 @@ def _example_campaign() -> Path:
 async def _compare(
     package: PeerPackage, python: Path, *, quick: bool, say: Say
 ) -> list[BenchResult]:
-    from bot.assembly.providers import local_llm_server
+    from bot.table.assembly.providers import local_llm_server
 
     config, npc = _table_parts()
     models = _model_files(config, npc)
@@ -169,10 +170,10 @@ def _peer_env() -> dict[str, str]:
 def _model_files(config: Any, npc: Any) -> dict[str, str]:
     """The files our table loads, for the peer to load too; a provider the peer cannot match
     (a cloud LLM, another recognizer or voice) is refused with the reason."""
-    from bot.speech.stt_whisper import resolve_whisper_model
-    from bot.speech.tts_piper import default_piper_model
-    from bot.speech.turn_model import smart_turn_dir
-    from bot.speech.vad import silero_model_path
+    from bot.audio.speech.stt_whisper import resolve_whisper_model
+    from bot.audio.speech.tts_piper import default_piper_model
+    from bot.audio.speech.turn_model import smart_turn_dir
+    from bot.audio.speech.vad import silero_model_path
 
     providers = config.providers
     if providers.llm.name != "local" or providers.llm.base_url:
@@ -201,9 +202,9 @@ def _model_files(config: Any, npc: Any) -> dict[str, str]:
 
 async def _lines(config: Any, folder: Path, quick: bool, say: Say) -> list[LineRequest]:
     """The warm-up and the FAST lines in the player's voice, one 16 kHz mono WAV each."""
+    from bot.audio.speech import VoiceRouter
     from bot.bench.e2e_scenes import fast_scene
-    from bot.rehearsal.players import synthesize_lines
-    from bot.speech import VoiceRouter
+    from bot.frontends.rehearsal.players import synthesize_lines
 
     scene = fast_scene(_example_campaign(), full_table=False)
     lines = scene.lines[:_QUICK_LINES] if quick else scene.lines

@@ -2,7 +2,7 @@
 
 Real packets: a :class:`~bot.bench.doubles.voice_loopback.LocalDaveGroup` with the bot and several
 remote speakers; each speaker Opus-encodes a tone, DAVE-encrypts and transport-encrypts like a
-Discord client. The bot side is the production :class:`~bot.voice.receiver.VoiceReceiver`.
+Discord client. The bot side is the production :class:`~bot.audio.voice.receiver.VoiceReceiver`.
 
 "Receive + lane CPU per active speaker" follows one speaker's packets all the way to the VAD
 segmenter, side by side: the old lane (decoded at 48 kHz stereo then resampled, the
@@ -22,15 +22,15 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
+from bot.audio.voice.dave import DaveReceiver
+from bot.audio.voice.opus_decode import SpeakerDecoder, ensure_opus_loaded
+from bot.audio.voice.receiver import VoiceFrame, VoiceReceiver
+from bot.audio.voice.rtp import parse_header
+from bot.audio.voice.stt_decode import SttSpeakerDecoder
+from bot.audio.voice.transport_crypto import make_cipher
 from bot.bench.doubles.voice_loopback import LocalDaveGroup, LoopbackSpeaker
 from bot.bench.receive_paced import paced_cpu
 from bot.bench.result import BenchResult
-from bot.voice.dave import DaveReceiver
-from bot.voice.opus_decode import SpeakerDecoder, ensure_opus_loaded
-from bot.voice.receiver import VoiceFrame, VoiceReceiver
-from bot.voice.rtp import parse_header
-from bot.voice.stt_decode import SttSpeakerDecoder
-from bot.voice.transport_crypto import make_cipher
 
 __all__ = ["run_bench"]
 
@@ -214,10 +214,10 @@ def _stage_breakdown(scenario: _Scenario) -> list[BenchResult]:
 
 def _hear_one_speaker(receiver: VoiceReceiver, datagrams: list[bytes], engine: str) -> float:
     """Thread CPU seconds to take ``datagrams`` from the socket to the segmenter's events."""
-    from bot.config import VadConfig
-    from bot.speech.audio import SttInput
-    from bot.speech.segmenter import Segmenter
-    from bot.speech.vad import SileroVad
+    from bot.audio.speech.audio import SttInput
+    from bot.audio.speech.segmenter import Segmenter
+    from bot.audio.speech.vad import SileroVad
+    from bot.settings.config import VadConfig
 
     convert, segmenter = SttInput(), Segmenter(SileroVad(engine=engine), VadConfig())
     started = time.thread_time()
@@ -240,7 +240,7 @@ async def _per_speaker_cpu(loop: asyncio.AbstractEventLoop, packets: int) -> lis
     frame by frame as at the table: thread CPU per second of audio, the old lane and the
     new, alternating over several rounds (one round's half second of CPU varies too much on a
     shared machine to stand alone): the medians."""
-    from bot.speech.vad import SileroVad
+    from bot.audio.speech.vad import SileroVad
 
     engine = await asyncio.to_thread(lambda: SileroVad().engine)
     cpu: dict[str, list[float]] = {name: [] for name, _, _ in _LANE_PATHS}

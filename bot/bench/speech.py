@@ -24,19 +24,19 @@ from pathlib import Path
 import numpy as np
 import soxr
 
+from bot.audio.speech.audio import FRAME_BYTES, InputResampler
+from bot.audio.speech.events import FinalTranscript, SpeechEnded
+from bot.audio.speech.lane import SpeakerLane
+from bot.audio.speech.mixer import Mixer
+from bot.audio.speech.scheduler import CpuScheduler
+from bot.audio.speech.segmenter import Segmenter
+from bot.audio.speech.stt_whisper import FasterWhisperStt
+from bot.audio.speech.tts_espeak import EspeakTts
+from bot.audio.speech.tts_piper import PiperTts
+from bot.audio.speech.vad import create_vad
 from bot.bench.first_packet import first_packet_ms
 from bot.bench.result import BenchResult
-from bot.config import SpeechConfig, VadConfig
-from bot.speech.audio import FRAME_BYTES, InputResampler
-from bot.speech.events import FinalTranscript, SpeechEnded
-from bot.speech.lane import SpeakerLane
-from bot.speech.mixer import Mixer
-from bot.speech.scheduler import CpuScheduler
-from bot.speech.segmenter import Segmenter
-from bot.speech.stt_whisper import FasterWhisperStt
-from bot.speech.tts_espeak import EspeakTts
-from bot.speech.tts_piper import PiperTts
-from bot.speech.vad import create_vad
+from bot.settings.config import SpeechConfig, VadConfig
 from campaigns.basics import AudioChunk, percentile
 from campaigns.providers.voices import VoiceSettings
 

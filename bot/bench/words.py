@@ -3,8 +3,8 @@
 Each campaign of ``bot/bench/words_corpus`` is played line by line as a table plays a final
 transcript: the same address detection (with each player's continuation), tier selector,
 campaign facts lookup, built-in tools over a campaign memory seeded from the campaign's
-``entities.yaml``, and engines (``bot.assembly.engines``) with production's settings; what each
-answer spoke and ran is judged (:mod:`bot.bench.words_corpus`). It runs twice: on the embedded
+``entities.yaml``, and engines (``bot.table.assembly.engines``) with production's settings; what
+each answer spoke and ran is judged (:mod:`bot.bench.words_corpus`). It runs twice: on the embedded
 model (the bundled llama.cpp server with SmolLM2), and on a capable model that uses tools
 properly (``bot.bench.doubles.capable_llm``). Speech itself (Whisper, Piper) is not part of it:
 ``bench e2e`` measures that.
@@ -21,8 +21,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bot.assembly.engines import Engines, open_engines
-from bot.assembly.table import builtin_servers_for
 from bot.bench.doubles.capable_llm import CapableLlm
 from bot.bench.result import BenchResult
 from bot.bench.words_corpus import (
@@ -34,8 +32,10 @@ from bot.bench.words_corpus import (
     load_words_corpus,
     prompt_ngrams,
 )
-from bot.config import GlyphoxaConfig
-from bot.session.entities import EntityLookup
+from bot.settings.config import GlyphoxaConfig
+from bot.table.assembly.engines import Engines, open_engines
+from bot.table.assembly.table import builtin_servers_for
+from bot.table.session.entities import EntityLookup
 from campaigns.memory import MemoryStore
 from npcs.addressing import AddressDetector
 from npcs.campaign import Campaign, load_campaign

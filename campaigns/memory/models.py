@@ -211,7 +211,7 @@ class OpenTable(Base):
     memory_session_id: Mapped[str | None] = mapped_column(String(36))
     """The campaign-memory session the transcript continues in after a resume."""
     state: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
-    """Scene lines, mutes and tier overrides (``bot.session.snapshot.TableState``)."""
+    """Scene lines, mutes and tier overrides (``bot.table.session.snapshot.TableState``)."""
     owner: Mapped[str | None] = mapped_column(String(200))
     """host:pid of the process that last ran it (for people reading the table, not for locking)."""
     opened_at: Mapped[float] = mapped_column(Float)

@@ -47,7 +47,8 @@ def guild_shard(guild_id: int, shard_count: int) -> int:
 
 @dataclass(frozen=True, slots=True)
 class OpenTableRow:
-    """One open table as stored; ``state`` is ``bot.session.snapshot.TableState.as_json()``."""
+    """One open table as stored; ``state`` is
+    ``bot.table.session.snapshot.TableState.as_json()``."""
 
     guild_id: int
     voice_channel_id: int

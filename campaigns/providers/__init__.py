@@ -2,7 +2,7 @@
 
 The services of ``glyphoxa.yaml``'s ``providers`` section (LLM, speech recognition, voices,
 realtime, embeddings) are called from two places that must not know each other: the speech
-stack (``bot.speech``, which knows no NPC) and the engines (``npcs.engines``). What both speak
+stack (``bot.audio.speech``, which knows no NPC) and the engines (``npcs.engines``). What both speak
 lives here, in the lowest layer (imports flow ``bot -> npcs -> tools -> campaigns``), so each
 sees it without reaching the other:
 

@@ -2,7 +2,7 @@
 
 Engines (LLM rounds, realtime responses) and the speech providers (remote voices and
 recognition) report each call's :class:`Usage` to a :class:`UsageSink`; the table's spend
-meter (``bot.session.spend``) prices it and keeps the night's total. Nothing here knows about
+meter (``bot.table.session.spend``) prices it and keeps the night's total. Nothing here knows about
 prices: a call only says what it consumed, from the provider's own ``usage`` fields where the
 provider reports them, and an estimate (``estimated``) where it does not (a stream cut off by
 a barge-in before its usage arrived, a server that never reports usage).

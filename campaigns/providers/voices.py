@@ -1,7 +1,7 @@
 """Voices: the one an NPC asks for, and the ones installed here, per TTS provider.
 
 :class:`VoiceSettings` is an NPC's ``voice:`` block (provider, voice, speed, pitch): the NPC
-schema (``npcs.schema``) holds it, and the speech stack (``bot.speech``) speaks it without
+schema (``npcs.schema``) holds it, and the speech stack (``bot.audio.speech``) speaks it without
 knowing any NPC. The rest is what ``glyphoxa voices`` lists, what ``check`` and table start-up
 validate NPC voices against, and how Piper finds a voice by name:
 

@@ -95,7 +95,7 @@ class _RealtimeOptions(Protocol):
 
 
 class RealtimeSettings(Protocol):
-    """What the engine reads of ``providers.realtime`` (``bot.config_providers``)."""
+    """What the engine reads of ``providers.realtime`` (``bot.settings.providers``)."""
 
     @property
     def model(self) -> str | None: ...

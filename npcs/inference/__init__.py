@@ -13,7 +13,7 @@ What it holds:
   :mod:`~npcs.inference.health`.
 
 It knows nothing of NPCs: the engines (:mod:`npcs.engines`) use it to reach a model, and the
-table's assembly gives the speech providers (``bot.speech``) pooled clients from it. The
+table's assembly gives the speech providers (``bot.audio.speech``) pooled clients from it. The
 clients themselves are built by :mod:`campaigns.providers.openai_client`, below every layer
 that calls a provider.
 """

@@ -82,7 +82,7 @@ DEFAULTS = {
 
 
 class RemoteSettings(Protocol):
-    """What the pools read of ``providers.<service>.options`` (``bot.config_providers``
+    """What the pools read of ``providers.<service>.options`` (``bot.settings.providers``
     validates them at load): each is None where the service's default applies."""
 
     @property

@@ -55,7 +55,7 @@ def _free_port() -> int:
 
 
 # llama.cpp built with OpenMP meets its threads at an OpenMP barrier after every operation, a few
-# hundred per token. Under OMP_WAIT_POLICY=PASSIVE (which bot.speech sets for Whisper) each
+# hundred per token. Under OMP_WAIT_POLICY=PASSIVE (which bot.audio.speech sets for Whisper) each
 # barrier is a futex sleep and wake, which makes every token with two threads several times
 # slower. A short spin keeps the barriers fast and idle threads still sleep within
 # microseconds, so the cores stay free for Whisper and TTS between requests (`glyphoxa bench

@@ -19,7 +19,7 @@ from bot.bench.line_protocol import LineRequest
 from bot.bench.line_server import LineServer, SideFailed
 from bot.bench.our_side import read_wav
 from bot.bench.result import BenchResult
-from bot.config_loader import load_config
+from bot.settings.loader import load_config
 from campaigns.basics import percentile
 
 REPO = Path(__file__).resolve().parents[2]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.speech.ambience import AmbiencePlayer
+from bot.audio.speech.ambience import AmbiencePlayer
 from tools.builtin.ambience import create_server
 from tools.spec import ToolContext, ToolError
 

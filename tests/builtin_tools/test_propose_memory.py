@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from openai import AsyncOpenAI
 
-from bot.session.entities import EntityLookup
+from bot.table.session.entities import EntityLookup
 from campaigns.basics import Tier
 from campaigns.content import CampaignApproval, EntitiesFile
 from campaigns.memory import MemoryStore

@@ -22,9 +22,9 @@ import pytest_asyncio
 import yaml
 
 from bot.bench.doubles.instant_llm import InstantLlm
-from bot.config import GlyphoxaConfig
-from bot.config_loader import load_config
-from bot.console import ConsoleServer, console_for
+from bot.frontends.console import ConsoleServer, console_for
+from bot.settings.config import GlyphoxaConfig
+from bot.settings.loader import load_config
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "campaigns" / "example"
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts" / "console"
@@ -153,7 +153,7 @@ async def live_table(
     """A real table (``open_table``: the configured STT, TTS, tool host and memory, the
     scripted LLM) watched by the console (``hub``, else the session's) while the block runs;
     yields its feed (``feed.ended_event`` is set when the DM ends it in the console)."""
-    from bot.assembly.table import open_table
+    from bot.table.assembly.table import open_table
 
     hub = hub if hub is not None else env.hub
     ended = asyncio.Event()

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from bot.console import console_for
+from bot.frontends.console import console_for
 from tools.host.approval import ApprovalRequest
 
 from .conftest import ConsoleEnv, live_table, logged_in_page, screenshot

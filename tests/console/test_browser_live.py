@@ -24,11 +24,11 @@ from typing import Any
 import pytest
 import yaml
 
-from bot.console.feed import TableFeed
-from bot.rehearsal.players import synthesize_lines
-from bot.rehearsal.runner import rehearse
-from bot.rehearsal.scene import PlayerLine, Scene, load_scene
-from bot.speech import STT_FRAME_BYTES, VoiceRouter
+from bot.audio.speech import STT_FRAME_BYTES, VoiceRouter
+from bot.frontends.console.feed import TableFeed
+from bot.frontends.rehearsal.players import synthesize_lines
+from bot.frontends.rehearsal.runner import rehearse
+from bot.frontends.rehearsal.scene import PlayerLine, Scene, load_scene
 from campaigns.basics import percentile
 from campaigns.providers.voices import VoiceSettings
 

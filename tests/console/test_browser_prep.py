@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.assembly.memory import open_memory
+from bot.table.assembly.memory import open_memory
 
 from .conftest import ConsoleEnv, logged_in_page, screenshot
 

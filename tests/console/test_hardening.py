@@ -21,11 +21,11 @@ import pytest
 import pytest_asyncio
 import yaml
 
-from bot.config import LoggingConfig
-from bot.config_loader import load_config
-from bot.console import ConsoleServer, console_for
-from bot.console.shield import Shield
-from bot.logging_setup import configure_logging, reset_logging
+from bot.frontends.console import ConsoleServer, console_for
+from bot.frontends.console.shield import Shield
+from bot.settings.config import LoggingConfig
+from bot.settings.loader import load_config
+from bot.telemetry.logging_setup import configure_logging, reset_logging
 
 from .conftest import ConsoleEnv, live_table, quick_client
 
@@ -157,7 +157,7 @@ async def test_unfinished_requests_do_not_hold_connections(quick_console: Consol
 async def test_the_client_address_is_the_sockets_own(
     console_env: ConsoleEnv, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="bot.console")
+    caplog.set_level(logging.INFO, logger="bot.frontends.console")
     async with quick_client(console_env) as client:
         client.headers["x-forwarded-for"] = "203.0.113.7"
         client.headers["forwarded"] = "for=203.0.113.7"
@@ -219,7 +219,7 @@ async def test_no_secret_on_the_settings_page_or_in_the_log(
     log_file = tmp_path / "glyphoxa.log"
     configure_logging(LoggingConfig(file=str(log_file)))
     try:
-        logger = logging.getLogger("bot.console.test")
+        logger = logging.getLogger("bot.frontends.console.test")
         logger.warning("connecting to %s with %s", config.memory.url, config.mcp.servers[0].env)
         try:
             raise ConnectionError(f"refused: {config.tools.web_search_url} {TOKENS['NOTES_KEY']}")
@@ -293,7 +293,7 @@ async def test_a_500_page_carries_the_security_headers(caplog: pytest.LogCapture
 
 async def test_the_console_socket_sends_at_once() -> None:
     """Responses leave at once (TCP_NODELAY): without it each waited 40 ms for an ACK."""
-    from bot.console.server import _bind
+    from bot.frontends.console.server import _bind
 
     sock = _bind("127.0.0.1", 0)
     try:

@@ -10,7 +10,13 @@ from pathlib import Path
 import pytest
 
 from bot.cli import main
-from bot.console.links import LinkKey, ShareLinks, mint_token, read_link_file, write_link_file
+from bot.frontends.console.links import (
+    LinkKey,
+    ShareLinks,
+    mint_token,
+    read_link_file,
+    write_link_file,
+)
 from campaigns.basics import GlyphoxaError
 
 

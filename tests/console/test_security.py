@@ -16,8 +16,8 @@ import time
 import httpx
 import pytest
 
-from bot.checking import run_check
-from bot.console.links import LinkKey, mint_token
+from bot.frontends.checking import run_check
+from bot.frontends.console.links import LinkKey, mint_token
 
 from .conftest import SECRET_KEY, ConsoleEnv
 

@@ -8,8 +8,8 @@ import json
 import re
 from pathlib import Path
 
-from bot.console.app import STATIC
-from bot.console.render import TEMPLATES
+from bot.frontends.console.app import STATIC
+from bot.frontends.console.render import TEMPLATES
 
 VENDOR = STATIC / "vendor"
 

@@ -15,12 +15,12 @@ import pytest
 import yarl
 from discord.gateway import DiscordWebSocket
 
+from bot.audio.voice.dave import DaveReceiver
+from bot.audio.voice.opus_decode import SpeakerDecoder, ensure_opus_loaded
+from bot.audio.voice.receiver import VoiceFrame, VoiceReceiver
+from bot.audio.voice.transport_crypto import XChaCha20Cipher
 from bot.bench.doubles.local_discord import LocalDiscord
 from bot.bench.doubles.voice_loopback import LocalDaveGroup, LoopbackSpeaker
-from bot.voice.dave import DaveReceiver
-from bot.voice.opus_decode import SpeakerDecoder, ensure_opus_loaded
-from bot.voice.receiver import VoiceFrame, VoiceReceiver
-from bot.voice.transport_crypto import XChaCha20Cipher
 
 from .discord_api import APP_ID, BOT_ID, FakeDiscordApi
 
@@ -41,7 +41,7 @@ def opus_loaded() -> str:
 @pytest.fixture(scope="session")
 def whisper_stt() -> Any:
     """The real local recognizer (tiny.en), loaded once for the tests that need a session."""
-    from bot.speech import FasterWhisperStt
+    from bot.audio.speech import FasterWhisperStt
 
     return FasterWhisperStt()
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from bot.discord_bot.approval import DiscordApprover
+from bot.frontends.discord_bot.approval import DiscordApprover
 from campaigns.basics import Tier
 from campaigns.content import CampaignApproval
 from campaigns.memory import MemoryStore

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from bot.config import GlyphoxaConfig
-from bot.discord_bot import TableParts, TableRuntime
-from bot.session.builder import build_session
-from bot.session.session import TableSession
+from bot.frontends.discord_bot import TableParts, TableRuntime
+from bot.settings.config import GlyphoxaConfig
+from bot.table.session.builder import build_session
+from bot.table.session.session import TableSession
 from campaigns.memory import MemoryStore
 
 from .discord_api import user
@@ -47,7 +47,7 @@ def player_opt(who: int) -> dict[str, Any]:
 
 @pytest.fixture
 async def table(harness: Harness, whisper_stt: Any, tmp_path: Path) -> AsyncIterator[TableSession]:
-    from bot.speech import EspeakTts
+    from bot.audio.speech import EspeakTts
     from npcs.campaign import load_campaign
 
     memory = await MemoryStore.open(f"sqlite+aiosqlite:///{tmp_path / 'memory.db'}")

@@ -13,10 +13,10 @@ import aiohttp
 import pytest
 
 from bot.bench.doubles.local_discord import LocalDiscord
-from bot.config import GlyphoxaConfig
-from bot.discord_bot import GlyphoxaBot, TableParts
-from bot.metrics import Metrics
-from bot.session.builder import build_session
+from bot.frontends.discord_bot import GlyphoxaBot, TableParts
+from bot.settings.config import GlyphoxaConfig
+from bot.table.session.builder import build_session
+from bot.telemetry.metrics import Metrics
 from campaigns.memory import MemoryStore
 
 from .conftest import OpenWorld
@@ -52,8 +52,8 @@ async def test_campaign_yaml_and_iam_name_the_players_lane(
     world: tuple[LocalDiscord, FakeDiscordApi], whisper_stt: Any, tmp_path: Path
 ) -> None:
     local, api = world
-    from bot.session.session import TableSession
-    from bot.speech import EspeakTts
+    from bot.audio.speech import EspeakTts
+    from bot.table.session.session import TableSession
     from npcs.campaign import load_campaign
 
     folder = tmp_path / "campaign"

@@ -18,9 +18,9 @@ import discord
 import discord.http
 import pytest
 
-from bot.config import GlyphoxaConfig
-from bot.discord_bot import GlyphoxaBot, TableParts, TableRuntime
-from bot.session.builder import build_session
+from bot.frontends.discord_bot import GlyphoxaBot, TableParts, TableRuntime
+from bot.settings.config import GlyphoxaConfig
+from bot.table.session.builder import build_session
 
 from .discord_api import APP_ID, BOT_ID, FakeDiscordApi, user
 
@@ -188,7 +188,7 @@ async def harness(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Harness]:
 @pytest.fixture(scope="session")
 def table_session(whisper_stt: Any) -> Any:
     """A real TableSession on the example campaign (no voice: frames are never pushed)."""
-    from bot.speech import EspeakTts
+    from bot.audio.speech import EspeakTts
     from npcs.campaign import load_campaign
 
     return build_session(
@@ -292,7 +292,7 @@ async def test_a_role_given_by_id_is_named_in_the_refusal(harness: Harness) -> N
 
 
 async def test_dm_voice_commands_follow_the_same_rule(harness: Harness) -> None:
-    from bot.discord_bot.permissions import DmRule, dm_voice_resolver
+    from bot.frontends.discord_bot.permissions import DmRule, dm_voice_resolver
 
     guild = harness.bot.get_guild(GUILD)
     assert guild is not None
@@ -377,7 +377,7 @@ async def test_recap_reads_campaign_memory(harness: Harness) -> None:
 async def test_live_transcript_is_posted_to_the_channel(
     harness: Harness, table_session: Any
 ) -> None:
-    from bot.session.events import DmAction, PlayerSpoke
+    from bot.table.session.events import DmAction, PlayerSpoke
 
     channel = harness.bot.get_channel(CHANNEL)
     runtime = TableRuntime(TableParts(table_session), channel)  # type: ignore[arg-type]
@@ -445,7 +445,7 @@ async def test_without_a_dm_role_manage_server_decides(harness: Harness) -> None
 async def test_console_gives_the_dm_a_private_one_time_link(
     harness: Harness, tmp_path: Path
 ) -> None:
-    from bot.console import ConsoleHub, PrepContext
+    from bot.frontends.console import ConsoleHub, PrepContext
 
     reply = await harness.run(interaction("console", [], roles=(DM_ROLE,)))
     assert reply["flags"] & 64 and "The console is not running" in reply["content"]
@@ -582,9 +582,9 @@ async def test_session_cost_and_the_spend_notices(
     """A real table (``open_table``) whose LLM is the local OpenAI-compatible server priced as
     a cloud model: the soft limit's notice reaches the channel once, ``/session cost`` shows
     the night's cost per provider and per NPC."""
-    from bot.assembly.table import open_table
+    from bot.audio.speech import EspeakTts
     from bot.bench.doubles.instant_llm import InstantLlm
-    from bot.speech import EspeakTts
+    from bot.table.assembly.table import open_table
     from campaigns.basics import Tier
     from npcs.engines import TurnRequest
 

@@ -37,10 +37,10 @@ from bot.bench.doubles.instant_audio import InstantAudio
 from bot.bench.doubles.instant_llm import ANSWERS, InstantLlm
 from bot.bench.doubles.local_discord import LocalDiscord
 from bot.bench.tables.sim_world import LINE, player_line
-from bot.commands.run import _start_console
-from bot.config_loader import load_config
-from bot.discord_bot.sharding import make_bot
-from bot.discord_bot.tables import configured_tables
+from bot.frontends.commands.run import _start_console
+from bot.frontends.discord_bot.sharding import make_bot
+from bot.frontends.discord_bot.tables import configured_tables
+from bot.settings.loader import load_config
 from tests.console.conftest import CHROMIUM, CHROMIUM_ARGS, CHROMIUM_FOUND, screenshot
 
 from .conftest import OpenWorld

@@ -16,9 +16,9 @@ import davey
 import discord
 from discord.gateway import DiscordVoiceWebSocket
 
+from bot.audio.voice.receive_counters import DropReason
+from bot.audio.voice.transport_crypto import make_cipher
 from bot.bench.doubles.voice_loopback import LocalDaveGroup, LoopbackSpeaker
-from bot.voice.receive_counters import DropReason
-from bot.voice.transport_crypto import make_cipher
 
 from .conftest import Rig, reference_decode, tone
 from .voice_rig import KEY, MODE, SPEAKER, SPEAKER_SSRC, VOICE_CHANNEL, VoiceRig

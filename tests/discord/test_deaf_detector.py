@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import davey
 
+from bot.audio.voice.deaf import DeafCause, DeafDetector
 from bot.bench.doubles.voice_loopback import LocalDaveGroup
-from bot.voice.deaf import DeafCause, DeafDetector
 
 from .conftest import CHANNEL, SPEAKER_USER, Rig, tone
 

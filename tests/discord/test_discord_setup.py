@@ -22,9 +22,9 @@ import pytest
 import yaml
 
 from bot.cli import main
-from bot.config import GlyphoxaConfig
-from bot.discord_setup.needs import bot_intents, missing_intents
-from bot.discord_setup.token import TokenProblem, parse_bot_token
+from bot.frontends.discord_setup.needs import bot_intents, missing_intents
+from bot.frontends.discord_setup.token import TokenProblem, parse_bot_token
+from bot.settings.config import GlyphoxaConfig
 
 from .discord_api import FakeDiscordApi
 
@@ -164,7 +164,7 @@ def test_an_application_id_other_than_the_tokens_is_used_and_named(
 
 
 def test_the_bot_asks_for_no_privileged_intent() -> None:
-    from bot.discord_bot import GlyphoxaBot
+    from bot.frontends.discord_bot import GlyphoxaBot
 
     async def factory(campaign: str | None) -> Any:
         raise AssertionError("not used")

@@ -5,9 +5,9 @@ from __future__ import annotations
 import random
 import time
 
-from bot.voice.receive_counters import DropReason
-from bot.voice.rtp import build_header
-from bot.voice.transport_crypto import XChaCha20Cipher
+from bot.audio.voice.receive_counters import DropReason
+from bot.audio.voice.rtp import build_header
+from bot.audio.voice.transport_crypto import XChaCha20Cipher
 
 from .conftest import KEY, SPEAKER_SSRC, Rig, tone
 

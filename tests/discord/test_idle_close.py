@@ -21,10 +21,10 @@ import yarl
 from discord.gateway import DiscordWebSocket
 
 from bot.bench.doubles.local_discord import LocalDiscord
-from bot.config import GlyphoxaConfig
-from bot.discord_bot import GlyphoxaBot, TableParts
-from bot.metrics import Metrics
-from bot.session.builder import build_session
+from bot.frontends.discord_bot import GlyphoxaBot, TableParts
+from bot.settings.config import GlyphoxaConfig
+from bot.table.session.builder import build_session
+from bot.telemetry.metrics import Metrics
 from campaigns.memory import MemoryStore
 from campaigns.memory.table_registry import TableRegistry
 
@@ -82,7 +82,7 @@ class Night:
 async def _night(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, whisper_stt: Any, idle_close_s: float
 ) -> AsyncIterator[Night]:
-    from bot.speech import EspeakTts
+    from bot.audio.speech import EspeakTts
     from npcs.campaign import load_campaign
 
     api = FakeDiscordApi()

@@ -18,9 +18,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from bot.voice.dave import DaveReceiver
-from bot.voice.receive_counters import DropReason
-from bot.voice.receiver import VoiceReceiver
+from bot.audio.voice.dave import DaveReceiver
+from bot.audio.voice.receive_counters import DropReason
+from bot.audio.voice.receiver import VoiceReceiver
 from campaigns.basics import AudioChunk
 
 from .discord_api import BOT_ID

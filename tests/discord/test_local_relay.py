@@ -13,9 +13,9 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from bot.audio.voice.keepalive import keepalive_packet
 from bot.bench.doubles.local_discord.tls import self_signed_tls
 from bot.bench.doubles.local_discord.voice_server import LocalVoiceServer
-from bot.voice.keepalive import keepalive_packet
 
 PLAYER = 77
 

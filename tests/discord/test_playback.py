@@ -16,10 +16,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bot.config import GlyphoxaConfig
-from bot.speech import Mixer
-from bot.voice.dave import OPUS_SILENCE
-from bot.voice.playback import FRAME_BYTES, TRAILING_SILENCE_FRAMES, Playback
+from bot.audio.speech import Mixer
+from bot.audio.voice.dave import OPUS_SILENCE
+from bot.audio.voice.playback import FRAME_BYTES, TRAILING_SILENCE_FRAMES, Playback
+from bot.settings.config import GlyphoxaConfig
 from campaigns.basics import AudioChunk
 
 _RATE = 48_000

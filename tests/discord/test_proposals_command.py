@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from bot.discord_bot import TableParts, TableRuntime
+from bot.frontends.discord_bot import TableParts, TableRuntime
 from campaigns.content import EntitiesFile
 from campaigns.memory import MemoryStore
 from campaigns.yamlio import load_model

@@ -10,8 +10,8 @@ import asyncio
 import threading
 from collections.abc import Sequence
 
-from bot.voice.receive_counters import DropReason
-from bot.voice.receiver import VoiceFrame
+from bot.audio.voice.receive_counters import DropReason
+from bot.audio.voice.receiver import VoiceFrame
 
 from .conftest import SPEAKER_SSRC, SPEAKER_USER, Rig, reference_decode, tone
 
@@ -50,8 +50,8 @@ async def test_bad_padding_is_dropped(rig: Rig) -> None:
     opus = _opus(rig, 1)[0]
     packet = bytearray(rig.speaker.packet(opus, padding=4))
     # Re-encrypt the same body with an impossible padding count (larger than the payload).
-    from bot.voice.rtp import build_header
-    from bot.voice.transport_crypto import XChaCha20Cipher
+    from bot.audio.voice.rtp import build_header
+    from bot.audio.voice.transport_crypto import XChaCha20Cipher
 
     from .conftest import KEY
 
@@ -210,7 +210,7 @@ async def test_tick_releases_a_held_tail_without_further_packets(rig: Rig) -> No
 
 
 async def test_decoded_straight_to_16_khz_mono_with_the_same_reordering_and_concealment() -> None:
-    from bot.voice.stt_decode import SttSpeakerDecoder
+    from bot.audio.voice.stt_decode import SttSpeakerDecoder
 
     rig = Rig(decoder=SttSpeakerDecoder)
     opus = _opus(rig, 12)

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import asyncio
 
-from bot.voice.dave import OPUS_SILENCE
-from bot.voice.frames import VoiceFrame, hear_by_speaker
+from bot.audio.voice.dave import OPUS_SILENCE
+from bot.audio.voice.frames import VoiceFrame, hear_by_speaker
 
 from .conftest import SPEAKER_USER, Rig, reference_decode, tone
 

@@ -16,9 +16,9 @@ import discord
 import discord.opus
 import pytest
 
+from bot.audio.voice.receive_counters import DropReason
+from bot.audio.voice.transport_crypto import make_cipher
 from bot.bench.doubles.voice_loopback import LoopbackSpeaker
-from bot.voice.receive_counters import DropReason
-from bot.voice.transport_crypto import make_cipher
 
 from .conftest import KEY, SPEAKER_SSRC, SPEAKER_USER, Rig, reference_decode, tone
 from .voice_rig import KEY as RIG_KEY
@@ -35,7 +35,7 @@ def _op4(mode: str, secret_key: object) -> dict[str, object]:
 async def test_op4_with_a_huge_integer_key_is_ignored_loudly(
     rig: Rig, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.WARNING, logger="bot.voice.receiver"):
+    with caplog.at_level(logging.WARNING, logger="bot.audio.voice.receiver"):
         rig.receiver.handle_gateway(_op4(XCHACHA, 2**70))  # OverflowError inside bytes()
     assert "malformed voice gateway op 4" in caplog.text
     packet = rig.speaker.packet(rig.speaker.encode(tone(1)[0]))

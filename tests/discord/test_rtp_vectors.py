@@ -6,10 +6,15 @@ import asyncio
 
 import pytest
 
-from bot.voice.receive_counters import DropReason
-from bot.voice.receiver import VoiceReceiver
-from bot.voice.rtp import RtpParseError, build_header, parse_header, strip_padding_and_extension
-from bot.voice.transport_crypto import Aes256GcmCipher, XChaCha20Cipher, make_cipher
+from bot.audio.voice.receive_counters import DropReason
+from bot.audio.voice.receiver import VoiceReceiver
+from bot.audio.voice.rtp import (
+    RtpParseError,
+    build_header,
+    parse_header,
+    strip_padding_and_extension,
+)
+from bot.audio.voice.transport_crypto import Aes256GcmCipher, XChaCha20Cipher, make_cipher
 
 from . import vectors as v
 

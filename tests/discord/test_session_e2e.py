@@ -17,13 +17,13 @@ import aiohttp
 import numpy as np
 import pytest
 
+from bot.audio.voice.dave import DaveReceiver
+from bot.audio.voice.receiver import VoiceReceiver
 from bot.bench.doubles.local_discord import LocalDiscord
-from bot.config import GlyphoxaConfig
-from bot.discord_bot import GlyphoxaBot, TableParts
-from bot.metrics import Metrics
-from bot.session.builder import build_session
-from bot.voice.dave import DaveReceiver
-from bot.voice.receiver import VoiceReceiver
+from bot.frontends.discord_bot import GlyphoxaBot, TableParts
+from bot.settings.config import GlyphoxaConfig
+from bot.table.session.builder import build_session
+from bot.telemetry.metrics import Metrics
 from campaigns.memory.table_registry import TableRegistry
 
 from .conftest import OpenWorld
@@ -67,8 +67,8 @@ async def test_session_start_hears_players_and_plays_the_mixer(
     world: tuple[LocalDiscord, FakeDiscordApi], whisper_stt: Any
 ) -> None:
     local, api = world
-    from bot.session.session import TableSession
-    from bot.speech import EspeakTts
+    from bot.audio.speech import EspeakTts
+    from bot.table.session.session import TableSession
     from npcs.campaign import load_campaign
 
     config = GlyphoxaConfig.model_validate(
@@ -188,8 +188,8 @@ async def test_a_kicked_table_tells_the_dm_and_the_cog_forgets_it(
     """The open table's row goes too: a restarted bot must not rejoin a channel it was
     kicked from (the DM was told the session ended)."""
     local, api = world
-    from bot.session.session import TableSession
-    from bot.speech import EspeakTts
+    from bot.audio.speech import EspeakTts
+    from bot.table.session.session import TableSession
     from npcs.campaign import load_campaign
 
     config = GlyphoxaConfig.model_validate(

@@ -13,13 +13,13 @@ import discord
 import numpy as np
 from discord.voice_state import ConnectionFlowState
 
+from bot.audio.speech import Mixer
+from bot.audio.voice.dave import DaveReceiver
+from bot.audio.voice.playback import DiscordOut, Playback
+from bot.audio.voice.receiver import VoiceFrame, VoiceReceiver
+from bot.audio.voice.transport_crypto import make_cipher
 from bot.bench.doubles.voice_loopback import LoopbackSpeaker
-from bot.config import GlyphoxaConfig
-from bot.speech import Mixer
-from bot.voice.dave import DaveReceiver
-from bot.voice.playback import DiscordOut, Playback
-from bot.voice.receiver import VoiceFrame, VoiceReceiver
-from bot.voice.transport_crypto import make_cipher
+from bot.settings.config import GlyphoxaConfig
 from campaigns.basics import AudioChunk
 
 from .conftest import reference_decode, tone

@@ -22,10 +22,10 @@ import pytest
 from discord.gateway import DiscordVoiceWebSocket
 from discord.voice_state import ConnectionFlowState
 
+from bot.audio.voice.client import ListeningVoiceClient
+from bot.audio.voice.receiver import VoiceFrame
 from bot.bench.doubles.local_discord.voice_server import ip_discovery_reply
 from bot.bench.doubles.voice_loopback import LocalDaveGroup
-from bot.voice.client import ListeningVoiceClient
-from bot.voice.receiver import VoiceFrame
 
 from .discord_api import BOT_ID, FakeDiscordApi
 

@@ -21,13 +21,13 @@ import pytest
 import yarl
 from discord.gateway import DiscordWebSocket
 
+from bot.audio.voice.transport_crypto import make_cipher
 from bot.bench.doubles.local_discord import LocalDiscord
 from bot.bench.doubles.voice_loopback import LoopbackSpeaker
-from bot.config import GlyphoxaConfig
-from bot.discord_bot import TableParts, TableRuntime
-from bot.metrics import Metrics
-from bot.session.builder import build_session
-from bot.voice.transport_crypto import make_cipher
+from bot.frontends.discord_bot import TableParts, TableRuntime
+from bot.settings.config import GlyphoxaConfig
+from bot.table.session.builder import build_session
+from bot.telemetry.metrics import Metrics
 
 from .conftest import tone
 
@@ -123,7 +123,7 @@ async def open_world(
 
 def table_session(world: World, stt: Any) -> Any:
     """A TableSession of the example campaign with espeak voices and no LLM."""
-    from bot.speech import EspeakTts
+    from bot.audio.speech import EspeakTts
     from npcs.campaign import load_campaign
 
     return build_session(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from bot.config_spend import DEFAULT_PRICES
+from bot.settings.spend import DEFAULT_PRICES
 
 MODELS_PAGE = Path(__file__).resolve().parents[2] / "docs" / "models.md"
 

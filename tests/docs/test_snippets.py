@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bot.checking import run_check
 from bot.cli import build_parser
-from bot.config_loader import check_config
-from bot.rehearsal.scene import load_scene
+from bot.frontends.checking import run_check
+from bot.frontends.rehearsal.scene import load_scene
+from bot.settings.loader import check_config
 from campaigns.basics import GlyphoxaError
 
 from .snippets import KINDS, Command, Snippet, doc_files, find_commands, find_snippets
@@ -141,7 +141,7 @@ def test_command_line_parses(command: Command) -> None:
 
 def _unknown_bench_targets(args: list[str]) -> str | None:
     """``bench`` takes its targets as free words: check them against the real list."""
-    from bot.commands.bench import TARGETS
+    from bot.bench.command import TARGETS
 
     targets = build_parser().parse_args(args).targets
     unknown = [target for target in targets if target not in TARGETS]

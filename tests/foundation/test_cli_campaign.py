@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.checking import run_check
 from bot.cli import main
+from bot.frontends.checking import run_check
 from npcs.campaign import load_campaign
 
 from .foundation_support import EXAMPLE

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bot.cli import build_parser, main
-from bot.commands._options import CampaignRefused, walk_parsers
+from bot.frontends.commands._options import CampaignRefused, walk_parsers
 
 from .foundation_support import CONFIG, EXAMPLE
 

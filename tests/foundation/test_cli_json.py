@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from bot.assembly.memory import open_memory
 from bot.cli import main
-from bot.config_loader import load_config
+from bot.settings.loader import load_config
+from bot.table.assembly.memory import open_memory
 
 from .foundation_support import EXAMPLE
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from bot.cli import build_parser, main
-from bot.commands import DEFAULT_GROUP, grouped, register_modules
-from bot.commands._options import TIER_NAMES, CampaignRefused, walk_parsers
+from bot.frontends.commands import DEFAULT_GROUP, grouped, register_modules
+from bot.frontends.commands._options import TIER_NAMES, CampaignRefused, walk_parsers
 
 from .foundation_support import REPO
 
@@ -137,11 +137,11 @@ def test_help_imports_no_heavy_module() -> None:
 
 
 def test_vocabulary_spelled_out_for_the_parser_matches_the_models() -> None:
-    from bot.commands.memory_cmd import ENTITY_TYPES
-    from bot.commands.npc.new import ENGINE_NAMES
-    from bot.commands.rules import RULES_DB
-    from bot.commands.schema import SCHEMA_KINDS
-    from bot.schemas import SCHEMA_MODELS
+    from bot.frontends.commands.memory_cmd import ENTITY_TYPES
+    from bot.frontends.commands.npc.new import ENGINE_NAMES
+    from bot.frontends.commands.rules import RULES_DB
+    from bot.frontends.commands.schema import SCHEMA_KINDS
+    from bot.frontends.schemas import SCHEMA_MODELS
     from campaigns import content
     from campaigns.basics import Tier
     from npcs.schema import EngineKind

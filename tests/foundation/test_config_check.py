@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bot.cli import main
-from bot.config_loader import check_config
+from bot.settings.loader import check_config
 
 from .foundation_support import EXAMPLE
 
@@ -73,7 +73,7 @@ def test_the_spend_fallback_names_a_provider_that_exists(tmp_path: Path) -> None
 
 
 def test_the_schema_offers_the_provider_names_to_editors() -> None:
-    from bot.schemas import json_schema
+    from bot.frontends.schemas import json_schema
 
     definitions = json_schema("config")["$defs"]
     assert definitions["LlmProvider"]["properties"]["name"]["enum"] == ["local", "openai"]

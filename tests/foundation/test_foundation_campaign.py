@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.checking import run_check
 from bot.cli import main
-from bot.scaffold import scaffold_npc
+from bot.frontends.checking import run_check
+from bot.frontends.scaffold import scaffold_npc
 from campaigns.basics import GlyphoxaError, Tier
 from campaigns.yamlio import ContentError
 from npcs.campaign import load_campaign, scan_campaign

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bot.cli import main
-from bot.config_loader import (
+from bot.settings.loader import (
     check_config,
     load_config,
     require_discord_token,

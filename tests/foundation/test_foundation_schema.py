@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from bot.cli import main
-from bot.schemas import SCHEMA_MODELS, json_schema, schema_file_name
+from bot.frontends.schemas import SCHEMA_MODELS, json_schema, schema_file_name
 
 from .foundation_support import CONFIG, EXAMPLE, REPO
 

@@ -15,8 +15,8 @@ import yaml
 from aiohttp import web
 
 from bot.cli import main
-from bot.config import GlyphoxaConfig
-from bot.doctor.preflight import preflight
+from bot.frontends.doctor.preflight import preflight
+from bot.settings.config import GlyphoxaConfig
 
 from .foundation_support import EXAMPLE
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.config_loader import load_config
+from bot.settings.loader import load_config
 from campaigns.yamlio import ContentError
 from npcs.campaign import load_campaign
 

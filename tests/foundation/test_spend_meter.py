@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from bot.assembly.spend import runs_here
-from bot.config_providers import LlmProvider
-from bot.config_spend import PricingConfig, SpendConfig, TokenPrice
-from bot.session.spend import SpendMeter, cost_lines
+from bot.settings.providers import LlmProvider
+from bot.settings.spend import PricingConfig, SpendConfig, TokenPrice
+from bot.table.assembly.spend import runs_here
+from bot.table.session.spend import SpendMeter, cost_lines
 from campaigns.providers.usage import Usage
 
 

@@ -55,7 +55,7 @@ def test_piper_runs_no_pool_threads_on_one_core() -> None:
         """
         import json
         import onnxruntime, piper  # their imports start threads of their own
-        from bot.speech.tts_piper import _load_voice, default_piper_model
+        from bot.audio.speech.tts_piper import _load_voice, default_piper_model
         path = default_piper_model()
         before = len(os.listdir("/proc/self/task"))
         voice = _load_voice(path)

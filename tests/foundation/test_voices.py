@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bot.assembly.table import open_table
+from bot.audio.speech import OpenAiStt, PiperTts, VoiceRouter
 from bot.cli import main
-from bot.config import GlyphoxaConfig
-from bot.metrics import Metrics
-from bot.session.builder import build_session
-from bot.speech import OpenAiStt, PiperTts, VoiceRouter
+from bot.settings.config import GlyphoxaConfig
+from bot.table.assembly.table import open_table
+from bot.table.session.builder import build_session
+from bot.telemetry.metrics import Metrics
 from campaigns.memory import MemoryStore
 from campaigns.providers.voices import VoiceSettings, bundled_piper_models
 from campaigns.yamlio import ContentError
@@ -229,7 +229,7 @@ async def test_a_voice_that_breaks_at_the_table_is_spoken_by_espeak_loudly(
         metrics=Metrics(),
     )
     gone = tmp_path / "gone.onnx"  # checked at start-up, deleted since
-    with caplog.at_level(logging.ERROR, logger="bot.speech.tts"):
+    with caplog.at_level(logging.ERROR, logger="bot.audio.speech.tts"):
         chunks = [
             c async for c in router.synthesize("Hello there.", VoiceSettings(voice=str(gone)))
         ]

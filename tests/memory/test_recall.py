@@ -120,8 +120,8 @@ async def test_llm_failure_falls_back_to_extractive_summary(
 async def test_open_memory_wires_config_providers_and_seeds_entities(
     tmp_path, openai_stub: OpenAIStub
 ) -> None:
-    from bot.assembly.memory import open_memory
-    from bot.config import GlyphoxaConfig
+    from bot.settings.config import GlyphoxaConfig
+    from bot.table.assembly.memory import open_memory
     from campaigns.basics import Tier
 
     config = GlyphoxaConfig.model_validate(
@@ -159,10 +159,10 @@ async def test_the_memorys_own_model_calls_are_priced_for_the_night(
     """The session's summary (priced as the LLM's model) and the chunks' embeddings (priced
     under ``pricing.embeddings``) report to the table's spend meter as the campaign memory's
     own cost; a server that reports no usage (this summary) is estimated, and says so."""
-    from bot.assembly.memory import open_memory
-    from bot.assembly.spend import attach_memory_meter
-    from bot.config import GlyphoxaConfig
-    from bot.session.spend import SpendMeter
+    from bot.settings.config import GlyphoxaConfig
+    from bot.table.assembly.memory import open_memory
+    from bot.table.assembly.spend import attach_memory_meter
+    from bot.table.session.spend import SpendMeter
 
     config = GlyphoxaConfig.model_validate(
         {

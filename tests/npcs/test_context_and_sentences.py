@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from bot.config_providers import LlmOptions
+from bot.settings.providers import LlmOptions
 from npcs.context import (
     MAX_SCENE_CHARS,
     SceneLine,

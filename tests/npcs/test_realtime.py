@@ -179,7 +179,7 @@ async def test_audio_input_is_appended_and_committed(host) -> None:
 
 
 async def test_from_config_uses_provider_settings(host) -> None:
-    from bot.config_providers import RealtimeProvider
+    from bot.settings.providers import RealtimeProvider
 
     async with FakeRealtime(lambda _: Reply(transcript="Yes.", audio_chunks=1)) as server:
         provider = RealtimeProvider.model_validate(
@@ -266,8 +266,8 @@ async def test_hot_reloaded_persona_updates_the_instructions(host) -> None:
 async def test_each_response_reports_its_text_and_audio_tokens(host) -> None:
     """``response.done`` carries the response's usage; the spend meter prices text and audio
     tokens apart at the realtime model's prices."""
-    from bot.config_spend import PricingConfig, SpendConfig
-    from bot.session.spend import SpendMeter
+    from bot.settings.spend import PricingConfig, SpendConfig
+    from bot.table.session.spend import SpendMeter
 
     usage = {
         "total_tokens": 1500, "input_tokens": 1200, "output_tokens": 300,

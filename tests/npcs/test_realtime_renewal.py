@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from openai import AsyncOpenAI
 
-from bot.config_spend import PricingConfig, SpendConfig
-from bot.session.spend import SpendMeter
+from bot.settings.spend import PricingConfig, SpendConfig
+from bot.table.session.spend import SpendMeter
 from campaigns.basics import GlyphoxaError, Tier
 from npcs.engines import TurnDone, TurnRequest
 from npcs.engines.realtime import RealtimeEngine, RenewalPolicy

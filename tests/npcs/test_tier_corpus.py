@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 
 from bot.bench.tier_corpus import load_corpus, score
-from bot.config import TiersConfig
+from bot.settings.config import TiersConfig
 from campaigns.basics import Tier
 from npcs.tier_phrases import DEFAULT_DEEP_PHRASES, DEFAULT_STANDARD_PHRASES
 

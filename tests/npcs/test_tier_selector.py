@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.config import TiersConfig
+from bot.settings.config import TiersConfig
 from campaigns.basics import GlyphoxaError, Tier
 from npcs.schema import NpcDefinition
 from npcs.tier_selector import TierSelector, compile_phrases, parse_duration

@@ -15,10 +15,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 from table_script import EnergyVad, ScriptedEngine, TableDriver, ToneStt, ToneTts
 
 from bot.bench.doubles.instant_llm import InstantLlm
-from bot.config import GlyphoxaConfig
-from bot.metrics import Metrics
-from bot.session.builder import build_session
-from bot.session.session import TableSession
+from bot.settings.config import GlyphoxaConfig
+from bot.table.session.builder import build_session
+from bot.table.session.session import TableSession
+from bot.telemetry.metrics import Metrics
 from campaigns.memory import MemoryStore
 from npcs.campaign import Campaign, load_campaign
 

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from bot.session.events import SessionEvent
-from bot.session.session import TableSession
-from bot.speech import FRAME_SAMPLES, SAMPLE_RATE, SILENCE_FRAME, STT_SAMPLE_RATE
+from bot.audio.speech import FRAME_SAMPLES, SAMPLE_RATE, SILENCE_FRAME, STT_SAMPLE_RATE
+from bot.table.session.events import SessionEvent
+from bot.table.session.session import TableSession
 from campaigns.basics import AudioChunk
 from campaigns.providers.voices import VoiceSettings
 from npcs.engines import FirstToken, Sentence, ToolsUsed, TurnDone, TurnRequest

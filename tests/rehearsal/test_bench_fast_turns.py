@@ -7,7 +7,7 @@ import pytest
 
 from bot.bench import e2e as bench
 from bot.bench.e2e_scenes import FAST_LINES
-from bot.config_loader import load_config
+from bot.settings.loader import load_config
 from campaigns.basics import percentile
 
 pytestmark = pytest.mark.slow

@@ -8,9 +8,9 @@ import asyncio
 
 from conftest import Table
 
-from bot.console.feed import TableFeed
-from bot.console.render import Renderer
-from bot.session.events import NpcSpoke, SpeakingChanged
+from bot.frontends.console.feed import TableFeed
+from bot.frontends.console.render import Renderer
+from bot.table.session.events import NpcSpoke, SpeakingChanged
 
 
 async def test_a_page_that_stops_reading_is_dropped_and_the_table_plays_on(table: Table) -> None:

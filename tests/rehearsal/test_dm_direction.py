@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from conftest import Table
 
-from bot.session.events import (
+from bot.table.session.events import (
     DmAction,
     NpcSpoke,
     PlayerPartial,
@@ -19,7 +19,7 @@ from bot.session.events import (
     SpeakingChanged,
     TurnQueued,
 )
-from bot.session.seats import Direction, TableSeats
+from bot.table.session.seats import Direction, TableSeats
 from campaigns.basics import GlyphoxaError
 from npcs.context import build_messages, direction_note
 

@@ -10,8 +10,8 @@ import pytest
 from conftest import Table, _table
 from table_script import TableDriver
 
-from bot.config import GlyphoxaConfig
-from bot.session.events import DmAction, NpcSpoke, Routed
+from bot.settings.config import GlyphoxaConfig
+from bot.table.session.events import DmAction, NpcSpoke, Routed
 from campaigns.basics import Tier
 from campaigns.memory import MemoryStore
 from npcs.campaign import Campaign

@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 import soxr
 
-from bot.config import GlyphoxaConfig
-from bot.metrics import Metrics
-from bot.rehearsal.runner import rehearse
-from bot.rehearsal.scene import Scene
-from bot.speech import FasterWhisperStt
+from bot.audio.speech import FasterWhisperStt
+from bot.frontends.rehearsal.runner import rehearse
+from bot.frontends.rehearsal.scene import Scene
+from bot.settings.config import GlyphoxaConfig
+from bot.telemetry.metrics import Metrics
 from npcs.campaign import load_campaign
 from npcs.inference.server import llama_cpp_available
 

@@ -15,10 +15,10 @@ import pytest
 from openai import AsyncOpenAI
 from table_script import EnergyVad, TableDriver, ToneStt, ToneTts
 
-from bot.config import GlyphoxaConfig
-from bot.metrics import Metrics
-from bot.session.builder import build_session
-from bot.session.events import NpcSpoke, TableAlert
+from bot.settings.config import GlyphoxaConfig
+from bot.table.session.builder import build_session
+from bot.table.session.events import NpcSpoke, TableAlert
+from bot.telemetry.metrics import Metrics
 from campaigns.basics import Tier
 from campaigns.memory import MemoryStore
 from npcs.campaign import Campaign

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import EXAMPLE, Table
 
-from bot.session.events import BargedIn, NpcSpoke, TurnQueued
+from bot.table.session.events import BargedIn, NpcSpoke, TurnQueued
 from campaigns.basics import Tier
 from npcs.campaign import Campaign, load_campaign
 

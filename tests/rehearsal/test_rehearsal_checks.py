@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.rehearsal.checks import scene_checks, verdict
-from bot.rehearsal.players import LineAudio
-from bot.rehearsal.scene import Scene
-from bot.rehearsal.schedule import ScenePlan
+from bot.frontends.rehearsal.checks import scene_checks, verdict
+from bot.frontends.rehearsal.players import LineAudio
+from bot.frontends.rehearsal.scene import Scene
+from bot.frontends.rehearsal.schedule import ScenePlan
 
 SCENE = Scene.model_validate(
     {

@@ -19,9 +19,9 @@ import soxr
 import yaml
 from scripted_config import scripted_config
 
+from bot.audio.speech import FasterWhisperStt
 from bot.bench.doubles.instant_llm import ANSWERS, InstantLlm
 from bot.cli import main
-from bot.speech import FasterWhisperStt
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "campaigns" / "example"
 

@@ -9,13 +9,18 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import MetricsConfig
-from bot.metrics import Metrics, start_metrics_server
-from bot.rehearsal.report import latency_summary, write_chart, write_latency_json, write_report
-from bot.rehearsal.scene import PlayerLine, load_scene, player_voice
-from bot.rehearsal.steering import dm_notes, tier_checks
-from bot.session.trace import ToolUse, TurnTrace
-from bot.voice.receive_counters import DropReason, ReceiveCounters
+from bot.audio.voice.receive_counters import DropReason, ReceiveCounters
+from bot.frontends.rehearsal.report import (
+    latency_summary,
+    write_chart,
+    write_latency_json,
+    write_report,
+)
+from bot.frontends.rehearsal.scene import PlayerLine, load_scene, player_voice
+from bot.frontends.rehearsal.steering import dm_notes, tier_checks
+from bot.settings.config import MetricsConfig
+from bot.table.session.trace import ToolUse, TurnTrace
+from bot.telemetry.metrics import Metrics, start_metrics_server
 from campaigns.basics import GlyphoxaError, Tier
 
 
@@ -219,14 +224,14 @@ def test_part_registries_attach_and_detach_per_table() -> None:
     ],
 )
 def test_only_speakable_text_reaches_the_voice(text: str, voiced: str) -> None:
-    from bot.session.turns import speakable
+    from bot.table.session.turns import speakable
 
     assert speakable(text) == voiced
 
 
 async def test_players_without_espeak_fall_back_to_piper(tmp_path: Path) -> None:
-    from bot.rehearsal.players import synthesize_lines
-    from bot.speech import EspeakTts, PiperTts, VoiceRouter
+    from bot.audio.speech import EspeakTts, PiperTts, VoiceRouter
+    from bot.frontends.rehearsal.players import synthesize_lines
 
     scene = load_scene(
         _write(

@@ -3,10 +3,10 @@ commands keep their place among the lines, and delays shift everything after the
 
 from __future__ import annotations
 
-from bot.rehearsal.players import LineAudio
-from bot.rehearsal.scene import Scene
-from bot.rehearsal.schedule import ScenePlan
-from bot.speech import STT_FRAME_BYTES
+from bot.audio.speech import STT_FRAME_BYTES
+from bot.frontends.rehearsal.players import LineAudio
+from bot.frontends.rehearsal.scene import Scene
+from bot.frontends.rehearsal.schedule import ScenePlan
 
 
 def _plan(wait: bool = True) -> ScenePlan:

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from table_script import ToneStt, ToneTts
 
-from bot.assembly.table import open_table
 from bot.bench.doubles.instant_llm import InstantLlm
-from bot.config import GlyphoxaConfig
-from bot.session.session import TableSession
+from bot.settings.config import GlyphoxaConfig
+from bot.table.assembly.table import open_table
+from bot.table.session.session import TableSession
 from campaigns.basics import Tier
 from campaigns.memory import MemoryStore
 from npcs.engines import CascadedEngine, TurnDone, TurnRequest

@@ -3,8 +3,8 @@ prosody noise, so Whisper hears a scene's lines the same way each time (NPC voic
 
 from __future__ import annotations
 
-from bot.rehearsal.players import steady_voices
-from bot.speech import PiperTts, VoiceRouter
+from bot.audio.speech import PiperTts, VoiceRouter
+from bot.frontends.rehearsal.players import steady_voices
 from campaigns.providers.voices import VoiceSettings
 
 LINE = "Bartok, who knows the docks?"

@@ -12,11 +12,11 @@ from collections.abc import AsyncIterator
 import pytest
 from table_script import EnergyVad, ScriptedEngine, TableDriver, ToneStt, ToneTts
 
-from bot.config import GlyphoxaConfig
-from bot.metrics import Metrics
-from bot.session.builder import build_session
-from bot.session.events import NpcSpoke, PlayerSpoke, Routed
-from bot.session.session import TableSession
+from bot.settings.config import GlyphoxaConfig
+from bot.table.session.builder import build_session
+from bot.table.session.events import NpcSpoke, PlayerSpoke, Routed
+from bot.table.session.session import TableSession
+from bot.telemetry.metrics import Metrics
 from campaigns.basics import GlyphoxaError
 from campaigns.memory import MemoryStore
 from npcs.campaign import Campaign

@@ -11,10 +11,10 @@ from conftest import Table
 from openai import AsyncOpenAI
 from table_script import EnergyVad, ScriptedEngine, TableDriver, ToneStt, ToneTts
 
-from bot.config import GlyphoxaConfig
-from bot.metrics import Metrics
-from bot.session.builder import build_session
-from bot.session.events import BargedIn, NpcSpoke
+from bot.settings.config import GlyphoxaConfig
+from bot.table.session.builder import build_session
+from bot.table.session.events import BargedIn, NpcSpoke
+from bot.telemetry.metrics import Metrics
 from campaigns.memory import MemoryStore
 from npcs.campaign import Campaign
 from npcs.engines.realtime import RealtimeEngine

@@ -17,10 +17,10 @@ import pytest
 from openai import AsyncOpenAI
 from table_script import EnergyVad, TableDriver, ToneStt, ToneTts
 
-from bot.config import GlyphoxaConfig
-from bot.metrics import Metrics
-from bot.session.builder import build_session
-from bot.session.events import NpcSpoke, Routed
+from bot.settings.config import GlyphoxaConfig
+from bot.table.session.builder import build_session
+from bot.table.session.events import NpcSpoke, Routed
+from bot.telemetry.metrics import Metrics
 from campaigns.memory import MemoryStore
 from npcs.campaign import Campaign
 from npcs.engines.realtime import RealtimeEngine, RenewalPolicy

@@ -11,13 +11,13 @@ import pytest
 from conftest import EXAMPLE, Table
 from table_script import EnergyVad, ScriptedEngine, TableDriver, ToneStt, ToneTts, tone_frames
 
-from bot.config import GlyphoxaConfig
-from bot.metrics import Metrics
-from bot.session.builder import build_session
-from bot.session.events import BargedIn, NpcSpoke, PlayerSpoke, Routed
-from bot.session.session import TableSession
-from bot.speech import SILENCE_FRAME
-from bot.speech.scheduler import Skipped, Work
+from bot.audio.speech import SILENCE_FRAME
+from bot.audio.speech.scheduler import Skipped, Work
+from bot.settings.config import GlyphoxaConfig
+from bot.table.session.builder import build_session
+from bot.table.session.events import BargedIn, NpcSpoke, PlayerSpoke, Routed
+from bot.table.session.session import TableSession
+from bot.telemetry.metrics import Metrics
 from campaigns.basics import GlyphoxaError, Tier
 from npcs.campaign import load_campaign
 from tools.host import ToolResult

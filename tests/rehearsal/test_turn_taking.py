@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.rehearsal.turn_taking import turn_taking
+from bot.frontends.rehearsal.turn_taking import turn_taking
 
 
 def _line(t: float, speaker: str, text: str, end: float) -> dict:  # type: ignore[type-arg]

@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 from aiohttp import web
 
+from bot.audio.speech import OpenAiStt, OpenAiTts
 from bot.bench.doubles.instant_audio import InstantAudio
-from bot.config_providers import LlmOptions, LlmProvider, SttOptions, TtsOptions
-from bot.speech import OpenAiStt, OpenAiTts
+from bot.settings.providers import LlmOptions, LlmProvider, SttOptions, TtsOptions
 from campaigns.basics import GlyphoxaError, Tier
 from campaigns.providers.voices import VoiceSettings
 from npcs.engines import CascadedEngine, Sentence, TurnDone, TurnRequest

@@ -20,11 +20,11 @@ import pytest
 import yarl
 from discord.gateway import DiscordWebSocket
 
-from bot.config import GlyphoxaConfig
-from bot.discord_bot import GlyphoxaBot, TableParts
-from bot.metrics import Metrics
-from bot.session.builder import build_session
-from bot.speech import EspeakTts
+from bot.audio.speech import EspeakTts
+from bot.frontends.discord_bot import GlyphoxaBot, TableParts
+from bot.settings.config import GlyphoxaConfig
+from bot.table.session.builder import build_session
+from bot.telemetry.metrics import Metrics
 from campaigns.memory import MemoryStore
 from campaigns.memory.table_registry import TableRegistry
 from npcs.campaign import load_campaign

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from bot.cli import main
-from bot.config import GlyphoxaConfig
-from bot.discord_bot import GlyphoxaBot
-from bot.discord_bot.sharding import ShardedGlyphoxaBot, make_bot, parse_shard_ids
+from bot.frontends.discord_bot import GlyphoxaBot
+from bot.frontends.discord_bot.sharding import ShardedGlyphoxaBot, make_bot, parse_shard_ids
+from bot.settings.config import GlyphoxaConfig
 from campaigns.basics import GlyphoxaError
 
 

@@ -34,11 +34,11 @@ import pytest
 import soxr
 from prometheus_client.parser import text_string_to_metric_families
 
+from bot.audio.speech import EspeakTts
+from bot.audio.voice.dave import DaveReceiver
+from bot.audio.voice.receiver import VoiceReceiver
 from bot.bench.doubles.instant_audio import InstantAudio
 from bot.bench.doubles.instant_llm import ANSWERS, InstantLlm
-from bot.speech import EspeakTts
-from bot.voice.dave import DaveReceiver
-from bot.voice.receiver import VoiceReceiver
 from campaigns.memory.table_registry import TableRegistry
 from campaigns.providers.voices import VoiceSettings
 

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import GlyphoxaConfig
-from bot.metrics import Metrics
-from bot.session import snapshot
-from bot.session.builder import build_session
-from bot.session.session import TableSession
-from bot.speech import EspeakTts
+from bot.audio.speech import EspeakTts
+from bot.settings.config import GlyphoxaConfig
+from bot.table.session import snapshot
+from bot.table.session.builder import build_session
+from bot.table.session.session import TableSession
+from bot.telemetry.metrics import Metrics
 from campaigns.basics import Tier
 from campaigns.memory import MemoryStore
 from npcs.campaign import load_campaign

@@ -15,7 +15,7 @@ from bot.bench.doubles.instant_llm import InstantLlm
 from bot.bench.tables.run import Step, _results
 from bot.bench.tables.sim_table import SimTable
 from bot.bench.tables.sim_world import EXAMPLE, bench_config, player_line
-from bot.discord_bot.tables import configured_tables
+from bot.frontends.discord_bot.tables import configured_tables
 
 
 @pytest.mark.slow
@@ -95,7 +95,7 @@ async def test_the_players_line_sounds_finished_wherever_the_pause_falls() -> No
     import numpy as np
     import soxr
 
-    from bot.speech.turn_model import SmartTurnModel
+    from bot.audio.speech.turn_model import SmartTurnModel
 
     model = SmartTurnModel()
     scores: list[float] = []

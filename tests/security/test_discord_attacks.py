@@ -7,7 +7,7 @@ stand-in of ``tests/discord``.
 
 from __future__ import annotations
 
-from bot.discord_bot.messages import MESSAGE_LIMIT, fit_message
+from bot.frontends.discord_bot.messages import MESSAGE_LIMIT, fit_message
 from tests.discord.test_commands import (  # the harness fixture and payload builders
     DM_ROLE,
     PLAYER,

@@ -5,8 +5,8 @@ hid which layer guarded what; so did llm_probe and llm_server (llm_model now hol
 need); so did the Discord bot and its table cog (the cog now sees the bot as ``TableHost``).
 Every import counts, including ``TYPE_CHECKING`` ones. The package-level contracts (layers,
 Discord only in ``bot``, the product never reaching the harness room ``bot.bench``, commands as
-leaves, audio (``bot.speech``, ``bot.voice``) reaching nothing in ``npcs``, the rooms inside
-``bot`` and ``npcs``) are written in pyproject.toml for ``lint-imports``, run here too."""
+leaves, audio (``bot.audio.speech``, ``bot.audio.voice``) reaching nothing in ``npcs``, the rooms
+inside ``bot`` and ``npcs``) are written in pyproject.toml for ``lint-imports``, run here too."""
 
 from __future__ import annotations
 
@@ -109,8 +109,9 @@ def test_the_checker_finds_a_circle() -> None:
 
 HARNESS = "bot.bench"
 """The harness room: benchmarks and the doubles they drive (a local Discord, instant servers)."""
-HARNESS_DOORS = {"bot.commands.bench"}
-"""``glyphoxa bench``: the one product module that loads the harness, and only when run."""
+DOOR = "bot.bench.command"
+"""``glyphoxa bench``: the harness's one door, which the CLI registers; it loads the rest of the
+harness only when the command runs."""
 
 
 def _in(module: str, package: str) -> bool:
@@ -118,22 +119,34 @@ def _in(module: str, package: str) -> bool:
 
 
 def test_the_product_never_imports_the_harness() -> None:
-    """No module outside the harness imports it, so nothing that ``glyphoxa run``, the table
-    runtime, ``npcs``, ``tools`` or ``campaigns`` loads can reach it (imports inside functions
-    count too)."""
+    """No module outside the harness imports it but the CLI, and the CLI only its door, so
+    nothing that ``glyphoxa run``, the table runtime, ``npcs``, ``tools`` or ``campaigns`` loads
+    can reach the benchmarks or the doubles (imports inside functions count too)."""
     reaching = sorted(
         f"{module} -> {target}"
         for module, targets in _graph(PACKAGES).items()
-        if not _in(module, HARNESS) and module not in HARNESS_DOORS
+        if not _in(module, HARNESS)
         for target in targets
-        if _in(target, HARNESS)
+        if _in(target, HARNESS) and (module, target) != ("bot.cli", DOOR)
     )
     assert reaching == []
 
 
-def test_the_harness_check_sees_a_product_import() -> None:
+def test_the_door_loads_the_harness_only_when_run() -> None:
+    """What the door imports at its top is argparse-level code (the standard library and the
+    commands' options), so ``glyphoxa --help`` and ``glyphoxa run`` load no benchmark."""
+    tree = ast.parse((REPO / "bot" / "bench" / "command.py").read_text(encoding="utf-8"))
+    top: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.module and node.module != "__future__":
+            top.add(node.module)
+        elif isinstance(node, ast.Import):
+            top.update(alias.name for alias in node.names)
+    ours = {name for name in top if name.split(".")[0] in PACKAGES}
+    assert ours == {"bot.frontends.commands._options"}
     graph = _graph(PACKAGES)
-    assert any(_in(t, HARNESS) for t in graph["bot.commands.bench"])
+    assert DOOR in graph["bot.cli"]
+    assert any(_in(t, HARNESS) and t != DOOR for t in graph[DOOR])  # the check sees its imports
 
 
 def test_the_import_contracts_hold() -> None:
@@ -149,21 +162,21 @@ def test_the_import_contracts_hold() -> None:
 
 
 SESSION_PARTS = [
-    "bot.session.routing",
-    "bot.session.reactions",
-    "bot.session.controls",
-    "bot.session.seats",
-    "bot.session.npc_queue",
-    "bot.session.early",
-    "bot.session.parts",
-    "bot.session.table_parts",
-    "bot.session.voice_commands",
-    "bot.session.follow_up",
-    "bot.session.npc_reload",
-    "bot.session.characters",
-    "bot.session.status",
-    "bot.session.bus",
-    "bot.session.scene_log",
+    "bot.table.session.routing",
+    "bot.table.session.reactions",
+    "bot.table.session.controls",
+    "bot.table.session.seats",
+    "bot.table.session.npc_queue",
+    "bot.table.session.early",
+    "bot.table.session.parts",
+    "bot.table.session.table_parts",
+    "bot.table.session.voice_commands",
+    "bot.table.session.follow_up",
+    "bot.table.session.npc_reload",
+    "bot.table.session.characters",
+    "bot.table.session.status",
+    "bot.table.session.bus",
+    "bot.table.session.scene_log",
 ]
 """The parts a ``TableSession`` is built of: each is given what it uses when it is built."""
 
@@ -171,9 +184,13 @@ SESSION_PARTS = [
 def test_the_table_sessions_parts_never_reach_back_into_the_session() -> None:
     graph = _graph(["bot"])
     assert all(part in graph for part in SESSION_PARTS)
-    reaching = {part: sorted(graph[part] & {"bot.session.session"}) for part in SESSION_PARTS}
+    reaching = {part: sorted(graph[part] & {"bot.table.session.session"}) for part in SESSION_PARTS}
     assert {part: found for part, found in reaching.items() if found} == {}
     # a part asks another only through the seams: routing knows no DM controls or reactions
-    concrete = {"bot.session.controls", "bot.session.reactions", "bot.session.voice_commands"}
-    assert graph["bot.session.routing"] & concrete == set()
-    assert graph["bot.session.voice_commands"] & {"bot.session.controls"} == set()
+    concrete = {
+        "bot.table.session.controls",
+        "bot.table.session.reactions",
+        "bot.table.session.voice_commands",
+    }
+    assert graph["bot.table.session.routing"] & concrete == set()
+    assert graph["bot.table.session.voice_commands"] & {"bot.table.session.controls"} == set()

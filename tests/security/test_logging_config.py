@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from bot.cli import main
-from bot.config import LoggingConfig
+from bot.settings.config import LoggingConfig
 
 
 @pytest.fixture(autouse=True)
@@ -19,7 +19,7 @@ def _restore_logging() -> Iterator[None]:
     root = logging.getLogger()
     level = root.level
     yield
-    from bot.logging_setup import reset_logging
+    from bot.telemetry.logging_setup import reset_logging
 
     reset_logging()
     root.setLevel(level)
@@ -41,7 +41,7 @@ def test_glyphoxa_run_writes_json_lines_to_the_configured_file(
 
 
 def test_file_rotates_and_keeps_backup_count(tmp_path: Path) -> None:
-    from bot.logging_setup import configure_logging
+    from bot.telemetry.logging_setup import configure_logging
 
     log_file = tmp_path / "bot.log"
     configure_logging(
@@ -60,7 +60,7 @@ def test_file_rotates_and_keeps_backup_count(tmp_path: Path) -> None:
 
 
 def test_an_unwritable_log_file_is_a_clear_error(tmp_path: Path) -> None:
-    from bot.logging_setup import configure_logging
+    from bot.telemetry.logging_setup import configure_logging
     from campaigns.basics import GlyphoxaError
 
     (tmp_path / "file").write_text("x")
@@ -69,7 +69,7 @@ def test_an_unwritable_log_file_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def test_exceptions_become_one_json_line(tmp_path: Path) -> None:
-    from bot.logging_setup import configure_logging
+    from bot.telemetry.logging_setup import configure_logging
 
     log_file = tmp_path / "bot.jsonl"
     configure_logging(LoggingConfig(level="INFO", file=str(log_file), json_format=True))

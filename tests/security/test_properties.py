@@ -14,9 +14,14 @@ from typing import Any
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
-from bot.config_loader import check_config
-from bot.discord_bot.messages import MESSAGE_LIMIT, fit_message
-from bot.voice.rtp import RtpParseError, build_header, parse_header, strip_padding_and_extension
+from bot.audio.voice.rtp import (
+    RtpParseError,
+    build_header,
+    parse_header,
+    strip_padding_and_extension,
+)
+from bot.frontends.discord_bot.messages import MESSAGE_LIMIT, fit_message
+from bot.settings.loader import check_config
 from campaigns.basics import Tier
 from campaigns.yamlio import ContentError, load_model, parse_yaml
 from npcs.schema import NpcDefinition

@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from bot.speech import FasterWhisperStt, PiperTts
+from bot.audio.speech import FasterWhisperStt, PiperTts
 
 from ..model_variants import optimize_turn_graph
 from .speech_helpers import ESPEAK_LINES, PLAYER_LINES, espeak_pcm, piper_pcm
@@ -33,6 +33,6 @@ def player_audio(piper: PiperTts) -> list[tuple[str, bytes, int]]:
 
 @pytest.fixture(scope="session")
 def turn_model():  # type: ignore[no-untyped-def]
-    from bot.speech.turn_model import SmartTurnModel
+    from bot.audio.speech.turn_model import SmartTurnModel
 
     return SmartTurnModel(optimize=optimize_turn_graph())

@@ -22,7 +22,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from bot.speech import FasterWhisperStt, PiperTts
+from bot.audio.speech import FasterWhisperStt, PiperTts
 from campaigns.providers.voices import VoiceSettings
 
 

@@ -12,8 +12,15 @@ import numpy as np
 import pytest
 import soxr
 
-from bot.speech import FRAME_BYTES, FasterWhisperStt, LaneEvent, PiperTts, SpeakerLane, Vocabulary
-from bot.speech.protocols import FirstLook
+from bot.audio.speech import (
+    FRAME_BYTES,
+    FasterWhisperStt,
+    LaneEvent,
+    PiperTts,
+    SpeakerLane,
+    Vocabulary,
+)
+from bot.audio.speech.protocols import FirstLook
 from campaigns.providers.voices import VoiceSettings
 
 from ..model_variants import lead_in_samples, perturb, variant

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import soxr
 
-from bot.speech import (
+from bot.audio.speech import (
     SILENCE_FRAME,
     BargeIn,
     BargeInController,

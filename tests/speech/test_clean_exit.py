@@ -39,7 +39,7 @@ def test_a_model_thread_still_working_at_exit_is_stopped_and_joined(tmp_path: Pa
     script = textwrap.dedent(
         """
         import sys, threading, time
-        from bot.speech.model_threads import start_model_thread
+        from bot.audio.speech.model_threads import start_model_thread
 
         stop = threading.Event()
         started = threading.Event()
@@ -68,7 +68,7 @@ def test_whisper_closed_then_freed_at_exit_does_not_abort(tmp_path: Path) -> Non
         """
         import asyncio
         import numpy as np
-        from bot.speech.stt_whisper import FasterWhisperStt
+        from bot.audio.speech.stt_whisper import FasterWhisperStt
 
         async def main():
             stt = await FasterWhisperStt.load(None)
@@ -86,7 +86,7 @@ def test_whisper_closed_then_freed_at_exit_does_not_abort(tmp_path: Path) -> Non
 
 
 def _subsets() -> list[str]:
-    from bot.doctor import CHECK_NAMES
+    from bot.frontends.doctor import CHECK_NAMES
 
     offline = [name for name in CHECK_NAMES if name not in ("discord-api", "mcp")]
     return [name for name in offline if name != "llm" or llama_cpp_available()]

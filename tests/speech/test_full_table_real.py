@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from bot.speech import (
+from bot.audio.speech import (
     FasterWhisperStt,
     FinalTranscript,
     PartialTranscript,
@@ -15,8 +15,8 @@ from bot.speech import (
     SpeakerLane,
     Vocabulary,
 )
-from bot.speech.scheduler import CpuScheduler, Work
-from bot.speech.turn_model import SmartTurnModel
+from bot.audio.speech.scheduler import CpuScheduler, Work
+from bot.audio.speech.turn_model import SmartTurnModel
 
 from .speech_helpers import heard_as, piper_pcm, stt_frames, stt_silence
 

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from bot.speech.inference import FINAL, PARTIAL, InferenceWorker
+from bot.audio.speech.inference import FINAL, PARTIAL, InferenceWorker
 
 
 async def test_finals_run_before_queued_partials_and_cancelled_work_is_skipped() -> None:

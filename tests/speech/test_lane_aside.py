@@ -9,10 +9,10 @@ import asyncio
 import numpy as np
 import pytest
 
-from bot.speech import FinalTranscript, SpeakerLane, SpeechEnded, SpeechStarted, Vocabulary
-from bot.speech.endpointing import TurnModel
-from bot.speech.protocols import FirstLook
-from bot.speech.scheduler import CpuScheduler, Work
+from bot.audio.speech import FinalTranscript, SpeakerLane, SpeechEnded, SpeechStarted, Vocabulary
+from bot.audio.speech.endpointing import TurnModel
+from bot.audio.speech.protocols import FirstLook
+from bot.audio.speech.scheduler import CpuScheduler, Work
 
 from .speech_helpers import EnergyVad, pcm_to_frames, silence_frames, tone_pcm
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import soxr
 
-from bot.speech import (
+from bot.audio.speech import (
     FasterWhisperStt,
     FinalTranscript,
     LaneEvent,

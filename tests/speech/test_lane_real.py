@@ -6,8 +6,7 @@ import asyncio
 
 import pytest
 
-from bot.config import SpeechConfig, VadConfig
-from bot.speech import (
+from bot.audio.speech import (
     Backchannel,
     FasterWhisperStt,
     FinalTranscript,
@@ -19,6 +18,7 @@ from bot.speech import (
     SpeechStarted,
     Vocabulary,
 )
+from bot.settings.config import SpeechConfig, VadConfig
 
 from .speech_helpers import (
     heard_as,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bot.speech import FinalTranscript, SpeakerLane, Vocabulary
+from bot.audio.speech import FinalTranscript, SpeakerLane, Vocabulary
 
 from .speech_helpers import EnergyVad, pcm_to_frames, run_lane, silence_frames, tone_pcm
 

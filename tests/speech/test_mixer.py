@@ -10,7 +10,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bot.speech import FRAME_BYTES, SILENCE_FRAME, HandleState, Mixer, WavSink, decode_audio_file
+from bot.audio.speech import (
+    FRAME_BYTES,
+    SILENCE_FRAME,
+    HandleState,
+    Mixer,
+    WavSink,
+    decode_audio_file,
+)
 from campaigns.basics import AudioChunk, GlyphoxaError
 
 

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 import soxr
 
-from bot.speech import PiperTts
-from bot.speech.turn_model import SmartTurnModel
+from bot.audio.speech import PiperTts
+from bot.audio.speech.turn_model import SmartTurnModel
 from campaigns.providers.voices import VoiceSettings
 
 pytestmark = pytest.mark.model_verdict

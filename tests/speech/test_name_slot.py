@@ -11,10 +11,10 @@ import asyncio
 
 import pytest
 
-from bot.metrics import Metrics
-from bot.session.timing import TimedStt
-from bot.speech import FasterWhisperStt, FinalTranscript, SpeakerLane, Vocabulary
-from bot.speech.turn_model import SmartTurnModel
+from bot.audio.speech import FasterWhisperStt, FinalTranscript, SpeakerLane, Vocabulary
+from bot.audio.speech.turn_model import SmartTurnModel
+from bot.table.session.timing import TimedStt
+from bot.telemetry.metrics import Metrics
 
 from .speech_helpers import (
     LaneWatch,

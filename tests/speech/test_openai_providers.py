@@ -9,7 +9,7 @@ import pytest
 import soxr
 from pydantic import SecretStr
 
-from bot.speech import (
+from bot.audio.speech import (
     EspeakTts,
     FasterWhisperStt,
     OpenAiStt,
@@ -89,8 +89,8 @@ async def test_remote_speech_is_priced_per_character_and_per_second(
 ) -> None:
     """The spend meter counts what the voices and the recognizer sent, at the default prices;
     a voice speaking inside an NPC's turn is counted to that NPC; a failed request is free."""
-    from bot.config_spend import PricingConfig, SpendConfig
-    from bot.session.spend import SpendMeter
+    from bot.settings.spend import PricingConfig, SpendConfig
+    from bot.table.session.spend import SpendMeter
     from campaigns.providers.usage import serving_npc
 
     text = "The gates close when the sun goes down."

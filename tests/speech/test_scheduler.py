@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from bot.speech.scheduler import CpuScheduler, Skipped, Work
+from bot.audio.speech.scheduler import CpuScheduler, Skipped, Work
 
 
 async def _job(

@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 import soxr
 
+from bot.audio.speech import PiperTts
+from bot.audio.speech.segmenter import SegmentEnd, Segmenter, SegmentEvent, SegmentPause
+from bot.audio.speech.vad import SileroVad
 from bot.bench.e2e_scenes import FAST_LINES, TABLE_TALK
-from bot.config import TurnConfig, VadConfig
-from bot.speech import PiperTts
-from bot.speech.segmenter import SegmentEnd, Segmenter, SegmentEvent, SegmentPause
-from bot.speech.vad import SileroVad
+from bot.settings.config import TurnConfig, VadConfig
 
 from .speech_helpers import piper_pcm
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bot.speech import BackchannelDetector, Vocabulary
-from bot.speech.vocabulary import phonetic_key
+from bot.audio.speech import BackchannelDetector, Vocabulary
+from bot.audio.speech.vocabulary import phonetic_key
 from npcs.sentences import SentenceSplitter, split_sentences
 
 

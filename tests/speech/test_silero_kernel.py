@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 import soxr
 
-from bot.config import VadConfig
-from bot.speech import PiperTts
-from bot.speech.onnx_weights import float_initializers
-from bot.speech.silero_kernel import SileroWeights
-from bot.speech.turn_model import smart_turn_dir
-from bot.speech.vad import SileroVad, create_vad, silero_model_path
+from bot.audio.speech import PiperTts
+from bot.audio.speech.onnx_weights import float_initializers
+from bot.audio.speech.silero_kernel import SileroWeights
+from bot.audio.speech.turn_model import smart_turn_dir
+from bot.audio.speech.vad import SileroVad, create_vad, silero_model_path
+from bot.settings.config import VadConfig
 from campaigns.basics import GlyphoxaError
 from campaigns.providers.voices import VoiceSettings
 

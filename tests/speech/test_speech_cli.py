@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from bot.audio.speech import Vocabulary
 from bot.cli import main
-from bot.speech import Vocabulary
 from npcs.campaign import load_campaign
 
 from .speech_helpers import heard_as

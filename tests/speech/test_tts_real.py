@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import soxr
 
-from bot.speech import (
+from bot.audio.speech import (
     EspeakTts,
     FasterWhisperStt,
     PiperTts,

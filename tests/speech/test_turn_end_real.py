@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import SpeechConfig, TurnConfig
-from bot.metrics import Metrics
-from bot.session.timing import TimedStt
-from bot.speech import FasterWhisperStt, FinalTranscript, PiperTts, SpeakerLane, Vocabulary
-from bot.speech.endpointing import TurnModel
-from bot.speech.events import SpeechEnded, SpeechStarted, TurnCheck
-from bot.speech.turn_model import SmartTurnModel, load_turn_model
+from bot.audio.speech import FasterWhisperStt, FinalTranscript, PiperTts, SpeakerLane, Vocabulary
+from bot.audio.speech.endpointing import TurnModel
+from bot.audio.speech.events import SpeechEnded, SpeechStarted, TurnCheck
+from bot.audio.speech.turn_model import SmartTurnModel, load_turn_model
+from bot.settings.config import SpeechConfig, TurnConfig
+from bot.table.session.timing import TimedStt
+from bot.telemetry.metrics import Metrics
 from campaigns.basics import GlyphoxaError
 
 from .speech_helpers import (

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bot.config import TurnConfig
-from bot.speech.turn_end import TurnEndPolicy, unfinished_words
+from bot.audio.speech.turn_end import TurnEndPolicy, unfinished_words
+from bot.settings.config import TurnConfig
 
 NAMES = ["Bartok", "Greymantle", "Captain Vessa", "the barkeep"]
 

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import soxr
 
-from bot.config import VadConfig
-from bot.speech import PiperTts
-from bot.speech.segmenter import Segmenter, SegmentStart
-from bot.speech.vad import SileroVad
+from bot.audio.speech import PiperTts
+from bot.audio.speech.segmenter import Segmenter, SegmentStart
+from bot.audio.speech.vad import SileroVad
+from bot.settings.config import VadConfig
 from campaigns.providers.voices import VoiceSettings
 
 from .speech_helpers import piper_pcm

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import soxr
 
-from bot.speech import FasterWhisperStt, PiperTts, Vocabulary
-from bot.speech.stt_whisper import _TOKENS_PER_SECOND, _repeats_itself, _said_once
+from bot.audio.speech import FasterWhisperStt, PiperTts, Vocabulary
+from bot.audio.speech.stt_whisper import _TOKENS_PER_SECOND, _repeats_itself, _said_once
 from npcs.campaign import load_campaign
 
 from .speech_helpers import PLAYER_LINES, heard_as, piper_pcm, wer

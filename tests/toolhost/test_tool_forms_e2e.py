@@ -18,12 +18,12 @@ from typing import Any
 import pytest
 import yaml
 
-from bot.assembly.table import open_table
+from bot.audio.speech import OpenAiStt
 from bot.bench.doubles.instant_llm import InstantLlm
-from bot.checking import run_check
-from bot.config_loader import load_config
-from bot.metrics import Metrics
-from bot.speech import OpenAiStt
+from bot.frontends.checking import run_check
+from bot.settings.loader import load_config
+from bot.table.assembly.table import open_table
+from bot.telemetry.metrics import Metrics
 from campaigns.basics import Tier
 from npcs.engines.events import TurnRequest
 from tools.catalog import ToolCatalog

@@ -14,10 +14,10 @@ import struct
 import davey
 import discord.opus
 
+from bot.audio.voice.opus_decode import ensure_opus_loaded
+from bot.audio.voice.rtp import build_header
+from bot.audio.voice.transport_crypto import TransportCipher
 from bot.bench.doubles.local_dave import LocalDaveGroup, mls_vector
-from bot.voice.opus_decode import ensure_opus_loaded
-from bot.voice.rtp import build_header
-from bot.voice.transport_crypto import TransportCipher
 
 __all__ = ["LocalDaveGroup", "LoopbackSpeaker", "mls_vector"]
 

@@ -20,8 +20,8 @@ from typing import Any
 from bot.bench.doubles.local_discord import LocalDiscord
 from bot.bench.soak.report import IdleStretch, LineResult, SoakReport
 from bot.bench.soak.script import Action, Line
-from bot.discord_bot.runtime import TableRuntime
-from bot.session.events import NpcSpoke, PlayerSpoke, Routed, SessionEvent
+from bot.frontends.discord_bot.runtime import TableRuntime
+from bot.table.session.events import NpcSpoke, PlayerSpoke, Routed, SessionEvent
 from campaigns.basics import GlyphoxaError, Tier
 
 __all__ = ["ANSWER_TIMEOUT_S", "Night", "play_script", "rss_mb"]

@@ -31,17 +31,17 @@ import numpy as np
 import soxr
 from pydantic import SecretStr
 
+from bot.audio.speech import PiperTts
+from bot.audio.voice.opus_decode import ensure_opus_loaded
 from bot.bench.doubles.local_discord import LocalDiscord
 from bot.bench.result import BenchResult
 from bot.bench.soak.night import ANSWER_TIMEOUT_S, Night, Progress, play_script, rss_mb
 from bot.bench.soak.report import SoakReport
 from bot.bench.soak.script import PLAYERS, Action, Line, night, players_at_start
-from bot.config import GlyphoxaConfig
-from bot.config_providers import LlmProvider
-from bot.discord_bot.runtime import TableParts, TableRuntime
-from bot.metrics import Metrics
-from bot.speech import PiperTts
-from bot.voice.opus_decode import ensure_opus_loaded
+from bot.frontends.discord_bot.runtime import TableParts, TableRuntime
+from bot.settings.config import GlyphoxaConfig
+from bot.settings.providers import LlmProvider
+from bot.telemetry.metrics import Metrics
 from npcs.campaign import load_campaign
 
 __all__ = ["run_bench", "run_soak"]
@@ -124,8 +124,8 @@ async def run_soak(
 ) -> SoakReport:
     """Play the night; returns what was observed (see :class:`SoakReport`). ``idle_s`` and
     ``forget_after_s`` default to the full (or ``quick``) night's."""
+    from bot.audio.speech.stt_whisper import FasterWhisperStt
     from bot.bench.doubles.instant_llm import InstantLlm
-    from bot.speech.stt_whisper import FasterWhisperStt
 
     say = progress or (lambda message: None)
     started_wall = time.monotonic()
@@ -185,7 +185,7 @@ async def _play(
     say: Progress,
     idle_s: float,
 ) -> SoakReport:
-    from bot.assembly.table import open_table
+    from bot.table.assembly.table import open_table
 
     for name in [*players_at_start(), "Dungeon Master"]:
         await local.player_joins(next(u for u, n in local.players.items() if n == name))

@@ -36,7 +36,7 @@ from bot.bench.tables.sim_world import (
     model_servers,
     player_line,
 )
-from bot.config import GlyphoxaConfig
+from bot.settings.config import GlyphoxaConfig
 from campaigns.basics import percentile
 
 __all__ = ["run_bench"]
@@ -220,7 +220,7 @@ class _Bench:
         await self.shrink(0)
 
     async def _open_one(self) -> SimTable:
-        from bot.discord_bot.tables import configured_tables
+        from bot.frontends.discord_bot.tables import configured_tables
 
         if self._line is None:
             self._line = await player_line()

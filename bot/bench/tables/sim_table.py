@@ -8,8 +8,8 @@ What a guild's table costs the bot process is what runs here, on the same code p
   connection) hands each datagram to the production ``VoiceReceiver.on_datagram`` at 20 ms pace,
   which runs each decoded frame through its player's lane (VAD) right there, as the Discord
   runtime does (a player's first frame goes to the loop, which opens the lane);
-- playback: the production :class:`~bot.voice.playback.Playback` thread per table, sending only
-  while the mixer has audio; what it sends goes through what discord.py's ``send_audio_packet``
+- playback: the production :class:`~bot.audio.voice.playback.Playback` thread per table, sending
+  only while the mixer has audio; what it sends goes through what discord.py's ``send_audio_packet``
   does (Opus-encode, DAVE-encrypt, build RTP, transport-encrypt); each frame's lateness against
   its 20 ms slot is recorded;
 - the connection's watchers, as ``ListeningVoiceClient`` runs them: a tick every 100 ms
@@ -37,16 +37,16 @@ from typing import Any
 
 import discord.opus
 
+from bot.audio.voice.dave import DaveReceiver
+from bot.audio.voice.deaf import DeafDetector
+from bot.audio.voice.frames import VoiceFrame, hear_by_speaker
+from bot.audio.voice.keepalive import UdpKeepalive
+from bot.audio.voice.playback import Playback
+from bot.audio.voice.receiver import VoiceReceiver
+from bot.audio.voice.stall import StallWatch
+from bot.audio.voice.stt_decode import SttSpeakerDecoder
+from bot.audio.voice.transport_crypto import make_cipher
 from bot.bench.doubles.voice_loopback import LocalDaveGroup, LoopbackSpeaker
-from bot.voice.dave import DaveReceiver
-from bot.voice.deaf import DeafDetector
-from bot.voice.frames import VoiceFrame, hear_by_speaker
-from bot.voice.keepalive import UdpKeepalive
-from bot.voice.playback import Playback
-from bot.voice.receiver import VoiceReceiver
-from bot.voice.stall import StallWatch
-from bot.voice.stt_decode import SttSpeakerDecoder
-from bot.voice.transport_crypto import make_cipher
 
 __all__ = ["PLAYERS", "SimTable", "TableWindow"]
 

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import soxr
 
-from bot.config import GlyphoxaConfig
+from bot.settings.config import GlyphoxaConfig
 from campaigns.basics import GlyphoxaError
 
 __all__ = ["EXAMPLE", "LINE", "bench_config", "clock_probe", "model_servers", "player_line"]
@@ -102,8 +102,8 @@ async def player_line() -> tuple[list[bytes], int]:
     """The players' line as Opus frames (espeak-ng, else Piper) and how many are voiced."""
     import discord.opus
 
-    from bot.speech import EspeakTts, PiperTts
-    from bot.voice.opus_decode import ensure_opus_loaded
+    from bot.audio.speech import EspeakTts, PiperTts
+    from bot.audio.voice.opus_decode import ensure_opus_loaded
     from campaigns.providers.voices import VoiceSettings
 
     ensure_opus_loaded()

@@ -29,10 +29,10 @@ from typing import Any
 import davey
 from aiohttp import WSMsgType, web
 
+from bot.audio.voice.transport_crypto import make_cipher
 from bot.bench.doubles.local_dave import LocalDaveGroup
 from bot.bench.doubles.local_discord.udp_relay import ServerStats, UdpRelay, ip_discovery_reply
 from bot.bench.doubles.voice_loopback import LoopbackSpeaker
-from bot.voice.transport_crypto import make_cipher
 
 __all__ = ["LocalVoiceServer", "RemotePlayer", "ServerStats", "ip_discovery_reply"]
 

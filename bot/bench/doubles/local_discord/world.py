@@ -23,9 +23,9 @@ import yarl
 from aiohttp import WSMsgType, web
 from discord.gateway import DiscordWebSocket
 
+from bot.audio.voice.dave import OPUS_SILENCE
 from bot.bench.doubles.local_discord.tls import self_signed_tls
 from bot.bench.doubles.local_discord.voice_server import LocalVoiceServer
-from bot.voice.dave import OPUS_SILENCE
 
 __all__ = ["EVERYONE_PERMISSIONS", "LocalDiscord"]
 
