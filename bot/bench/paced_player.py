@@ -3,8 +3,9 @@
 Run as a script (``python paced_player.py ROOT PATH SECONDS LINE_JSON``), never imported: ROOT
 goes first on ``sys.path``, so ``bot`` is that tree's code. ``glyphoxa bench receive`` runs it on
 this tree and on the baseline receive path (``receive_paced.BEFORE_COMMIT``, from git), in
-turns. So it only uses what both trees
-have: ``LocalDaveGroup``, ``LoopbackSpeaker``, ``VoiceReceiver``, ``SpeakerLane``, ``SileroVad``.
+turns. So it only uses what both trees have (``LocalDaveGroup``, ``LoopbackSpeaker``,
+``VoiceReceiver``, ``SpeakerLane``, ``SileroVad``), each from where that tree keeps it: the audio
+room is ``bot.audio`` now and was ``bot`` itself in the baseline.
 
 PATH: ``before`` (that tree's Discord path: 48 kHz decode, ``SpeakerQueues`` on the loop, each
 frame pushed to the lane), ``loop`` (this tree, 16 kHz, each frame pushed through the loop) or
@@ -16,6 +17,7 @@ while a socket thread only kept the same pace (``idle``).
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 import resource
 import sys
@@ -38,21 +40,27 @@ def _cpu_s() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-async def _main(path: str, seconds: float, line: list[bytes], voiced: int) -> dict[str, Any]:
-    from bot.audio.speech import SpeakerLane, SpeechEnded
-    from bot.audio.speech.vad import SileroVad
-    from bot.audio.voice.dave import OPUS_SILENCE, DaveReceiver
-
+def _audio(module: str) -> Any:
+    """``module`` (``speech.vad``) of this tree's audio room."""
     try:
-        from bot.bench.doubles.voice_loopback import LocalDaveGroup, LoopbackSpeaker
+        return importlib.import_module(f"bot.audio.{module}")
+    except ModuleNotFoundError:  # the baseline tree: the audio room was bot itself
+        return importlib.import_module(f"bot.{module}")
+
+
+async def _main(path: str, seconds: float, line: list[bytes], voiced: int) -> dict[str, Any]:
+    speech, dave_room = _audio("speech"), _audio("voice.dave")
+    SpeakerLane, SpeechEnded = speech.SpeakerLane, speech.SpeechEnded
+    SileroVad = _audio("speech.vad").SileroVad
+    OPUS_SILENCE, DaveReceiver = dave_room.OPUS_SILENCE, dave_room.DaveReceiver
+    try:
+        loopback = importlib.import_module("bot.bench.doubles.voice_loopback")
     except ModuleNotFoundError:  # the baseline tree keeps the loopback beside the receiver
-        from bot.audio.voice.loopback import (  # type: ignore[no-redef]
-            LocalDaveGroup,
-            LoopbackSpeaker,
-        )
-    from bot.audio.voice.opus_decode import ensure_opus_loaded
-    from bot.audio.voice.receiver import VoiceReceiver
-    from bot.audio.voice.transport_crypto import make_cipher
+        loopback = _audio("voice.loopback")
+    LocalDaveGroup, LoopbackSpeaker = loopback.LocalDaveGroup, loopback.LoopbackSpeaker
+    ensure_opus_loaded = _audio("voice.opus_decode").ensure_opus_loaded
+    VoiceReceiver = _audio("voice.receiver").VoiceReceiver
+    make_cipher = _audio("voice.transport_crypto").make_cipher
 
     ensure_opus_loaded()
     said = [*line[:voiced], *[OPUS_SILENCE] * 5]  # a client sends five silence frames, then none
@@ -73,11 +81,10 @@ async def _main(path: str, seconds: float, line: list[bytes], voiced: int) -> di
     lane = SpeakerLane("player", stt=_NoWords(), vad=SileroVad())
     dave = DaveReceiver(lambda: (bot, 1))
     if path == "before":
-        from bot.audio.voice.speakers import SpeakerQueues
-
+        SpeakerQueues = _audio("voice.speakers").SpeakerQueues
         receiver = VoiceReceiver(loop, SpeakerQueues(lambda f: lane.push(f.pcm)), dave=dave)
     else:
-        from bot.audio.voice.stt_decode import SttSpeakerDecoder
+        SttSpeakerDecoder = _audio("voice.stt_decode").SttSpeakerDecoder
 
         def push(frames: Any) -> None:
             for frame in frames:
