@@ -46,10 +46,12 @@ from npcs.speech_patterns import (
     TEMPLATE_HEADS,
     TEMPLATE_RUN,
     URL,
+    covered_words,
     cut_words,
     is_emoji,
     shared_runs,
     tidy,
+    word_runs,
     words_of,
 )
 
@@ -86,6 +88,8 @@ class SpeechContext:
         grounding: what the turn was given to tell (recalled facts, tool results, the
             entities it knows): a sentence saying mostly that, in its words, is not a copy of an
             earlier line that said the same fact.
+        asked_before: the players' earlier lines in the scene: a sentence that is mostly one of
+            them ("What's on tap tonight?" said back a minute later) is an echo too.
         emotes: the NPC's YAML allows stage directions (``*laughs*`` is then kept).
         roll_total: this turn's roll, already spoken: a piece naming another number is dropped.
     """
@@ -95,6 +99,7 @@ class SpeechContext:
     own: Sequence[str] = ()
     earlier: Sequence[str] = ()
     grounding: Sequence[str] = ()
+    asked_before: Sequence[str] = ()
     emotes: bool = False
     roll_total: int | None = None
 
@@ -112,6 +117,9 @@ class LineCleaner:
     """Every :data:`REPEAT_RUN` consecutive words of the lines in ``_said``."""
     _grounded_runs: set[tuple[str, ...]] = field(default_factory=set)
     """Every three consecutive words of the turn's grounding (short facts count too)."""
+    _asked: set[str] = field(default_factory=set)
+    _asked_runs: set[tuple[str, ...]] = field(default_factory=set)
+    """The players' earlier sentences, and every :data:`ECHO_RUN` consecutive words of them."""
     _names: re.Pattern[str] | None = field(default=None)
     _own: frozenset[str] = field(default_factory=frozenset)
     _open: str | None = None
@@ -125,6 +133,11 @@ class LineCleaner:
             self._remember(line)
         for text in self.context.grounding:
             self.ground(text)
+        for line in self.context.asked_before:
+            for sentence in _SENTENCE_BREAK.split(line):
+                words = words_of(sentence)
+                self._asked.add(" ".join(words))
+                self._asked_runs.update(word_runs(words, ECHO_RUN))
         self._own = frozenset(n.strip().lower() for n in self.context.own if n.strip())
         names = sorted(
             {n.strip() for n in [*self.context.speakers, *self.context.own] if n.strip()},
@@ -164,6 +177,7 @@ class LineCleaner:
             self._scaffolding,
             self._template,
             self._echo,
+            self._asked_before,
             self._contradiction,
             self._repeat,
         ):
@@ -186,14 +200,14 @@ class LineCleaner:
 
     def ground(self, text: str) -> None:
         """``text`` was given to this turn to tell (a tool's result as it arrives)."""
-        self._grounded_runs.update(_runs(words_of(text), _GROUND_RUN))
+        self._grounded_runs.update(word_runs(words_of(text), _GROUND_RUN))
 
     def _remember(self, line: str) -> None:
         for sentence in [line, *_SENTENCE_BREAK.split(line)]:
             words = words_of(sentence)
             if words:
                 self._said.add(" ".join(words))
-                self._said_runs.update(_runs(words))
+                self._said_runs.update(word_runs(words))
 
     def count(self, kind: str, times: int = 1) -> None:
         """Count a repair made outside the cleaner (a regenerated answer, the fallback line)."""
@@ -332,7 +346,7 @@ class LineCleaner:
         if SENTENCE_END.search(piece.strip()):
             return False
         words = words_of(piece)
-        if any(_covered(words, self._said_runs, REPEAT_RUN)):
+        if any(covered_words(words, self._said_runs, REPEAT_RUN)):
             return True  # "I have read that a", as an earlier line opened: the sentence decides
         heard = words_of(self.context.heard)
         heads = {tuple(heard[i : i + n]) for n in (2, 3) for i in range(len(heard) - n + 1)}
@@ -353,6 +367,17 @@ class LineCleaner:
         if len(said) - echoed < MIN_KEPT_WORDS + 1 or echoed >= ECHO_SHARE * len(said):
             return ""  # mostly the player's words: nothing of it is the NPC's own line
         return cut_words(text, spans)
+
+    def _asked_before(self, text: str) -> str:
+        """A sentence mostly in a player's earlier words goes whole (a few of them reused in an
+        answer are fine; a fact the turn was given is the NPC's to tell in any words)."""
+        words = words_of(text)
+        if len(words) < 3:
+            return text
+        if len(words) < ECHO_RUN and " ".join(words) in self._asked:
+            self.repairs["echo"] += 1
+            return ""
+        return self._unless_copied(text, words, self._asked_runs, ECHO_RUN, "echo")
 
     def _contradiction(self, text: str) -> str:
         total = self.context.roll_total
@@ -375,14 +400,21 @@ class LineCleaner:
         if len(words) < 3:
             return text
         if len(words) < REPEAT_RUN:
-            copied = " ".join(words) in self._said
-        else:  # a fact the turn was given, told again, is not a copy: its words do not count
-            said = _covered(words, self._said_runs, REPEAT_RUN)
-            given = _covered(words, self._grounded_runs, _GROUND_RUN)
-            own = sum(s and not g for s, g in zip(said, given, strict=True))
-            copied = own >= REPEAT_SHARE * len(words)
-        if copied:
-            self.repairs["repeat"] += 1
+            if " ".join(words) in self._said:
+                self.repairs["repeat"] += 1
+                return ""
+            return text
+        return self._unless_copied(text, words, self._said_runs, REPEAT_RUN, "repeat")
+
+    def _unless_copied(
+        self, text: str, words: list[str], runs: set[tuple[str, ...]], run: int, kind: str
+    ) -> str:
+        """``text``, or nothing when most of its words lie in ``runs`` (counted as ``kind``);
+        a fact the turn was given, told again, is not a copy: its words do not count."""
+        found = covered_words(words, runs, run)
+        given = covered_words(words, self._grounded_runs, _GROUND_RUN)
+        if sum(f and not g for f, g in zip(found, given, strict=True)) >= REPEAT_SHARE * len(words):
+            self.repairs[kind] += 1
             return ""
         return text
 
@@ -392,16 +424,3 @@ _DANGLING_INTRO_WORDS = 3
 _SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+")
 #: Consecutive words of what a turn was given to tell that mark a word as that fact's.
 _GROUND_RUN = 3
-
-
-def _runs(words: list[str], run: int = REPEAT_RUN) -> set[tuple[str, ...]]:
-    return {tuple(words[i : i + run]) for i in range(len(words) - run + 1)}
-
-
-def _covered(words: list[str], runs: set[tuple[str, ...]], run: int) -> list[bool]:
-    """Which of ``words`` lie in a run of ``run`` consecutive words found in ``runs``."""
-    covered = [False] * len(words)
-    for i in range(len(words) - run + 1):
-        if tuple(words[i : i + run]) in runs:
-            covered[i : i + run] = [True] * run
-    return covered

@@ -42,10 +42,12 @@ __all__ = [
     "TEMPLATE_HEADS",
     "TEMPLATE_RUN",
     "URL",
+    "covered_words",
     "cut_words",
     "is_emoji",
     "shared_runs",
     "tidy",
+    "word_runs",
     "words_of",
 ]
 
@@ -206,3 +208,17 @@ def is_emoji(ch: str) -> bool:
     if code in (0xFE0F, 0xFE0E, 0x200D, 0x20E3) or 0x1F3FB <= code <= 0x1F3FF:
         return True
     return unicodedata.category(ch) == "So"
+
+
+def word_runs(words: list[str], run: int = REPEAT_RUN) -> set[tuple[str, ...]]:
+    """Every ``run`` consecutive words of ``words``."""
+    return {tuple(words[i : i + run]) for i in range(len(words) - run + 1)}
+
+
+def covered_words(words: list[str], runs: set[tuple[str, ...]], run: int) -> list[bool]:
+    """Which of ``words`` lie in a run of ``run`` consecutive words found in ``runs``."""
+    covered = [False] * len(words)
+    for i in range(len(words) - run + 1):
+        if tuple(words[i : i + run]) in runs:
+            covered[i : i + run] = [True] * run
+    return covered

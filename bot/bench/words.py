@@ -149,7 +149,10 @@ async def play_corpus(
         template = prompt_ngrams(campaign.npcs.values())
         speakers = sorted({*campaign.npcs, *(line.speaker for line in lines)})
         answers += played
-        verdicts += [judge(answer, template, speakers) for answer in played]
+        verdicts += [
+            judge(answer, template, speakers, [line.text for line in chosen[:index]])
+            for index, answer in enumerate(played)
+        ]
     return WordsRun(label, answers, verdicts, time.monotonic() - started)
 
 

@@ -6,7 +6,8 @@ table must do (roll, look up). :func:`judge` reads what an NPC actually said and
 own rules, written from the issue's definitions rather than from clean speech's code, so the
 benchmark can catch what clean speech lets through:
 
-- echo: a spoken sentence repeats four words in a row of the player's line;
+- echo: a spoken sentence repeats four words in a row of the player's line, or is mostly (six
+  words in ten) four-word runs of one of the players' earlier lines, said back;
 - leak: a role or speaker label ("Arin:", "The player:"), or four words in a row of the
   prompt's own wording (the template Glyphoxa writes around the DM's text);
 - broken character: "AI", "language model", "assistant", "chatbot" and the like;
@@ -175,8 +176,14 @@ def prompt_ngrams(npcs: Iterable[NpcDefinition]) -> set[tuple[str, ...]]:
     return grams
 
 
-def judge(answer: Answer, template: set[tuple[str, ...]], speakers: Sequence[str]) -> Verdict:
-    """The verdict on one line's answer (``speakers``: everyone at the table, for labels)."""
+def judge(
+    answer: Answer,
+    template: set[tuple[str, ...]],
+    speakers: Sequence[str],
+    earlier: Sequence[str] = (),
+) -> Verdict:
+    """The verdict on one line's answer (``speakers``: everyone at the table, for labels;
+    ``earlier``: the players' lines before this one)."""
     line = answer.line
     expected = [line.npc] if line.npc else []
     address_ok = answer.answered[:1] == expected
@@ -190,7 +197,9 @@ def judge(answer: Answer, template: set[tuple[str, ...]], speakers: Sequence[str
     words = _words(spoken)
     run = min(_ECHO_RUN, max(3, len(_words(line.text))))
     echo = any(
-        _shares_run(_words(said), _words(line.text), run) for said in _SENTENCES.split(spoken)
+        _shares_run(_words(said), _words(line.text), run)
+        or any(_said_back(_words(said), _words(before)) for before in earlier)
+        for said in _SENTENCES.split(spoken)
     )
     leak = _labelled(spoken, speakers) or _shares_template(words, template)
     broken = _BROKEN.search(spoken) is not None
@@ -227,6 +236,18 @@ def _shares_run(said: list[str], heard: list[str], run: int) -> bool:
         return False
     grams = {tuple(heard[i : i + run]) for i in range(len(heard) - run + 1)}
     return any(tuple(said[i : i + run]) in grams for i in range(len(said) - run + 1))
+
+
+def _said_back(said: list[str], before: list[str]) -> bool:
+    """Six words in ten of ``said`` lie in runs of four of ``before``."""
+    if len(said) < _ECHO_RUN or len(before) < _ECHO_RUN:
+        return False
+    grams = {tuple(before[i : i + _ECHO_RUN]) for i in range(len(before) - _ECHO_RUN + 1)}
+    inside = [False] * len(said)
+    for i in range(len(said) - _ECHO_RUN + 1):
+        if tuple(said[i : i + _ECHO_RUN]) in grams:
+            inside[i : i + _ECHO_RUN] = [True] * _ECHO_RUN
+    return sum(inside) >= 0.6 * len(said)
 
 
 def _shares_template(words: list[str], template: set[tuple[str, ...]]) -> bool:

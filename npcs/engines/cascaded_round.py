@@ -27,7 +27,7 @@ from npcs.speech_patterns import words_of
 from npcs.spoken_budget import SpokenBudget, budget_words
 from tools.host.types import ToolCall, ToolResult
 
-__all__ = ["RoundReader", "TurnSpeech", "turn_speech"]
+__all__ = ["RoundReader", "TurnSpeech", "asked_before", "said_before", "turn_speech"]
 
 log = logging.getLogger(__name__)
 
@@ -143,6 +143,11 @@ def said_before(request: TurnRequest) -> list[str]:
     return lines
 
 
+def asked_before(request: TurnRequest) -> list[str]:
+    """The players' earlier lines in the scene: an answer must not say one of them back."""
+    return [line.text for line in request.scene if line.npc is None]
+
+
 def turn_speech(
     request: TurnRequest, names: list[str], actions: TableActions, prefix: str | None
 ) -> TurnSpeech:
@@ -156,6 +161,7 @@ def turn_speech(
         own=own,
         earlier=[*said_before(request), *([prefix] if prefix else [])],
         grounding=[*actions.facts, request.entity_snapshot or ""],
+        asked_before=asked_before(request),
         emotes=npc.emotes,
         roll_total=actions.roll_total,
     )

@@ -20,7 +20,7 @@ import openai
 from campaigns.providers.usage import record_round
 from npcs.clean_speech import LineCleaner, SpeechContext
 from npcs.engines.cascaded import CascadedEngine, request_messages, speaker_names, stream_error
-from npcs.engines.cascaded_round import said_before
+from npcs.engines.cascaded_round import asked_before, said_before
 from npcs.engines.events import (
     EngineEvent,
     FirstToken,
@@ -93,6 +93,7 @@ class SentenceCascadeEngine:
                 own=npc.names(),
                 earlier=said_before(request),
                 grounding=[*actions.facts, request.entity_snapshot or ""],
+                asked_before=asked_before(request),
                 emotes=npc.emotes,
             )
         )

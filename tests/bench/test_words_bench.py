@@ -63,6 +63,14 @@ def test_the_judge_catches_what_must_never_be_spoken(spoken: str, flag: str) -> 
     assert flag in verdict.why
 
 
+def test_the_judge_hears_an_earlier_line_said_back() -> None:
+    earlier = ["What happened at the lighthouse last winter?"]
+    said_back = _answer("chat", "Aye. What happened at the lighthouse last winter?")
+    assert "echo" in judge(said_back, TEMPLATE, [], earlier).why
+    answered = _answer("chat", "The lighthouse went dark last winter, and stayed dark.")
+    assert "echo" not in judge(answered, TEMPLATE, [], earlier).why
+
+
 def test_the_judge_wants_the_roll_made_and_its_number_said() -> None:
     result = '{"total": 14, "rolls": [14]}'
     rolled = _answer("roll", "That's a 14. Luck!", roll="1d20",

@@ -174,3 +174,23 @@ def test_a_short_sentence_is_not_said_twice_in_one_answer() -> None:
     assert cleaner.clean("Aimless.") == "Aimless."  # short lines may come back in a new answer
     assert cleaner.clean("Aimless.") == ""
     assert dict(cleaner.summary()) == {"repeat": 1}
+
+
+def test_a_players_earlier_line_said_back_is_an_echo() -> None:
+    """SmolLM2 was seen answering "Any rooms free?" with "What's on tap tonight?", a question
+    asked a minute before: a sentence mostly in a player's earlier words goes whole, while an
+    answer that reuses a few of them, or tells a fact the turn was given, is said."""
+    context = SpeechContext(
+        heard="Bartok, any rooms free tonight?",
+        own=["Bartok"],
+        asked_before=["Bartok, what's on tap tonight?", "I heard the old mill burned down. Sad."],
+    )
+    cleaner = LineCleaner(context)
+    assert cleaner.clean("What's on tap tonight?") == ""
+    assert cleaner.clean("The old mill burned down, you say.") == ""
+    for answer in ("On tap tonight? Dark ale, as ever.", "One room left, up the stairs."):
+        assert cleaner.clean(answer) == answer
+    assert dict(cleaner.summary()) == {"echo": 2}
+    fact = "Old Mill — burned down three nights ago"
+    told = LineCleaner(SpeechContext(asked_before=context.asked_before, grounding=[fact]))
+    assert told.clean("The old mill burned down, three nights ago.") != ""
