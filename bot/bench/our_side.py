@@ -173,6 +173,8 @@ def _config(args: argparse.Namespace) -> Any:
         "warm_up": True if llm.options.warm_up is None else llm.options.warm_up,
         "retry_in_character": True if llm.options.retry_in_character is None
         else llm.options.retry_in_character,
+        "open_in_character": True if llm.options.open_in_character is None
+        else llm.options.open_in_character,
     })  # fmt: skip
     llm = llm.model_copy(update={"options": options, "model": args.llm_model or llm.model})
     window = max(config.tiers.continuation_window_s, _CONTINUATION_S)

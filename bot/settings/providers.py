@@ -175,6 +175,10 @@ class LlmOptions(RemoteOptions):
     retry_in_character: bool | None = None
     """An answer asked again because the model wrote another speaker's line starts as the NPC's
     quoted line; empty: on for the bundled server."""
+    open_in_character: bool | None = None
+    """A FAST answer starts as the NPC's quoted line from its first sample (no tool call in that
+    round: the table runs a FAST turn's rolls and recall itself); empty: on for the bundled
+    server."""
     temperature: float | None = Field(default=None, ge=0.0, le=2.0)
     """Sampling temperature of NPCs that set none in their YAML (``llm.temperature``); empty:
     0.3 for ``local`` (chosen on ``glyphoxa bench words``), the server's default otherwise."""

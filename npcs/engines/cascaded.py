@@ -18,7 +18,7 @@ import asyncio
 import contextlib
 import logging
 import random
-from collections.abc import AsyncGenerator, Iterable, Sequence
+from collections.abc import AsyncGenerator, Iterable
 from typing import TYPE_CHECKING, Any
 
 import openai
@@ -50,6 +50,7 @@ from npcs.engines.events import (
 )
 from npcs.engines.fillers import DEFAULT_FALLBACKS, DEFAULT_FILLERS, FillerPicker
 from npcs.engines.guard import ContentGuard, calls_written_as_text, speaker_stops
+from npcs.engines.prompt_warming import PromptWarming
 from npcs.engines.table_actions import TableActions, plan_table_actions, run_table_actions
 from npcs.inference.health import LlmHealth, LlmUnavailable
 from npcs.spoken_budget import token_cap
@@ -58,7 +59,6 @@ from tools.host.types import ToolCall
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
-    from npcs.schema import NpcDefinition
     from tools.host import ToolHost
 
 __all__ = [
@@ -78,7 +78,7 @@ _ASK_AGAIN = 1
 second wait for the model costs the table more than an in-character line does)."""
 
 
-class CascadedEngine:
+class CascadedEngine(PromptWarming):
     """LLM tool loop -> sentences. One instance serves every NPC using this engine.
 
     Args:
@@ -102,6 +102,10 @@ class CascadedEngine:
             echoed the player) starts the answer as the NPC's own quoted line (``Bartok: "``,
             a final assistant message) and ends at its closing quote. Only for servers that
             continue a final assistant message (the bundled one, llama.cpp's llama-server).
+        open_in_character: a FAST answer's first round starts that way too, so the first
+            sample is already the NPC speaking: no label, echo or scaffolding to cut and wait
+            for a second sample over (the latency tail), at the cost of no tool call in it
+            (the table runs the rolls and recall a FAST turn needs; ``table_actions``).
         health: the LLM server's supervisor: requests fail at once while it is down, and a
             broken request names the crash rather than "Connection error".
         sampling: more request settings sent with every round (``frequency_penalty``;
@@ -127,6 +131,7 @@ class CascadedEngine:
         scene_chars: int = MAX_SCENE_CHARS,
         follow_up_scene: bool = True,
         retry_in_character: bool = False,
+        open_in_character: bool = False,
         rng: random.Random | None = None,
         health: LlmHealth | None = None,
     ) -> None:
@@ -146,6 +151,7 @@ class CascadedEngine:
         self.scene_chars = scene_chars
         self.follow_up_scene = follow_up_scene
         self.retry_in_character = retry_in_character
+        self.open_in_character = open_in_character
         self.health = health
         self.fillers = FillerPicker(rng)
         self.fallbacks = FillerPicker(rng)
@@ -153,6 +159,12 @@ class CascadedEngine:
         self._turns = 0
         self._idle = asyncio.Event()
         self._idle.set()
+
+    def _in_character(self, tier: Tier, asked_again: int, depth: int, prefix: str | None) -> bool:
+        """Whether a round starts as the NPC's quoted line: asked again, or a FAST first one."""
+        if asked_again:
+            return self.retry_in_character
+        return self.open_in_character and tier is Tier.FAST and depth == 0 and not prefix
 
     def respond(self, request: TurnRequest) -> AsyncGenerator[EngineEvent, None]:
         """Stream one turn. Consume it inside ``contextlib.aclosing`` and cancel to barge in."""
@@ -180,81 +192,6 @@ class CascadedEngine:
             self._turns -= 1
             if not self._turns:
                 self._idle.set()
-
-    async def warm_up(
-        self, npcs: Iterable[NpcDefinition], tiers: Sequence[Tier] = (Tier.STANDARD,)
-    ) -> int:
-        """Prefill a prompt-caching server (llama.cpp with ``--cache``) with each NPC's stable
-        prompt prefix (system prompt, then the tool descriptions offered at each of ``tiers``,
-        capped by its budget; by default the STANDARD tier of a first turn: other tiers' prompts
-        land in the cache with their first turn), so even an NPC's first turn only evaluates
-        the scene and the player's words.
-
-        One tiny request per distinct prompt, each sent only while no turn is running (the
-        local server answers one request at a time). Failures are logged and skipped.
-        Returns how many prompts were warmed.
-        """
-        seen: set[tuple[str, tuple[str, ...]]] = set()
-        warmed = 0
-        for tier in tiers:
-            for npc in npcs:
-                tools = offered_tools(self.host, tuple(npc.tools), min(tier, npc.budget_tier))
-                key = (npc.name, tuple(tool["function"]["name"] for tool in tools))
-                if key in seen:
-                    continue
-                seen.add(key)
-                await self._idle.wait()
-                messages = build_messages(npc, "Player", "Hello.", has_tools=bool(tools))
-                params = self._params(npc, messages, tools, None)
-                params["max_tokens"] = 1
-                try:
-                    response = await self.create(stream=False, **params)
-                except GlyphoxaError as error:
-                    log.warning("warm-up of %s failed: %s", npc.name, error)
-                    continue
-                record_round(self.meter, getattr(response, "usage", None), params, npc.name)
-                warmed += 1
-        return warmed
-
-    async def prefill(
-        self,
-        request: TurnRequest,
-        *,
-        with_tools: bool = True,
-        client: AsyncOpenAI | None = None,
-        model: str | None = None,
-    ) -> bool:
-        """Evaluate a turn's prompt up to the player's words ahead of time (``request.text``
-        may be empty), so a prompt-caching server only has the words left when the turn
-        comes. Skipped while a turn runs (the local server answers one request at a time);
-        returns whether a request was sent. Failures are logged: it is only an optimisation.
-
-        ``with_tools=False``, ``client`` and ``model`` prefill another prompt of the same NPC
-        (the sentence cascade's opener).
-        """
-        if not self._idle.is_set():
-            return False
-        tools = offered_tools(self.host, tuple(request.npc.tools), request.tier)
-        tools = tools if with_tools else []
-        messages = request_messages(request, has_tools=bool(tools), scene_chars=self.scene_chars)
-        params = self._params(request.npc, messages, tools, model)
-        params["max_tokens"] = 1
-        self._turns += 1  # the warm-up waits for it like for a turn
-        self._idle.clear()
-        try:
-            if client is None:
-                response = await self.create(stream=False, **params)
-            else:
-                response = await client.chat.completions.create(stream=False, **params)
-            record_round(self.meter, getattr(response, "usage", None), params, request.npc.name)
-        except (GlyphoxaError, openai.APIError) as error:
-            log.debug("prefill for %s failed: %s", request.npc.name, error)
-            return False
-        finally:
-            self._turns -= 1
-            if not self._turns:
-                self._idle.set()
-        return True
 
     async def _tool_loop(
         self,
@@ -304,7 +241,7 @@ class CascadedEngine:
             )
             if stops:
                 params["stop"] = stops
-            if asked_again and self.retry_in_character:
+            if self._in_character(request.tier, asked_again, depth, prefix):
                 # Measured on 33 real prompts: 0 unspeakable answers started this way, 3 free.
                 params["messages"].append({"role": "assistant", "content": f'{npc.name}: "'})
                 params["stop"] = [*stops, '"']

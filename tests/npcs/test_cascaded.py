@@ -337,6 +337,24 @@ async def test_an_answer_asked_again_starts_as_the_npcs_own_quoted_line(host, sa
     assert again["stop"] == [*first["stop"], '"']
 
 
+async def test_a_fast_answer_opens_in_character_from_its_first_sample(host, sage) -> None:
+    """With ``open_in_character``, a FAST answer's first round already carries ``Name: "`` and
+    stops at the closing quote (what the model writes is the NPC's line: nothing to ask again
+    for); a STANDARD answer's first round is left free, tools and all."""
+    script = [Step(content="Well met, traveller. Sit."), Step(content="The old mill burned.")]
+    async with FakeOpenAI(script) as server:
+        engine = engine_for(server, host, stop_at_speakers=True, open_in_character=True)
+        fast = await collect(engine, TurnRequest(sage, "Alice", "Hi!", Tier.FAST))
+        standard = await collect(engine, TurnRequest(sage, "Alice", "The mill?", Tier.STANDARD))
+    assert [e.text for e in fast if isinstance(e, Sentence)] == ["Well met, traveller.", "Sit."]
+    assert [e.text for e in standard if isinstance(e, Sentence)] == ["The old mill burned."]
+    opened, free = server.requests
+    assert opened["messages"][-1] == {"role": "assistant", "content": 'Greymantle: "'}
+    assert opened["stop"][-1] == '"' and len(server.requests) == 2
+    assert free["messages"][-1]["role"] == "user" and '"' not in free["stop"]
+    assert free["tools"]
+
+
 async def test_other_speakers_lines_are_cut_and_stop_sequences_sent(host, sage) -> None:
     from npcs.context import SceneLine
 

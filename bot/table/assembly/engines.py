@@ -144,6 +144,7 @@ async def _cascaded_engine(
         scene_chars=options.scene_chars,
         follow_up_scene=options.follow_up_scene,
         retry_in_character=_or(options.retry_in_character, bundled),
+        open_in_character=_or(options.open_in_character, bundled),
         health=server,
         temperature=_or(options.temperature, _LOCAL_TEMPERATURE if local else None),
         sampling=_sampling(options, llama_cpp=local),
