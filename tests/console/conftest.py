@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import os
 import shutil
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -137,6 +138,18 @@ async def logged_in_page(
     response = await page.goto(env.hub.login_url())
     assert response is not None and response.ok
     return page
+
+
+async def wait_until_true(page: Any, expression: str, *, timeout_s: float = 20.0) -> None:
+    """Poll ``expression`` from the test until it is true. Playwright's ``wait_for_function``
+    evaluates the string inside the page once its first look was false, which the console's
+    Content Security Policy (no 'unsafe-eval') refuses: on a busy machine that first look is
+    false, and the test failed on the policy, not on the page."""
+    deadline = time.monotonic() + timeout_s
+    while not await page.evaluate(expression):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not true within {timeout_s:g} s: {expression}")
+        await asyncio.sleep(0.05)
 
 
 async def screenshot(page: Any, name: str, *, full: bool = True) -> Path:

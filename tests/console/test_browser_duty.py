@@ -20,7 +20,7 @@ import pytest
 from bot.frontends.console import console_for
 from tools.host.approval import ApprovalRequest
 
-from .conftest import ConsoleEnv, live_table, logged_in_page, screenshot
+from .conftest import ConsoleEnv, live_table, logged_in_page, screenshot, wait_until_true
 
 pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.slow]
 
@@ -79,7 +79,7 @@ async def test_the_page_says_when_the_bot_is_gone(console_env: ConsoleEnv, brows
             assert page.url.endswith(f"/tables/{feed.id}")
             mute = page.locator('.npc[data-npc="Bartok"] form[action$="/control/mute"] button')
             await mute.wait_for()
-            await page.wait_for_function("window.glyphoxa.streams.table.up === true")
+            await wait_until_true(page, "window.glyphoxa.streams.table.up === true")
             await server.stop()  # the bot stops
             stopped = True
             banner = page.locator("#offline")
@@ -136,7 +136,7 @@ async def test_the_home_page_follows_the_table_and_its_url_outlives_it(
     env = console_env
     page = await logged_in_page(browser, env)
     assert "No table is running" in await page.content()
-    await page.wait_for_function("window.glyphoxa.streams.pulse.up === true")
+    await wait_until_true(page, "window.glyphoxa.streams.pulse.up === true")
     async with live_table(env, "A night to remember") as feed:
         await page.wait_for_url(f"**/tables/{feed.id}", timeout=10_000)
         session = feed.session

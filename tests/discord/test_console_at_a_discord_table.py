@@ -41,7 +41,13 @@ from bot.frontends.commands.run import _start_console
 from bot.frontends.discord_bot.sharding import make_bot
 from bot.frontends.discord_bot.tables import configured_tables
 from bot.settings.loader import load_config
-from tests.console.conftest import CHROMIUM, CHROMIUM_ARGS, CHROMIUM_FOUND, screenshot
+from tests.console.conftest import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    CHROMIUM_FOUND,
+    screenshot,
+    wait_until_true,
+)
 
 from .conftest import OpenWorld
 from .discord_api import APP_ID, FakeDiscordApi
@@ -171,12 +177,12 @@ async def test_the_dm_runs_a_discord_table_from_the_console(
             assert live.url.endswith(f"/tables/{feed.id}")
             assert await live.locator(".live-head h1").inner_text() == "Table: Tavern"
             await live.locator('.npc[data-npc="Bartok"]').wait_for()
-            await live.wait_for_function("window.glyphoxa.streams.table.up === true")
+            await wait_until_true(live, "window.glyphoxa.streams.table.up === true")
             # The DM is on another page (Cast) when the roll comes.
             cast = await context.new_page()
             cast.on("pageerror", lambda error: errors.append(str(error)))
             await cast.goto(console.url + "/cast")
-            await cast.wait_for_function("window.glyphoxa.streams.pulse.up === true")
+            await wait_until_true(cast, "window.glyphoxa.streams.pulse.up === true")
 
             # The player speaks to Bartok over Discord voice; his roll waits for the DM.
             requests_before = len(llm.requests)
