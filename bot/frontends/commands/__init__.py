@@ -43,6 +43,10 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 
+_PLACED = {name: title for title, names in GROUPS for name in names}
+"""Command name -> the group :data:`GROUPS` places it in."""
+
+
 @dataclass(frozen=True, slots=True)
 class CommandEntry:
     """One top-level command as ``glyphoxa --help`` lists it."""
@@ -95,10 +99,9 @@ def register_module(module: ModuleType, subparsers: Any) -> list[CommandEntry]:
         return []
     recorder = _Recorder(subparsers)
     register(recorder)
-    placed = {name: title for title, names in GROUPS for name in names}
     module_group = str(getattr(module, "GROUP", DEFAULT_GROUP))
     return [
-        CommandEntry(name, text, placed.get(name, module_group)) for name, text in recorder.added
+        CommandEntry(name, text, _PLACED.get(name, module_group)) for name, text in recorder.added
     ]
 
 
