@@ -72,3 +72,34 @@ def test_the_verdict_combines_the_score_with_the_words() -> None:
     fallback = policy.verdict(None, "Bartok, and")  # the model could not score: plain hangover
     assert (fallback.complete, fallback.wait_ms, fallback.reason) == (False, 500, "no turn model")
     assert policy.fallback() == fallback
+
+
+@pytest.mark.parametrize("score", [0.03, 0.97])
+def test_a_whole_question_closed_with_a_comma_waits_unsure_not_incomplete(score: float) -> None:
+    """Whisper heard "Bartok, is the stew any good?" cut at the pause as "..., any good,": it
+    is a whole question all the same, whatever the sound says; a clause that trails off is not."""
+    config = TurnConfig(complete_ms=200, unsure_ms=500, incomplete_ms=1000, threshold=0.5)
+    policy = TurnEndPolicy(config, hangover_ms=500, names=NAMES)
+    for asked in (
+        "Bartok, is the stew any good,",
+        "Bartok, what's on tap tonight,",
+        "Is it raining outside,",
+        "Captain Vessa, how much for a room,",
+    ):
+        verdict = policy.verdict(score, asked)
+        assert (verdict.complete, verdict.wait_ms) == (True, 500), asked
+        assert verdict.reason == "a question at a comma" and verdict.whole_question, asked
+    for going_on in (
+        "Bartok, what do you,",  # too short to be whole
+        "Bartok, is the,",  # ends with "the"
+        "Upstairs, if the rooms are cheap,",  # no question
+        "Bartok, the stew is cold,",
+        "Well, I was thinking...",
+        "Bartok, is the stew any good...",  # trails off for real
+        "Greymantle,",
+    ):
+        verdict = policy.verdict(score, going_on)
+        assert (verdict.complete, verdict.wait_ms) == (False, 1000), going_on
+        assert not verdict.whole_question, going_on
+    aside = policy.verdict(score, "Where are we sleeping tonight,", table_talk=True)
+    assert (aside.complete, aside.wait_ms) == (False, 1000)  # table talk: nobody waits for it

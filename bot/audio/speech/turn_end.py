@@ -7,7 +7,8 @@ can say "not done": a trailing "and" or "um", words trailing off ("..."), or a n
 silence, an unfinished one only after ``incomplete_ms``. Where sound and words do not quite
 vouch for each other the turn ends after ``unsure_ms``: a word or two that sound finished
 ("Great," then a breath before "pour me a pint"), or a whole question ("Bartok, is the stew any
-good?") that the model, unsure of a voice it was not trained on, hears as unfinished. Table
+good?") that the model, unsure of a voice it was not trained on, hears as unfinished, or that
+Whisper, hearing it cut at the pause, closed with a comma instead of a question mark. Table
 talk (a player whose words so far name no NPC) that sounds finished ends after
 ``table_talk_ms``: nobody waits for its answer, and a comma's breath sounds finished too
 (with a shorter wait, "Upstairs, if the rooms are cheap, | otherwise in the stable again"
@@ -38,9 +39,10 @@ _WHOLE_WORDS = 3
 the recognizer wrote them: a misheard name comes back hyphenated ("Greymantle," as
 "Brain-in-all."), and a rehearsal cut "Greymantle, what is your name?" there as three words."""
 _TRAILING_OFF = ("...", "\u2026", ",", "-", "\u2014", ":", ";")
+_QUESTION_AT_COMMA_WORDS = 4
 _ASKS = frozenset(
     "who what where when why how which whose is are was were do does did can could will would "
-    "shall should may have has any got".split()
+    "shall should may have has any got what's who's where's how's when's why's".split()
 )
 """Words a question opens with: Whisper writes a flat-voiced question with a period ("Bartok,
 Any news from the docks.", which then waited out ``incomplete_ms`` in bench runs)."""
@@ -74,12 +76,30 @@ def _whole_question(text: str) -> bool:
     stripped = text.rstrip()
     if stripped.endswith("?"):
         return True
-    if not stripped.endswith("."):
-        return False
-    head, _, rest = stripped.partition(",")
+    return stripped.endswith(".") and _asking_clause(stripped[:-1]) is not None
+
+
+def _asking_clause(text: str) -> list[str] | None:
+    """The words of ``text`` from a question's opening word on, when it opens with one at the
+    start or right after the name it is said to ("Bartok, is the stew any good"); else None."""
+    head, comma, rest = text.partition(",")
     opening = _words(head)
-    after_name = _words(rest)[:1] if len(opening) <= 2 else []  # "Bartok, any news ..."
-    return any(word in _ASKS for word in opening[:1] + after_name)
+    if opening and opening[0] in _ASKS:
+        return _words(text)
+    after_name = _words(rest) if comma and len(opening) <= 2 else []  # "Bartok, any news ..."
+    return after_name if after_name and after_name[0] in _ASKS else None
+
+
+def _question_at_comma(text: str) -> bool:
+    """A whole question Whisper closed with a comma ("Bartok, is the stew any good,"): cut at
+    the pause, a flat question often gets one. It waited out ``incomplete_ms`` as trailing off
+    and was the full table's slowest turn in bench runs. Four words from the question's opening
+    word on at least ("what's on tap tonight"); "Bartok, what do you," ends on fewer."""
+    stripped = text.rstrip()
+    if not stripped.endswith(",") or stripped.endswith(",,"):
+        return False
+    clause = _asking_clause(stripped[:-1])
+    return clause is not None and len(clause) >= _QUESTION_AT_COMMA_WORDS
 
 
 def said_words(text: str | None) -> int:
@@ -140,6 +160,10 @@ class TurnEndPolicy:
         if probability is None:
             return self.fallback()
         why = unfinished_words(text, self.names) if text else None
+        if why == "trails off" and not table_talk and text and _question_at_comma(text):
+            return TurnVerdict(
+                True, config.unsure_ms, "a question at a comma", probability, whole_question=True
+            )
         if why is not None:
             return TurnVerdict(False, config.incomplete_ms, why, probability)
         words = said_words(text)
