@@ -206,9 +206,11 @@ def _with_instant_llm(config: Any) -> Any:
 
 
 def _turn_row(turn: dict[str, Any]) -> dict[str, Any]:
-    """One turn's words and stages (JSON only): a slow turn of a run can be named."""
+    """One turn's words, answer and stages (JSON only): a slow turn of a run can be named and
+    explained (an answer asked again, a repair)."""
     stages = {k: round(v) for k, v in turn["stages_ms"].items() if isinstance(v, int | float)}
-    return {"heard": turn["heard"], "speculative": turn["speculative"], "stages_ms": stages}
+    return {"heard": turn["heard"], "speculative": turn["speculative"], "stages_ms": stages,
+            "reply": turn.get("reply"), "repairs": turn.get("repairs") or {}}  # fmt: skip
 
 
 async def _fast_set(
