@@ -10,13 +10,19 @@ that waits, keeping what it evaluated, and then answers with no token (``finish_
 "length"). The server answers one request at a time, so without giving way a turn that arrived
 while a warm-up of a few hundred tokens ran would wait the whole warm-up out (seconds on a
 small CPU).
+
+The server leaves with its parent: a bot or bench that is killed outright (SIGKILL, the OOM
+killer) cannot stop it, and an orphan would keep the model's memory and a core's worth of
+threads. It watches its parent and exits within a second of losing it.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -307,9 +313,23 @@ def chat_handler(
     return _collect(chunks, llama, prompt)
 
 
+_PARENT_POLL_S = 0.5
+
+
+def _leave_with_parent(parent: int) -> None:
+    """Exit once ``parent`` is gone (this process was handed to another parent)."""
+    while os.getppid() == parent:
+        time.sleep(_PARENT_POLL_S)
+    logging.getLogger(__name__).warning("the bot that started this server is gone: exiting")
+    os._exit(0)  # nothing to save: the prompt cache lives in memory only
+
+
 def main() -> None:
     """Register the chat format, then run llama-cpp-python's own server entry point."""
     global _cache
+    threading.Thread(
+        target=_leave_with_parent, args=(os.getppid(),), name="parent-watch", daemon=True
+    ).start()
     megabytes = 512
     if PREFIX_CACHE_FLAG in sys.argv:
         at = sys.argv.index(PREFIX_CACHE_FLAG)
