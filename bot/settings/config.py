@@ -151,7 +151,8 @@ class TurnConfig(_Strict):
     unsure_ms: int = Field(default=500, ge=0)
     """Silence before a turn ends when sound and words do not quite vouch for each other: a word
     or two that sound finished ("Great," and a breath before "pour me a pint"), or a whole
-    question that sounds unfinished."""
+    question that sounds unfinished or that the recognizer closed with a comma ("Bartok, is
+    the stew any good,")."""
     incomplete_ms: int = Field(default=1000, ge=0)
     """Silence before an unfinished one ends anyway ("Bartok, and um...")."""
     table_talk_ms: int = Field(default=500, ge=0)
