@@ -84,6 +84,11 @@ class SentenceSplitter:
         self._emitted = self._emitted or bool(rest)
         return rest or None
 
+    def reopen(self) -> None:
+        """The pieces so far were not said (clean speech dropped them): the next piece opens
+        the answer again, as short as the first one may be."""
+        self._emitted = False
+
     @property
     def pending(self) -> str:
         return self._buffer

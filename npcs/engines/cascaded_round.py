@@ -35,11 +35,13 @@ log = logging.getLogger(__name__)
 #: before the next phrase (a conjunction or preposition): the voice starts sooner.
 _FIRST_CLAUSE_WORDS = 4
 _NOTHING_CLEAN_CHARS = 100
-"""Characters of a round (about 25 tokens) after which a turn that has still said nothing
-stops reading it: everything so far was unspeakable (an echo, another speaker's line, a
-repeat), so the rest rarely is better, and asking again now costs less than the rest of the
-sample. An answer asked again cost a whole sample first: the slowest FAST turns of
-``bench e2e`` (the first piece 0.8-0.9 s after the first token, against 0.1-0.3 s)."""
+"""Characters of pieces clean speech dropped (about 25 tokens) after which a turn that has
+still said nothing stops reading its round: everything so far was unspeakable (an echo,
+another speaker's line, a repeat), so the rest rarely is better, and asking again now costs
+less than the rest of the sample. An answer asked again cost a whole sample first: the slowest
+FAST turns of ``bench e2e`` (the first piece 0.8-0.9 s after the first token, against
+0.1-0.3 s). A sentence still being written is not judged yet, so it is never cut for its
+length."""
 
 
 @dataclass(slots=True)
@@ -202,7 +204,7 @@ class RoundReader:
         self.cut_off = False
         """The model stopped at its token cap (``finish_reason`` "length")."""
         self.nothing_clean = False
-        """Stopped reading: ``_NOTHING_CLEAN_CHARS`` in, the turn still had nothing to say."""
+        """Stopped reading: ``_NOTHING_CLEAN_CHARS`` of pieces dropped, nothing said yet."""
         self._slots: dict[int, dict[str, str]] = {}
         self._splitter = SentenceSplitter()
 
@@ -236,7 +238,7 @@ class RoundReader:
         # The turn's very first piece may end at a comma: TTS starts sooner.
         clause = _FIRST_CLAUSE_WORDS if self.speech.opening else None
         self._splitter = SentenceSplitter(first_clause_words=clause, first_phrase_words=clause)
-        read = 0
+        dropped = 0
         async for chunk in chunks:
             self.usage = getattr(chunk, "usage", None) or self.usage
             if not chunk.choices:
@@ -250,14 +252,18 @@ class RoundReader:
                 self.raw.append(delta.content)
                 safe = self.guard.push(delta.content)
                 self.content.append(safe)
-                for sentence in self.speech.say(self._splitter.push(safe)):
+                pieces = self._splitter.push(safe)
+                for sentence in self.speech.say(pieces):
                     yield sentence
+                if pieces and self.speech.opening:  # none of them was said
+                    dropped += sum(len(piece) for piece in pieces)
+                    if clause:
+                        self._splitter.reopen()  # the next piece opens the answer: short
                 if self.guard.stopped:
                     break  # another speaker's line: the answer is over
                 if self.speech.full:
                     break  # the spoken budget is used up: the rest is never said
-                read += len(delta.content)
-                if read >= _NOTHING_CLEAN_CHARS and self._unspeakable_so_far():
+                if dropped >= _NOTHING_CLEAN_CHARS and self._unspeakable_so_far():
                     self.nothing_clean = True
                     break  # nothing clean yet: asking again is sooner than the rest
             for tool_delta in delta.tool_calls or ():

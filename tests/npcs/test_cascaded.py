@@ -482,16 +482,17 @@ async def test_a_sample_with_nothing_clean_early_is_asked_again_before_its_end(h
 
 
 async def test_a_clean_line_after_a_short_echo_is_said_from_the_same_sample(host, sage) -> None:
-    """Only a long run of nothing clean is cut: an echo, then the answer, is one sample."""
+    """Only a long run of nothing clean is cut: an echo, then the answer, is one sample, and
+    the answer's first piece is as short as an answer's first piece may be (the echo that
+    opened the sample was never said, so the voice starts at the first clause)."""
     heard = "What news from the north?"
     script = [Step(content=f"{heard} Snow on the passes, and wolves behind it."),
               Step(content="Never asked.")]  # fmt: skip
     async with FakeOpenAI(script) as server:
-        events = await collect(
-            engine_for(server, host), TurnRequest(sage, "Alice", heard, Tier.FAST)
-        )
-    spoken = " ".join(e.text for e in events if isinstance(e, Sentence))
-    assert spoken == "Snow on the passes, and wolves behind it."
+        request = TurnRequest(sage, "Alice", heard, Tier.FAST)
+        events = await collect(engine_for(server, host), request)
+    spoken = [e.text for e in events if isinstance(e, Sentence)]
+    assert spoken == ["Snow on the passes,", "and wolves behind it."]
     assert len(server.requests) == 1
 
 
