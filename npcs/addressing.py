@@ -30,7 +30,7 @@ from npcs.name_index import (
     phonetic_key,
     sound_parts,
 )
-from npcs.name_words import is_everyday
+from npcs.name_words import TITLES, is_everyday
 from npcs.schema import NpcDefinition
 from npcs.vocative import Hit, Words, addressees, judge
 
@@ -318,7 +318,12 @@ class AddressDetector:
         # conversation, nor to the only NPC in the scene: nobody answers it.
         last = self._last.get(speaker)
         talking_with = set(last[0]) if last is not None else set()
-        about = [m.npc for m in mentions if not m.vocative or m.npc not in talking_with]
+        about = [
+            m.npc
+            for m in mentions
+            if (not m.vocative or m.npc not in talking_with)
+            and not self._noun_heard_as_name(m, talking_with)
+        ]
         if about:
             who = ", ".join(dict.fromkeys(about))
             return AddressDecision([], f"NPCs only talked about, not to ({who})", mentions)
@@ -336,6 +341,21 @@ class AddressDetector:
                 self._remember(speaker, [sole.name], now, record)
                 return AddressDecision([sole.name], f"sole active NPC {sole.name}", mentions)
         return AddressDecision([], "no clear addressee", mentions)
+
+    def _noun_heard_as_name(self, mention: NameMention, talking_with: set[str]) -> bool:
+        """A name of the NPC the player is talking with, after an article: "And what about
+        the Bart?" was "the bard", heard as Bartok's alias (the recognizer is prompted with the
+        NPCs' names). A person's name does not follow "the"; a role does ("the barkeep", "the
+        captain": a lowercase alias, or a title), and still only talks about the NPC."""
+        if mention.npc not in talking_with or mention.why not in _AFTER_ARTICLE:
+            return False
+        heard = normalize_text(mention.matched)
+        words = WORD.findall(heard)
+        if not words or words[0] in TITLES:
+            return False
+        npc = self._npcs.get(mention.npc)
+        roles = {normalize_text(a) for a in (npc.aliases if npc else []) if a[:1].islower()}
+        return heard not in roles and f"the {heard}" not in roles
 
     def _remember(self, speaker: str, names: list[str], now: float, record: bool) -> None:
         if record:
@@ -360,6 +380,7 @@ class AddressDetector:
 
 
 _OPENERS = frozenset("hey hi hello oi ok okay so well now and yo right".split())
+_AFTER_ARTICLE = frozenset({"after 'the'", "after 'a'", "after 'an'"})
 
 
 def _opens_line(lowered: str, spans: list[_Span], i: int) -> bool:

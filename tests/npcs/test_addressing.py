@@ -216,3 +216,20 @@ def test_a_title_or_an_of_phrase_alone_is_not_a_name() -> None:
     assert detector.detect("p", "Sister Morwen, help us", 0.0, record=False).npcs == [morwen]
     for word in ("Sister", "Veil", "Ashen"):
         assert detector.detect("p", f"{word}, help us", 0.0, record=False).npcs == []
+
+
+def test_a_name_after_the_is_a_noun_misheard_in_a_conversation() -> None:
+    """Talking with Bartok, "And what about the bard?" came back from Whisper as "the Bart"
+    (his alias): a person's name does not follow "the", so the conversation goes on. A role
+    after "the", or the name outside a conversation with its NPC, still only talks about them."""
+    detector = AddressDetector(CAST)
+    detector.detect("alice", "Bartok, who is that in the corner?", now=0)
+    heard = detector.detect("alice", "And what about the Bart?", now=8)
+    assert heard.npcs == ["Bartok"] and heard.reason.startswith("continuation"), heard
+    for about in ("And what about the barkeep?", "I don't trust Bartok."):
+        detector.detect("alice", "Bartok, who is that in the corner?", now=10)
+        assert detector.detect("alice", about, now=12).npcs == [], about
+    detector.detect("alice", "Captain Vessa, any news?", now=20)
+    assert detector.detect("alice", "And what about the captain?", now=22).npcs == []
+    other = AddressDetector(CAST)  # nobody talks with Bartok: his name only talked about
+    assert other.detect("bob", "And what about the Bart?", now=0).npcs == []
