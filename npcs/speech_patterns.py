@@ -104,7 +104,9 @@ SCAFFOLDING = re.compile(
     r"\bconcise\b|avoid mentioning|as requested|here(?:'s| is) (?:my|a|the) "
     r"(?:response|reply|answer|line)|\bthe user\b|\bthe assistant\b|as an npc|"
     r"what you recall|dice were (?:just )?rolled|react to (?:it|the roll)|"
-    r"i (?:will|'ll) (?:respond|reply|answer)|my (?:response|reply) (?:is|would be)",
+    r"i (?:will|'ll) (?:respond|reply|answer)|my (?:response|reply) (?:is|would be)|"
+    r"ready to (?:continue|proceed)\b|\bno (?:information|results?|data) (?:is |are )?"
+    r"(?:available|found)",
     re.IGNORECASE,
 )
 BROKEN = re.compile(

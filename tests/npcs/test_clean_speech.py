@@ -37,6 +37,10 @@ REPAIRED = [
     ("I'll make it concise and avoid mentioning Bartok.", "", "scaffolding"),
     ("Answer as Bartok. Arin says to you: hello", "", "scaffolding"),
     ("Your mood right now is grumpy, so I let it color what I say.", "", "scaffolding"),
+    # SmolLM2 after an empty memory search, in a rehearsal: a tool's words and a chatbot's
+    ("Rolla Dye, no information available.", "", "scaffolding"),
+    ("I'm ready to continue.", "", "scaffolding"),
+    ("No results found for the docks.", "", "scaffolding"),
     ("I'm not an AI designed to pour ale.", "", "broken character"),
     ("As a language model, I cannot taste ale.", "", "broken character"),
     ("Ale is two copper! 🍺😀", "Ale is two copper!", "emoji"),
@@ -76,6 +80,8 @@ def test_a_piece_that_fails_is_cut_to_its_clean_part_and_counted(
         "I've heard the old mill grinds at night.",
         "Ask Greymantle about the candle, not me.",
         "Three copper for a room, two for the stew.",
+        "I have no news of the docks, and no information I'd sell you cheap.",
+        "Are you ready to pay, or shall we continue haggling?",
     ],
 )
 def test_a_clean_line_passes_untouched(line: str) -> None:
