@@ -247,10 +247,15 @@ class Night:
                          and result.started <= r.at <= until]  # fmt: skip
                 if heard:
                     result.transcript, result.routed_to = heard[0].text, heard[0].npcs
+            misheard = [npc for npc in result.routed_to if npc != result.line.npc]
+            if result.expected == "addressed" and result.trace is None and misheard:
+                result.answered_as_heard = self._answer(result, npcs=misheard)
 
-    def _answer(self, result: LineResult) -> Any:
-        """The turn (running or done) an NPC started for this line, once its audio plays."""
+    def _answer(self, result: LineResult, npcs: list[str] | None = None) -> Any:
+        """The turn (running or done) an NPC started for this line, once its audio plays: the
+        line's own NPC, or (``npcs``) one its words were heard to name."""
         line = result.line
+        wanted = npcs if npcs is not None else None if line.npc is None else [line.npc]
         # A running turn's trace gets its playback start when the turn ends; its handle knows
         # as soon as the first frame is played.
         playing = [(t.trace, t.handle.playback_started_at) for t in self.session.turns.running()]
@@ -258,7 +263,7 @@ class Night:
         for trace, played in [*playing, *done]:
             if trace.turn_id in self.used and trace is not result.trace:
                 continue
-            fits = trace.speaker == line.speaker and (line.npc is None or trace.npc == line.npc)
+            fits = trace.speaker == line.speaker and (wanted is None or trace.npc in wanted)
             # The turn stems from this line's speech (not the speaker's next line).
             end = trace.speech_end
             fresh = end is not None and result.started <= end <= result.ended + _ENDPOINT_S

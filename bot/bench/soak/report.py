@@ -67,6 +67,10 @@ class LineResult:
     transcript: str | None = None
     """What the table heard (the first final transcript of this speaker after the line began)."""
     routed_to: tuple[str, ...] = ()
+    answered_as_heard: Any = None
+    """The turn another NPC gave an addressed line whose words, as the recognizer heard them,
+    named that NPC ("Bartok, what's on tap" heard as "Boredok, Whisper Tap"): the table heard
+    and answered it, the recognizer misheard it. Counted apart from ``answered``."""
 
     @property
     def answered(self) -> bool:
@@ -197,6 +201,8 @@ class SoakReport:
         missed = [f"{r.line.at:.0f}s {r.line.speaker}: {r.line.text!r} heard as "
                   f"{r.transcript!r} -> {', '.join(r.routed_to) or 'nobody'}"
                   + self._clean(r.line.speaker, r.line.text)
+                  + (f"; {r.answered_as_heard.npc} answered it as heard"
+                     if r.answered_as_heard is not None else "")
                   for r in addressed if not r.answered]  # fmt: skip
         out = [
             BenchResult(
